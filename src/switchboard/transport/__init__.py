@@ -1,0 +1,83 @@
+"""JSON-RPC 2.0 over byte streams: framing, links, and the :class:`Peer`.
+
+Layers, bottom up: ``framing`` (sans-I/O NDJSON splitting), ``link`` (the frame-level
+``Link`` protocol) with one module per transport (``memory``, ``stdio``, ``stdio_server``,
+``tcp``, ``ws``; ``stream_link`` is the NDJSON pump stdio and TCP share), ``messages``
+(sans-I/O JSON-RPC classification and encoding), ``errors``, and the peer: ``peer`` (tasks,
+ordering, dispatch) over ``pending`` (our requests: ids, matching, timeouts, with
+``deadlines``), ``outbox`` (writes and batching) and ``handlers`` (handler shapes,
+``Deferred``).
+
+This package knows JSON-RPC 2.0 and nothing of MCPL: it imports no other ``switchboard``
+package.
+"""
+
+from switchboard.transport.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    FrameTooLargeError,
+    LinkClosedError,
+    RequestTimeoutError,
+    RpcError,
+    TransportError,
+    WireError,
+    wire_error,
+)
+from switchboard.transport.framing import (
+    DEFAULT_MAX_FRAME,
+    FrameTooLarge,
+    NdjsonDecoder,
+    encode_frames,
+)
+from switchboard.transport.handlers import Deferred, NotificationHandler, RequestHandler
+from switchboard.transport.link import BatchLink, Link
+from switchboard.transport.memory import MemoryLink, memory_link_pair
+from switchboard.transport.peer import Peer, PeerStatistics
+from switchboard.transport.pending import USE_DEFAULT, Timeout
+from switchboard.transport.stdio import StdioLink, spawn_stdio
+from switchboard.transport.stdio_server import stdio_server_link
+from switchboard.transport.stream_link import NdjsonStreamLink
+from switchboard.transport.tcp import dial_tcp, tcp_link_from_stream
+from switchboard.transport.ws import WebSocketLink, dial_websocket, websocket_link_from_connection
+
+__all__ = [
+    "DEFAULT_MAX_FRAME",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "USE_DEFAULT",
+    "BatchLink",
+    "Deferred",
+    "FrameTooLarge",
+    "FrameTooLargeError",
+    "Link",
+    "LinkClosedError",
+    "MemoryLink",
+    "NdjsonDecoder",
+    "NdjsonStreamLink",
+    "NotificationHandler",
+    "Peer",
+    "PeerStatistics",
+    "RequestHandler",
+    "RequestTimeoutError",
+    "RpcError",
+    "StdioLink",
+    "Timeout",
+    "TransportError",
+    "WebSocketLink",
+    "WireError",
+    "dial_tcp",
+    "dial_websocket",
+    "encode_frames",
+    "memory_link_pair",
+    "spawn_stdio",
+    "stdio_server_link",
+    "tcp_link_from_stream",
+    "websocket_link_from_connection",
+    "wire_error",
+]

@@ -1,0 +1,91 @@
+"""The outbound side of a peer: one write lock, a queue, and batching.
+
+Frames reach the link three ways. A caller of ``request``/``notify`` writes its own frame at
+once when nothing is queued and no write is under way (no task switch); otherwise its frame
+is queued. The dispatcher queues its answers without waking anyone and flushes when its
+inbox runs dry, so the answers to a burst of requests leave in one write. The writer task
+flushes whatever is queued whenever it is woken.
+
+Theory of operation: only the writer task and the dispatcher ever write queued frames, and
+neither is cancelled while the peer runs, so a frame once queued is never lost to somebody
+else's cancellation; a caller writing directly writes only its own frame. ``flush`` takes
+the whole queue and writes it with ``send_many`` when the link has it.
+
+This module knows frames and the link's write side; not what the frames say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from switchboard.transport.link import Link
+
+__all__ = ["Outbox"]
+
+# Past this many queued frames, callers wait for the writer (backpressure).
+HIGH_WATER = 512
+
+
+class Outbox:
+    """Queue and write frames to ``link``; all failures surface as the link's exceptions."""
+
+    def __init__(self, link: Link) -> None:
+        self._link = link
+        self._send_many: Callable[[list[bytes]], Awaitable[None]] | None = getattr(
+            link, "send_many", None
+        )
+        self._frames: list[bytes] = []
+        self._lock = anyio.Lock(fast_acquire=True)
+        self._ready = anyio.Event()
+        self._drained = anyio.Event()
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def put(self, frame: bytes, *, wake: bool = True) -> None:
+        """Queue a frame; ``wake=False`` leaves it for whoever flushes next."""
+        self._frames.append(frame)
+        if wake:
+            self._ready.set()
+
+    def wake(self) -> None:
+        """Let the writer task send what is queued."""
+        self._ready.set()
+
+    def clear(self) -> None:
+        """Drop what is queued (the link is gone)."""
+        self._frames.clear()
+
+    async def wait_for_frames(self) -> None:
+        """Return once something is queued and the writer was woken for it."""
+        while not self._frames:
+            ready = anyio.Event()
+            self._ready = ready
+            await ready.wait()
+
+    async def send_own(self, frame: bytes) -> None:
+        """Write a caller's frame now if the way is clear, else queue it for the writer."""
+        if not self._frames and not self._lock.locked():
+            async with self._lock:
+                await self._link.send(frame)
+            return
+        while len(self._frames) >= HIGH_WATER:
+            await self._drained.wait()
+        self.put(frame)
+
+    async def flush(self) -> None:
+        """Write everything queued, in order, batching where the link allows."""
+        async with self._lock:
+            while self._frames:
+                frames = self._frames
+                self._frames = []
+                if len(frames) > 1 and self._send_many is not None:
+                    await self._send_many(frames)
+                else:
+                    for frame in frames:
+                        await self._link.send(frame)
+            drained = self._drained
+            self._drained = anyio.Event()
+            drained.set()

@@ -1,0 +1,161 @@
+"""Our outstanding requests: ids, waiters, matching responses, timeouts, failing on close.
+
+:class:`PendingRequests` hands out request ids (integers from 1, never reused), keeps one
+waiter per request, resolves a waiter from a response by the exact id value, and enforces
+timeouts with a single timer task (:meth:`PendingRequests.watch_deadlines`) that cancels the
+waiting caller's scope, so a request times out even while its frame is stuck in a write.
+
+This module knows the outbound half of JSON-RPC matching; it does not send frames (the
+caller passes a ``send`` function) and does not read them (the peer's reader calls
+:meth:`PendingRequests.resolve`).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Literal
+
+import anyio
+
+from switchboard.transport.deadlines import DeadlineQueue
+from switchboard.transport.errors import LinkClosedError, RequestTimeoutError, RpcError
+from switchboard.transport.messages import InboundResponse
+
+__all__ = ["USE_DEFAULT", "PendingRequests", "Timeout"]
+
+
+class _Default(enum.Enum):
+    USE_DEFAULT = enum.auto()
+
+
+USE_DEFAULT: Final = _Default.USE_DEFAULT
+"""Sentinel for ``Peer.request(timeout=...)``: use the peer's ``default_timeout``."""
+
+Timeout = float | Literal[_Default.USE_DEFAULT] | None
+"""Seconds, ``None`` for no timeout, or ``USE_DEFAULT``."""
+
+
+class _Waiter:
+    __slots__ = ("error", "event", "method", "on_response", "result", "scope", "timed_out")
+
+    def __init__(self, method: str, on_response: Callable[[Any], None] | None = None) -> None:
+        self.method = method
+        self.on_response = on_response
+        self.event = anyio.Event()
+        self.result: Any = None
+        self.error: Exception | None = None
+        self.scope: anyio.CancelScope | None = None
+        self.timed_out = False
+
+
+class PendingRequests:
+    """The requests a peer sent and still waits for.
+
+    Args:
+        description: the link's description, for error messages.
+    """
+
+    def __init__(self, description: str) -> None:
+        self._description = description
+        self._next_id = 1
+        self._waiters: dict[int, _Waiter] = {}
+        self._deadlines = DeadlineQueue()
+        self._timer_wake = anyio.Event()
+
+    def __len__(self) -> int:
+        return len(self._waiters)
+
+    async def call(
+        self,
+        method: str,
+        encode: Callable[[int], bytes],
+        send: Callable[[bytes], Awaitable[None]],
+        timeout: float | None,  # noqa: ASYNC109 - enforced by the timer task, see the class
+        on_response: Callable[[Any], None] | None = None,
+    ) -> Any:
+        """Allocate an id, send ``encode(id)`` with ``send``, and wait for the response.
+
+        ``on_response``, if given, is called with a successful result synchronously in the
+        reader, before any message read after the response is dispatched.
+
+        Raises:
+            RpcError: the response carried an error object.
+            RequestTimeoutError: no response within ``timeout`` seconds.
+            LinkClosedError: the link closed first (see :meth:`fail_all`).
+        """
+        request_id = self._next_id
+        self._next_id = request_id + 1
+        frame = encode(request_id)
+        waiter = _Waiter(method, on_response)
+        self._waiters[request_id] = waiter
+        try:
+            if timeout is None:
+                await send(frame)
+                await waiter.event.wait()
+            else:
+                # The timer task cancels this scope on expiry: a bare scope costs far less
+                # than a scope with a deadline of its own (which schedules a loop timer).
+                waiter.scope = scope = anyio.CancelScope()
+                if self._deadlines.add(request_id, anyio.current_time() + timeout):
+                    self._timer_wake.set()
+                with scope:
+                    await send(frame)
+                    await waiter.event.wait()
+                if waiter.timed_out:
+                    raise RequestTimeoutError(
+                        f"no response to {method!r} (id {request_id}) from "
+                        f"{self._description} within {timeout} s"
+                    )
+        finally:
+            self._waiters.pop(request_id, None)
+            self._deadlines.discard(request_id)
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    def resolve(self, response: InboundResponse) -> bool:
+        """Hand a response to its waiter; False if no request waits for that exact id."""
+        request_id = response.id
+        # type() and not ==: True == 1 and 1.0 == 1, but neither is our id 1.
+        if type(request_id) is not int:
+            return False
+        waiter = self._waiters.pop(request_id, None)
+        if waiter is None:
+            return False
+        if response.error is None:
+            waiter.result = response.result
+            if waiter.on_response is not None:
+                try:
+                    waiter.on_response(response.result)
+                except Exception as exc:  # the caller sees it, not the reader
+                    waiter.error = exc
+        else:
+            waiter.error = RpcError.from_wire(response.error)
+        waiter.event.set()
+        return True
+
+    def fail_all(self) -> None:
+        """Fail every waiting request with ``LinkClosedError``."""
+        for request_id, waiter in self._waiters.items():
+            waiter.error = LinkClosedError(
+                f"link {self._description} closed before the response to {waiter.method!r} "
+                f"(id {request_id}) arrived; the request may or may not have been processed"
+            )
+            waiter.event.set()
+        self._waiters.clear()
+
+    async def watch_deadlines(self) -> None:
+        """Time out requests as their deadlines pass; runs until cancelled."""
+        while True:
+            for request_id in self._deadlines.expire(anyio.current_time()):
+                waiter = self._waiters.pop(request_id, None)
+                if waiter is not None and waiter.scope is not None:
+                    waiter.timed_out = True
+                    waiter.scope.cancel()
+            wake = anyio.Event()
+            self._timer_wake = wake
+            deadline = self._deadlines.next_deadline()
+            with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
+                await wake.wait()

@@ -1,0 +1,199 @@
+"""The host side of stdio: spawn a connector and talk NDJSON over its stdin and stdout.
+
+:func:`spawn_stdio` starts the child with ``anyio.open_process``, yields a :class:`StdioLink`
+over its pipes, forwards each line the child writes to stderr to structlog
+(``connector_stderr``), and on exit stops the child: close stdin, wait a grace period,
+terminate, wait again, kill.
+
+This module knows processes and pipes; framing is ``NdjsonDecoder``'s (through
+``NdjsonStreamLink``), and it knows nothing of JSON-RPC. The connector side of stdio (a link
+over this process's own stdin and stdout) is in ``stdio_server``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import structlog
+from anyio.abc import ByteReceiveStream, Process
+
+from switchboard.transport.framing import DEFAULT_MAX_FRAME, FrameTooLarge, NdjsonDecoder
+from switchboard.transport.stream_link import NdjsonStreamLink
+
+__all__ = ["StdioLink", "spawn_stdio"]
+
+_log = structlog.get_logger(__name__)
+
+_STDERR_MAX_LINE = 64 * 1024
+# How long the stderr forwarder may keep draining after the child is gone (a grandchild
+# that inherited stderr could hold it open forever).
+_STDERR_DRAIN_GRACE = 0.5
+
+
+class StdioLink:
+    """A link over a child process's stdin and stdout, plus control of the process.
+
+    Built by :func:`spawn_stdio`; ``aclose`` closes the pipes, and the context manager that
+    yielded the link stops the process.
+    """
+
+    def __init__(self, process: Process, *, name: str, max_frame: int) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise ValueError("the process needs piped stdin and stdout")
+        self._process = process
+        self._stdin = process.stdin
+        self._stream = NdjsonStreamLink(
+            process.stdout,
+            process.stdin,
+            description=f"stdio:{name}[pid {process.pid}]",
+            max_frame=max_frame,
+        )
+
+    @property
+    def description(self) -> str:
+        """``stdio:<name>[pid <pid>]``."""
+        return self._stream.description
+
+    def __repr__(self) -> str:
+        return f"<StdioLink {self.description}>"
+
+    @property
+    def pid(self) -> int:
+        """The child's process id."""
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The child's exit status, or ``None`` while it runs."""
+        return self._process.returncode
+
+    async def wait(self) -> int:
+        """Wait for the child to exit and return its exit status."""
+        return await self._process.wait()
+
+    def terminate(self) -> None:
+        """Ask the child to stop (SIGTERM); a no-op if it already exited."""
+        with contextlib.suppress(ProcessLookupError):
+            self._process.terminate()
+
+    def kill(self) -> None:
+        """Stop the child now (SIGKILL); a no-op if it already exited."""
+        with contextlib.suppress(ProcessLookupError):
+            self._process.kill()
+
+    async def send(self, frame: bytes) -> None:
+        """Write one frame to the child's stdin."""
+        await self._stream.send(frame)
+
+    async def send_many(self, frames: Sequence[bytes]) -> None:
+        """Write several frames to the child's stdin in one write."""
+        await self._stream.send_many(frames)
+
+    async def receive(self) -> bytes:
+        """Return the next frame from the child's stdout."""
+        return await self._stream.receive()
+
+    async def close_stdin(self) -> None:
+        """Close the child's stdin: a well-behaved connector exits on this EOF."""
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await self._stdin.aclose()
+
+    async def aclose(self) -> None:
+        """Close both pipes (the child sees EOF on stdin); the process is not waited for."""
+        await self._stream.aclose()
+
+
+async def _stop(link: StdioLink, grace: float) -> None:
+    """Close stdin, then escalate to SIGTERM and SIGKILL, waiting ``grace`` between."""
+    await link.close_stdin()
+    for escalate in (link.terminate, link.kill):
+        with anyio.move_on_after(grace):
+            await link.wait()
+            return
+        escalate()
+    await link.wait()
+
+
+async def _forward_stderr(
+    stream: ByteReceiveStream, name: str, pid: int, done: anyio.Event
+) -> None:
+    decoder = NdjsonDecoder(_STDERR_MAX_LINE)
+    try:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async for chunk in stream:
+                _log_stderr(decoder.feed(chunk), name, pid)
+        _log_stderr(decoder.finish(), name, pid)
+    finally:
+        done.set()
+
+
+def _log_stderr(lines: list[bytes | FrameTooLarge], name: str, pid: int) -> None:
+    for line in lines:
+        if isinstance(line, FrameTooLarge):
+            text = f"<a stderr line longer than {line.limit} bytes was dropped>"
+        else:
+            text = line.decode("utf-8", "replace")
+        _log.info("connector_stderr", name=name, pid=pid, line=text)
+
+
+@asynccontextmanager
+async def spawn_stdio(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    name: str = "connector",
+    max_frame: int = DEFAULT_MAX_FRAME,
+    shutdown_grace: float = 2.0,
+) -> AsyncIterator[StdioLink]:
+    """Spawn ``argv`` and yield a link over its stdin and stdout.
+
+    Args:
+        argv: the program and its arguments.
+        env: variables merged over this process's environment (``None``: inherit it).
+        cwd: the child's working directory.
+        name: names the connector in the link description and in stderr log lines.
+        max_frame: the largest frame accepted from the child's stdout, in bytes.
+        shutdown_grace: seconds to wait after closing stdin, and again after SIGTERM.
+
+    Yields:
+        The running child's :class:`StdioLink`.
+    """
+    merged = {**os.environ, **env} if env is not None else None
+    process = await anyio.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=merged,
+        cwd=cwd,
+    )
+    link = StdioLink(process, name=name, max_frame=max_frame)
+    _log.debug("connector_spawned", name=name, pid=process.pid, argv=list(argv))
+    stderr_done = anyio.Event()
+    # The task group is entered by hand so that an exception from the body of the ``async
+    # with`` reaches the caller as itself, not wrapped in an ExceptionGroup.
+    forwarder = anyio.create_task_group()
+    await forwarder.__aenter__()
+    try:
+        assert process.stderr is not None
+        forwarder.start_soon(_forward_stderr, process.stderr, name, process.pid, stderr_done)
+        try:
+            yield link
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(link, shutdown_grace)
+                with anyio.move_on_after(_STDERR_DRAIN_GRACE):
+                    await stderr_done.wait()
+    finally:
+        forwarder.cancel_scope.cancel()
+        await forwarder.__aexit__(None, None, None)
+        with anyio.CancelScope(shield=True):
+            await link.aclose()
+            await process.aclose()
+        _log.debug("connector_exited", name=name, pid=process.pid, code=process.returncode)

@@ -1,0 +1,124 @@
+"""An NDJSON :class:`~switchboard.transport.link.Link` over anyio byte streams.
+
+:class:`NdjsonStreamLink` is the short pump shared by the subprocess stdio link and the TCP
+link: it reads chunks, feeds them to :class:`~switchboard.transport.framing.NdjsonDecoder`,
+hands out frames one at a time, and writes frames with a newline each (several in one
+write with ``send_many``). It maps every stream failure to ``LinkClosedError``.
+
+It knows nothing of processes, sockets or JSON; the transport modules build it from the
+streams they own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Sequence
+
+import anyio
+from anyio.abc import ByteReceiveStream, ByteSendStream
+
+from switchboard.transport.errors import FrameTooLargeError, LinkClosedError
+from switchboard.transport.framing import (
+    DEFAULT_MAX_FRAME,
+    FrameTooLarge,
+    NdjsonDecoder,
+    encode_frames,
+)
+
+__all__ = ["NdjsonStreamLink"]
+
+_READ_SIZE = 256 * 1024
+
+# Every way an anyio byte stream (or the OS under it) says "this is over".
+_STREAM_ENDED = (
+    anyio.EndOfStream,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+    ConnectionError,
+    OSError,
+)
+
+
+class NdjsonStreamLink:
+    """Newline-delimited frames over a receive stream and a send stream.
+
+    Args:
+        receive_stream: where inbound bytes come from.
+        send_stream: where outbound bytes go (may be the same object as ``receive_stream``).
+        description: what is at the other end, for logs.
+        max_frame: the largest inbound frame accepted, in bytes.
+    """
+
+    def __init__(
+        self,
+        receive_stream: ByteReceiveStream,
+        send_stream: ByteSendStream,
+        *,
+        description: str,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        self._rx = receive_stream
+        self._tx = send_stream
+        self._description = description
+        self._decoder = NdjsonDecoder(max_frame)
+        self._ready: deque[bytes | FrameTooLarge] = deque()
+        self._eof = False
+        self._closed = False
+
+    @property
+    def description(self) -> str:
+        """What is at the other end."""
+        return self._description
+
+    def __repr__(self) -> str:
+        return f"<NdjsonStreamLink {self._description}>"
+
+    def _closed_error(self, what: str) -> LinkClosedError:
+        return LinkClosedError(f"link {self._description} is closed ({what})")
+
+    async def receive(self) -> bytes:
+        """Return the next frame; see :meth:`Link.receive`."""
+        ready = self._ready
+        while not ready:
+            if self._eof or self._closed:
+                raise self._closed_error("end of stream")
+            try:
+                data = await self._rx.receive(_READ_SIZE)
+            except _STREAM_ENDED:
+                self._eof = True
+                ready.extend(self._decoder.finish())
+            else:
+                ready.extend(self._decoder.feed(data))
+        item = ready.popleft()
+        if type(item) is bytes:
+            return item
+        assert isinstance(item, FrameTooLarge)
+        raise FrameTooLargeError(item.limit)
+
+    async def send(self, frame: bytes) -> None:
+        """Write one frame and its newline."""
+        await self._write(frame + b"\n")
+
+    async def send_many(self, frames: Sequence[bytes]) -> None:
+        """Write several frames, each with its newline, in one write."""
+        if frames:
+            await self._write(encode_frames(tuple(frames)))
+
+    async def _write(self, data: bytes) -> None:
+        if self._closed:
+            raise self._closed_error("closed locally")
+        try:
+            await self._tx.send(data)
+        except _STREAM_ENDED as exc:
+            raise self._closed_error("write failed") from exc
+
+    async def aclose(self) -> None:
+        """Close both directions; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            for stream in (self._tx, self._rx):
+                with contextlib.suppress(*_STREAM_ENDED):
+                    await stream.aclose()
