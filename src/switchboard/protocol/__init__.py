@@ -1,0 +1,84 @@
+"""switchboard.protocol: the MCPL 0.5 vocabulary, with no I/O and no other switchboard imports.
+
+- :mod:`.errors` — error codes and :class:`McplError` with its subclasses;
+- :mod:`.capabilities` — the 17 capability paths, method gates, the grant matcher
+  (:class:`Grant`, :func:`effective_grant`) and the advertisement flattener;
+- :mod:`.featuresets` — feature-set declarations and their enabled/disabled derivation;
+- :mod:`.manifest` — the server manifest from ``initialize`` and the host's advertisement;
+- :mod:`.messages` — pydantic models of the methods' params and results (re-exported here).
+"""
+
+from __future__ import annotations
+
+from .capabilities import (
+    CAPABILITY_PATHS,
+    METHOD_GATES,
+    Grant,
+    advertised_paths,
+    effective_grant,
+    path_matches,
+    unknown_advertised_members,
+    validate_path_charset,
+)
+from .errors import (
+    CapabilityDenied,
+    ChannelNotPermitted,
+    ChannelOpenFailed,
+    CheckpointNotFound,
+    ErrorCode,
+    FeatureSetNotEnabled,
+    McplError,
+    UnknownChannel,
+    UnknownFeatureSet,
+)
+from .featuresets import (
+    REASON_CAPABILITY_DENIED,
+    REASON_DISABLED,
+    REASON_INVALID_USES,
+    REASON_NOT_SELECTED,
+    FeatureSetDecl,
+    derive_enabled,
+    parse_feature_sets,
+)
+from .manifest import (
+    MCP_PROTOCOL_VERSION,
+    MCPL_VERSION,
+    Manifest,
+    host_advertisement,
+    parse_manifest,
+)
+from .messages import *  # noqa: F403
+from .messages import __all__ as _messages_all
+
+__all__ = [
+    "CAPABILITY_PATHS",
+    "MCPL_VERSION",
+    "MCP_PROTOCOL_VERSION",
+    "METHOD_GATES",
+    "REASON_CAPABILITY_DENIED",
+    "REASON_DISABLED",
+    "REASON_INVALID_USES",
+    "REASON_NOT_SELECTED",
+    "CapabilityDenied",
+    "ChannelNotPermitted",
+    "ChannelOpenFailed",
+    "CheckpointNotFound",
+    "ErrorCode",
+    "FeatureSetDecl",
+    "FeatureSetNotEnabled",
+    "Grant",
+    "Manifest",
+    "McplError",
+    "UnknownChannel",
+    "UnknownFeatureSet",
+    "advertised_paths",
+    "derive_enabled",
+    "effective_grant",
+    "host_advertisement",
+    "parse_feature_sets",
+    "parse_manifest",
+    "path_matches",
+    "unknown_advertised_members",
+    "validate_path_charset",
+    *_messages_all,
+]
