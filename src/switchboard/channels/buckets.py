@@ -1,0 +1,61 @@
+"""Index buckets: one key's channels, stored as cheaply as the common case allows.
+
+What this module knows: almost every key of a secondary index (an id, a raw id, a label)
+names exactly one channel, so a bucket is that :class:`~switchboard.channels.records.ChannelEntry`
+itself, with no container around it. Only when a second channel shares the key does the bucket
+become a ``{ref: entry}`` dict, and it collapses back to the bare entry when it shrinks to one.
+Adding and discarding are O(1), never a scan of a list; an entry is identified by its ref and
+must be the very object stored (a replaced registration is not discarded by its successor).
+
+What it deliberately does not know: what the keys mean or how they were normalized.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from switchboard.channels.records import ChannelEntry
+from switchboard.channels.ref import ChannelRef
+
+__all__ = ["Bucket", "Index", "add", "discard", "find", "grow"]
+
+Bucket: TypeAlias = ChannelEntry | dict[ChannelRef, ChannelEntry]
+Index: TypeAlias = dict[str, Bucket]
+
+
+def add(index: Index, key: str, entry: ChannelEntry) -> None:
+    """Add ``entry`` under ``key``."""
+    held = index.get(key)
+    if held is None:
+        index[key] = entry
+    else:
+        grow(index, key, held, entry)
+
+
+def grow(index: Index, key: str, held: Bucket, entry: ChannelEntry) -> None:
+    """Add ``entry`` under a key that already holds a bucket."""
+    if isinstance(held, dict):
+        held[entry.ref] = entry
+    else:
+        index[key] = {held.ref: held, entry.ref: entry}
+
+
+def discard(index: Index, key: str, entry: ChannelEntry) -> None:
+    """Remove ``entry`` from under ``key`` if that very entry is there; else do nothing."""
+    held = index.get(key)
+    if held is entry:
+        del index[key]
+    elif isinstance(held, dict) and held.get(entry.ref) is entry:
+        del held[entry.ref]
+        if len(held) == 1:
+            (index[key],) = held.values()
+
+
+def find(index: Index, key: str) -> tuple[ChannelEntry, ...]:
+    """The entries under ``key``, in the order they joined its bucket."""
+    held = index.get(key)
+    if held is None:
+        return ()
+    if isinstance(held, dict):
+        return tuple(held.values())
+    return (held,)

@@ -1,0 +1,390 @@
+"""The registry's storage: entries by server, plus one hash index per kind of name.
+
+What this module knows: where every registration lives and every key it answers to, kept in
+step on every put and pop, so that each lookup costs O(1) in the number of channels (plus the
+size of its answer).
+
+Theory of operation. The primary store is ``server id -> {channel id -> entry}``; a
+:class:`~switchboard.channels.ref.ChannelRef` is looked up with two dict probes and a server's
+channels are one dict. Each secondary index maps one normalized string to a *bucket* (see
+:mod:`switchboard.channels.buckets`): the entry itself, or a ``{ref: entry}`` dict once a
+second channel shares the key. Removal therefore never scans: it deletes one dict item per
+key. The keys of an entry are recomputed from its descriptor when it leaves (they are not
+stored, which keeps a channel under 1 KB); this is why descriptors must not be mutated in place.
+
+The indexes, and the key each entry contributes:
+
+====================  ==========================================================
+``by_id``             the channel id, as given
+``by_raw_id``         ``address["channelId"]``
+``by_label``          the label, case-folded, one leading ``#`` dropped; and, in the same
+                      dict, that key without a trailing ``" (…)"`` parenthetical
+``by_dm_name``        a DM's recipient name (case-folded, one ``@`` dropped)
+``by_dm_id``          a DM's recipient id
+====================  ==========================================================
+
+Qualified names (``"<server>:<id>"``) need no stored strings, which would cost a seventh of
+the per-channel budget: a registered pair ``(s, c)`` has the qualified name ``n`` exactly when
+``n[len(s)]`` is a colon, ``n[:len(s)] == s`` and ``n[len(s) + 1:] == c``. So
+:meth:`ChannelIndex.by_qualified_name` probes the primary store at each colon of ``n`` (only
+where some registered server id has that length) and returns every registered pair whose
+exact qualified string is ``n``. No split is ever chosen: all of them are tried, and a name
+that two pairs share returns both. The cost is O(colons in the name), independent of the
+number of channels.
+
+A label and its bare form share one dict: a query's bucket then holds exactly the channels
+whose whole label or whose bare label equals it, and :meth:`ChannelIndex.by_label` prefers the
+whole-label matches among them by re-deriving the key of each channel in that bucket (work
+proportional to the channels answering to the key, never to the registry). A label never
+shares a key with its own bare form, which is a strict prefix of it.
+
+What it deliberately does not know: registration semantics (results, authorization, serials),
+the order in which kinds of names are tried, and ambiguity. Within one bucket, entries come in
+the order they joined that bucket.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, KeysView, Mapping, Sequence
+from dataclasses import dataclass
+
+from switchboard.channels.buckets import Index, add, discard, find, grow
+from switchboard.channels.descriptor import (
+    DescriptorLike,
+    bare_label_key,
+    dm_keys,
+    dm_query,
+    label_key,
+    raw_channel_id,
+)
+from switchboard.channels.records import ChannelEntry
+from switchboard.channels.ref import ChannelRef
+
+__all__ = ["ChannelIndex", "IndexStatistics"]
+
+_EMPTY: Mapping[str, ChannelEntry] = {}
+
+
+def _label_key_of(entry: ChannelEntry) -> str | None:
+    label = entry.descriptor.label
+    return label_key(label) if label else None
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStatistics:
+    """How many channels, servers and distinct keys of each kind the index holds.
+
+    ``label_keys`` counts whole-label and bare-label keys together (they share one dict).
+    """
+
+    channels: int
+    servers: int
+    ids: int
+    raw_ids: int
+    label_keys: int
+    dm_names: int
+    dm_ids: int
+
+
+class ChannelIndex:
+    """Entries keyed by :class:`ChannelRef`, with secondary indexes kept in step."""
+
+    __slots__ = (
+        "_by_dm_id",
+        "_by_dm_name",
+        "_by_id",
+        "_by_label",
+        "_by_raw",
+        "_count",
+        "_server_lengths",
+        "_servers",
+    )
+
+    def __init__(self) -> None:
+        self._servers: dict[str, dict[str, ChannelEntry]] = {}
+        self._server_lengths: dict[int, int] = {}  # length of a server id -> how many
+        self._count = 0
+        self._by_id: Index = {}
+        self._by_raw: Index = {}
+        self._by_label: Index = {}
+        self._by_dm_name: Index = {}
+        self._by_dm_id: Index = {}
+
+    # -- mutation ------------------------------------------------------------------------
+
+    def put(self, entry: ChannelEntry) -> ChannelEntry | None:
+        """Store ``entry`` under its ref, replacing (and unindexing) any entry already there.
+
+        Returns:
+            The replaced entry, or None when the ref was new.
+        """
+        server_id, channel_id = entry.ref
+        channels = self._servers.get(server_id)
+        if channels is None:
+            channels = self._open_server(server_id)
+        old = channels.get(channel_id)
+        channels[channel_id] = entry  # an existing key keeps its position
+        if old is None:
+            self._count += 1
+        else:
+            self._unindex(old)
+        self._index(entry)
+        return old
+
+    def register_many(
+        self, server_id: str, descriptors: Sequence[DescriptorLike], first_serial: int
+    ) -> list[ChannelRef]:
+        """Store a new entry for each descriptor of ``server_id`` (ids already validated).
+
+        The bulk path of a large ``channels/register``: the same effect as :meth:`put` of
+        ``ChannelEntry(ref, descriptor, False, first_serial + i, raw id)`` for each descriptor
+        in order, with the common case (every key new) inlined and locals bound once.
+
+        Returns:
+            The refs of the new entries, in order.
+        """
+        channels = self._servers.get(server_id)
+        if channels is None:
+            channels = self._open_server(server_id)
+        by_id, by_raw = self._by_id, self._by_raw
+        by_label = self._by_label
+        new_ref, new_entry = tuple.__new__, ChannelEntry
+        refs: list[ChannelRef] = []
+        keep = refs.append
+        count = self._count
+        serial = first_serial
+        try:
+            for descriptor in descriptors:
+                channel_id = descriptor.id
+                ref: ChannelRef = new_ref(ChannelRef, (server_id, channel_id))
+                address = descriptor.address
+                raw = address.get("channelId") if address else None
+                if raw is not None and (type(raw) is not str or not raw):
+                    raw = raw_channel_id(address)
+                entry = new_entry(ref, descriptor, False, serial, raw)
+                serial += 1
+                keep(ref)
+                # setdefault: one probe per index in the common case of a new key
+                old = channels.setdefault(channel_id, entry)
+                if old is entry:
+                    count += 1
+                else:
+                    channels[channel_id] = entry  # an existing key keeps its position
+                    self._unindex(old)
+                held = by_id.setdefault(channel_id, entry)
+                if held is not entry:
+                    grow(by_id, channel_id, held, entry)
+                if raw is not None:
+                    held = by_raw.setdefault(raw, entry)
+                    if held is not entry:
+                        grow(by_raw, raw, held, entry)
+                label = descriptor.label
+                if label:
+                    # label_key and bare_label_key, inlined
+                    key = (label[1:] if label[0] == "#" else label).casefold()
+                    if key == label:
+                        key = label  # keep no copy of an already-normal label
+                    if key:
+                        held = by_label.setdefault(key, entry)
+                        if held is not entry:
+                            grow(by_label, key, held, entry)
+                        if key[-1] == ")":
+                            cut = key.rfind(" (")
+                            if cut > 0 and key.find(")", cut + 2, -1) < 0:
+                                bare = key[:cut]
+                                if bare[-1] == " ":
+                                    bare = bare.rstrip()
+                                if bare:
+                                    held = by_label.setdefault(bare, entry)
+                                    if held is not entry:
+                                        grow(by_label, bare, held, entry)
+                if descriptor.metadata:
+                    self._index_dm(entry, label, descriptor.metadata)
+        finally:
+            self._count = count
+            if not channels:
+                self._close_server(server_id)
+        return refs
+
+    def pop(self, ref: ChannelRef) -> ChannelEntry | None:
+        """Remove and return the entry at ``ref``, or None when there is none."""
+        channels = self._servers.get(ref[0])
+        if channels is None:
+            return None
+        entry = channels.pop(ref[1], None)
+        if entry is None:
+            return None
+        if not channels:
+            self._close_server(ref[0])
+        self._count -= 1
+        self._unindex(entry)
+        return entry
+
+    def pop_server(self, server_id: str) -> list[ChannelEntry]:
+        """Remove every entry of ``server_id``; return them in registration order."""
+        channels = self._servers.get(server_id)
+        if channels is None:
+            return []
+        self._close_server(server_id)
+        gone = list(channels.values())
+        self._count -= len(gone)
+        for entry in gone:
+            self._unindex(entry)
+        return gone
+
+    def _open_server(self, server_id: str) -> dict[str, ChannelEntry]:
+        lengths = self._server_lengths
+        lengths[len(server_id)] = lengths.get(len(server_id), 0) + 1
+        channels: dict[str, ChannelEntry] = {}
+        self._servers[server_id] = channels
+        return channels
+
+    def _close_server(self, server_id: str) -> None:
+        del self._servers[server_id]
+        lengths = self._server_lengths
+        left = lengths[len(server_id)] - 1
+        if left:
+            lengths[len(server_id)] = left
+        else:
+            del lengths[len(server_id)]
+
+    def replace_descriptor(self, entry: ChannelEntry, descriptor: DescriptorLike) -> None:
+        """Swap ``entry``'s descriptor in place (same object, same serial), re-keying it."""
+        self._unindex(entry)
+        entry.descriptor = descriptor
+        entry.raw_id = raw_channel_id(descriptor.address)
+        self._index(entry)
+
+    def _index(self, entry: ChannelEntry) -> None:
+        add(self._by_id, entry.ref[1], entry)
+        if entry.raw_id is not None:
+            add(self._by_raw, entry.raw_id, entry)
+        descriptor = entry.descriptor
+        label = descriptor.label
+        if label:
+            key = label_key(label)
+            if key:
+                add(self._by_label, key, entry)
+                bare = bare_label_key(key)
+                if bare is not None:
+                    add(self._by_label, bare, entry)
+        if descriptor.metadata:
+            self._index_dm(entry, label, descriptor.metadata)
+
+    def _index_dm(
+        self, entry: ChannelEntry, label: str | None, metadata: Mapping[str, object]
+    ) -> None:
+        dm = dm_keys(label, metadata)
+        if dm is not None:
+            if dm[0] is not None:
+                add(self._by_dm_name, dm[0], entry)
+            if dm[1] is not None:
+                add(self._by_dm_id, dm[1], entry)
+
+    def _unindex(self, entry: ChannelEntry) -> None:
+        discard(self._by_id, entry.ref[1], entry)
+        if entry.raw_id is not None:
+            discard(self._by_raw, entry.raw_id, entry)
+        descriptor = entry.descriptor
+        label = descriptor.label
+        if label:
+            key = label_key(label)
+            if key:
+                discard(self._by_label, key, entry)
+                bare = bare_label_key(key)
+                if bare is not None:
+                    discard(self._by_label, bare, entry)
+        dm = dm_keys(label, descriptor.metadata)
+        if dm is not None:
+            if dm[0] is not None:
+                discard(self._by_dm_name, dm[0], entry)
+            if dm[1] is not None:
+                discard(self._by_dm_id, dm[1], entry)
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def get(self, ref: ChannelRef) -> ChannelEntry | None:
+        """The entry at ``ref``, or None."""
+        channels = self._servers.get(ref[0])
+        return None if channels is None else channels.get(ref[1])
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[ChannelEntry]:
+        """Every entry, server by server (servers in first-registration order)."""
+        for channels in self._servers.values():
+            yield from channels.values()
+
+    def server_channels(self, server_id: str) -> Mapping[str, ChannelEntry]:
+        """A read-only view of one server's entries by channel id (empty if none)."""
+        return self._servers.get(server_id, _EMPTY)
+
+    def servers(self) -> KeysView[str]:
+        """The ids of servers that have at least one entry."""
+        return self._servers.keys()
+
+    def by_id(self, channel_id: str) -> tuple[ChannelEntry, ...]:
+        """Entries whose channel id is exactly ``channel_id``, on any server."""
+        return find(self._by_id, channel_id)
+
+    def by_qualified_name(self, name: str) -> tuple[ChannelEntry, ...]:
+        """Entries whose ``"<server>:<id>"`` is exactly ``name`` (see the module docstring).
+
+        Entries with shorter server ids come first.
+        """
+        servers, lengths = self._servers, self._server_lengths
+        found: list[ChannelEntry] = []
+        cut = name.find(":")
+        while cut >= 0:
+            if cut in lengths:  # only slice where some server id is that long
+                channels = servers.get(name[:cut])
+                if channels is not None:
+                    entry = channels.get(name[cut + 1 :])
+                    if entry is not None:
+                        found.append(entry)
+            cut = name.find(":", cut + 1)
+        return tuple(found)
+
+    def by_raw_id(self, raw: str) -> tuple[ChannelEntry, ...]:
+        """Entries whose ``address["channelId"]`` is exactly ``raw``."""
+        return find(self._by_raw, raw)
+
+    def by_label(self, label: str) -> tuple[ChannelEntry, ...]:
+        """Entries whose normalized label equals the normalized ``label``; if none, those
+        whose normalized label without its trailing parenthetical does."""
+        key = label_key(label)
+        hits = find(self._by_label, key)
+        if len(hits) < 2:
+            return hits
+        whole = tuple(e for e in hits if _label_key_of(e) == key)
+        return whole or hits
+
+    def by_dm_name(self, name: str) -> tuple[ChannelEntry, ...]:
+        """DMs answering to ``@name``/``name`` (case-insensitive) or ``<@id>``/``<@!id>``."""
+        is_mention, key = dm_query(name)
+        return find(self._by_dm_id if is_mention else self._by_dm_name, key)
+
+    def id_keys(self) -> KeysView[str]:
+        """Every distinct channel id (for bounded suggestion sampling)."""
+        return self._by_id.keys()
+
+    def label_keys(self) -> KeysView[str]:
+        """Every distinct normalized label and bare label (for bounded suggestion sampling)."""
+        return self._by_label.keys()
+
+    def by_label_key(self, key: str) -> tuple[ChannelEntry, ...]:
+        """Entries under an already-normalized label or bare-label key."""
+        return find(self._by_label, key)
+
+    def statistics(self) -> IndexStatistics:
+        """Counts of channels, servers and distinct keys per index."""
+        return IndexStatistics(
+            channels=self._count,
+            servers=len(self._servers),
+            ids=len(self._by_id),
+            raw_ids=len(self._by_raw),
+            label_keys=len(self._by_label),
+            dm_names=len(self._by_dm_name),
+            dm_ids=len(self._by_dm_id),
+        )

@@ -1,0 +1,119 @@
+"""The registry's records: one registration, one itemized result, one change summary.
+
+What this module knows: the shapes the registry stores and returns, and the reason texts of
+the itemized results it produces itself (MCPL §14.5: one result per submitted item).
+
+What it deliberately does not know: how entries are indexed or looked up, how names resolve,
+and anything about the wire (the host turns :class:`ItemResult` into the JSON result).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from switchboard.channels.descriptor import DescriptorLike
+from switchboard.channels.ref import ChannelRef
+
+__all__ = [
+    "INVALID_ID",
+    "NOT_REGISTERED",
+    "UPDATE_UNREGISTERED",
+    "Authorizer",
+    "ChannelEntry",
+    "ItemResult",
+    "RegistryChange",
+    "accepted_result",
+]
+
+INVALID_ID = "invalid descriptor: missing id"
+"""Reason for a descriptor whose id is missing, empty or not a string."""
+
+NOT_REGISTERED = "not registered"
+"""Reason for removing an id this server has not registered."""
+
+UPDATE_UNREGISTERED = "not registered: an update cannot add a channel, register it first (§14.5)"
+"""Reason for updating an id this server has not registered; a change set cannot smuggle in a
+channel that registration would have had to authorize."""
+
+Authorizer = Callable[[DescriptorLike], str | None]
+"""Decides one descriptor alone: None accepts it, a string (``"capability_denied"``) is the
+reason it is rejected. It must not raise and must not look at the other items."""
+
+
+@dataclass(slots=True, eq=False)
+class ChannelEntry:
+    """One registration of one channel.
+
+    Equality is identity: every ``register`` (or ``changed.added``) makes a new entry, and
+    anything keyed on "this registration" (marks, pending work) must not carry over to the
+    next one. An in-place update (``changed.updated``) keeps the entry object.
+
+    Attributes:
+        ref: The channel's key.
+        descriptor: The descriptor as the server gave it (replaced in place by an update).
+        transport_open: Whether the server is believed to hold the channel open now; False
+            on every new registration.
+        registration: A registry-wide serial, new on every (re)registration, kept by updates.
+        raw_id: ``address["channelId"]`` of the current descriptor, or None.
+    """
+
+    ref: ChannelRef
+    descriptor: DescriptorLike
+    transport_open: bool
+    registration: int
+    raw_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """The outcome of one submitted item, in submission order.
+
+    Attributes:
+        id: The item's id as a string (a missing id is ``""``; a numeric removal id becomes
+            its decimal string).
+        accepted: Whether the item took effect.
+        reason: Why it did not, when it did not.
+    """
+
+    id: str
+    accepted: bool
+    reason: str | None = None
+
+
+_set_id = ItemResult.__dict__["id"].__set__
+_set_accepted = ItemResult.__dict__["accepted"].__set__
+_set_reason = ItemResult.__dict__["reason"].__set__
+
+
+def accepted_result(item_id: str) -> ItemResult:
+    """``ItemResult(item_id, True)``, built through the slot descriptors.
+
+    A frozen dataclass's generated ``__init__`` sets each field through
+    ``object.__setattr__``; setting the slots directly costs about half as much, which matters
+    once per registered channel. Keep it in step with the fields of :class:`ItemResult`.
+    """
+    result: ItemResult = object.__new__(ItemResult)
+    _set_id(result, item_id)
+    _set_accepted(result, True)
+    _set_reason(result, None)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryChange:
+    """What one ``register``/``change`` call did.
+
+    Attributes:
+        results: One result per submitted item, in order (for ``change``: removed, then
+            updated, then added).
+        added: Every new registration, including one that replaced an earlier registration
+            of the same id; each ref once, in order. These are the channels to reconcile.
+        updated: Channels whose descriptor was replaced in place.
+        removed: Channels that were registered and are gone.
+    """
+
+    results: tuple[ItemResult, ...]
+    added: tuple[ChannelRef, ...] = ()
+    updated: tuple[ChannelRef, ...] = ()
+    removed: tuple[ChannelRef, ...] = ()

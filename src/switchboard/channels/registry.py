@@ -1,0 +1,295 @@
+"""The channel registry: what each server registered, and what it answers to.
+
+What this module knows: the semantics of ``channels/register`` and ``channels/changed``
+(MCPL §14.2-§14.5, channel-registry.md §11): every item is decided alone and gets one result,
+in order; a register (or a ``changed.added``) is always a *new* registration (transport closed,
+new serial), even for an id that is already registered; a ``changed.updated`` replaces the
+descriptor in place and may not add a channel; a change is applied removed → updated → added.
+It also answers lookups through :class:`~switchboard.channels.index.ChannelIndex` and names
+through :mod:`switchboard.channels.resolve`.
+
+What it deliberately does not know: the wire (the host validates JSON into descriptors, turns
+malformed items into :class:`~switchboard.channels.descriptor.Rejected`, and turns the returned
+:class:`~switchboard.channels.records.RegistryChange` into a response), the grant (the host
+passes an :data:`~switchboard.channels.records.Authorizer`), desired state, and time. It is
+pure: no I/O, no logging, no awaits. Responding before reconciling is the host's ordering; the
+registry returns the results and the refs to reconcile, and does nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from switchboard.channels.descriptor import DescriptorLike, Rejected
+from switchboard.channels.index import ChannelIndex, IndexStatistics
+from switchboard.channels.records import (
+    INVALID_ID,
+    NOT_REGISTERED,
+    UPDATE_UNREGISTERED,
+    Authorizer,
+    ChannelEntry,
+    ItemResult,
+    RegistryChange,
+    accepted_result,
+)
+from switchboard.channels.ref import ChannelRef
+from switchboard.channels.resolve import name_alone, resolve
+
+__all__ = [
+    "Authorizer",
+    "ChannelEntry",
+    "ChannelRegistry",
+    "ItemResult",
+    "RegistryChange",
+]
+
+
+def _id_text(value: object) -> str:
+    """The id of an invalid item as reported: ``""`` when missing, else its string form."""
+    return "" if value is None or value == "" else str(value)
+
+
+class ChannelRegistry:
+    """Registered channels keyed by :class:`ChannelRef`, with O(1) lookups by every name.
+
+    Entries are mutable records owned by the registry; callers read them and change them only
+    through :meth:`set_transport_open` and :meth:`transport_closed`.
+    """
+
+    __slots__ = ("_index", "_serial")
+
+    def __init__(self) -> None:
+        self._index = ChannelIndex()
+        self._serial = 0
+
+    # -- register / changed / remove -----------------------------------------------------
+
+    def register(
+        self,
+        server_id: str,
+        items: Sequence[DescriptorLike | Rejected],
+        *,
+        authorize: Authorizer | None = None,
+    ) -> RegistryChange:
+        """Register each item as a new registration of ``server_id`` (``channels/register``).
+
+        Args:
+            server_id: The registering connection.
+            items: Descriptors, or :class:`Rejected` for items the host found malformed.
+            authorize: Decides each descriptor alone; None accepts every valid one.
+
+        Returns:
+            One result per item, in order, and the newly registered refs in ``added``.
+        """
+        results: list[ItemResult] = []
+        added: list[ChannelRef] = []
+        self._add_items(server_id, items, authorize, results, added)
+        return RegistryChange(tuple(results), added=tuple(dict.fromkeys(added)))
+
+    def change(
+        self,
+        server_id: str,
+        *,
+        added: Iterable[DescriptorLike | Rejected] = (),
+        removed: Iterable[str | int] = (),
+        updated: Iterable[DescriptorLike | Rejected] = (),
+        authorize: Authorizer | None = None,
+    ) -> RegistryChange:
+        """Apply ``channels/changed`` for ``server_id``: removed, then updated, then added.
+
+        A removed id may arrive as a number and is compared as its decimal string. An update
+        of an id this server has not registered is refused (MCPL §14.5); an accepted update
+        keeps the entry, its transport state and its registration serial. Added items are
+        handled exactly as :meth:`register` handles them.
+
+        Returns:
+            One result list covering removed, updated and added items, in that order.
+        """
+        index = self._index
+        results: list[ItemResult] = []
+        gone: list[ChannelRef] = []
+        for raw in removed:
+            channel_id = raw if type(raw) is str else str(raw)
+            entry = index.pop(ChannelRef(server_id, channel_id))
+            if entry is None:
+                results.append(ItemResult(channel_id, False, NOT_REGISTERED))
+            else:
+                results.append(ItemResult(channel_id, True))
+                gone.append(entry.ref)
+        replaced: list[ChannelRef] = []
+        for item in updated:
+            if isinstance(item, Rejected):
+                results.append(ItemResult(item.id or "", False, item.reason))
+                continue
+            channel_id = item.id
+            if type(channel_id) is not str or not channel_id:
+                results.append(ItemResult(_id_text(channel_id), False, INVALID_ID))
+                continue
+            entry = index.get(ChannelRef(server_id, channel_id))
+            if entry is None:
+                results.append(ItemResult(channel_id, False, UPDATE_UNREGISTERED))
+                continue
+            reason = authorize(item) if authorize is not None else None
+            if reason is not None:
+                results.append(ItemResult(channel_id, False, reason))
+                continue
+            index.replace_descriptor(entry, item)
+            results.append(ItemResult(channel_id, True))
+            replaced.append(entry.ref)
+        fresh: list[ChannelRef] = []
+        self._add_items(server_id, added, authorize, results, fresh)
+        return RegistryChange(
+            tuple(results),
+            added=tuple(dict.fromkeys(fresh)),
+            updated=tuple(dict.fromkeys(replaced)),
+            removed=tuple(gone),
+        )
+
+    def _add_items(
+        self,
+        server_id: str,
+        items: Iterable[DescriptorLike | Rejected],
+        authorize: Authorizer | None,
+        results: list[ItemResult],
+        added: list[ChannelRef],
+    ) -> None:
+        """Decide each item alone, then store the accepted ones with one bulk call.
+
+        The hot path of a large register: locals only, no exceptions per item. If
+        ``authorize`` raises, the exception propagates and none of these items is stored.
+        """
+        accepted: list[DescriptorLike] = []
+        result = results.append
+        keep = accepted.append
+        accept = accepted_result
+        for item in items:
+            if isinstance(item, Rejected):
+                result(ItemResult(item.id or "", False, item.reason))
+                continue
+            channel_id = item.id
+            if type(channel_id) is not str or not channel_id:
+                result(ItemResult(_id_text(channel_id), False, INVALID_ID))
+                continue
+            if authorize is not None:
+                reason = authorize(item)
+                if reason is not None:
+                    result(ItemResult(channel_id, False, reason))
+                    continue
+            result(accept(channel_id))
+            keep(item)
+        if accepted:
+            first = self._serial + 1
+            self._serial += len(accepted)
+            added.extend(self._index.register_many(server_id, accepted, first))
+
+    def remove_server(self, server_id: str) -> tuple[ChannelRef, ...]:
+        """Drop every entry of ``server_id`` and return their refs, in registration order."""
+        return tuple(entry.ref for entry in self._index.pop_server(server_id))
+
+    def set_transport_open(self, ref: ChannelRef, value: bool) -> None:
+        """Record whether the server holds ``ref`` open now.
+
+        Raises:
+            KeyError: ``ref`` is not registered.
+        """
+        entry = self._index.get(ref)
+        if entry is None:
+            raise KeyError(ref)
+        entry.transport_open = value
+
+    def transport_closed(self, server_id: str) -> None:
+        """The link to ``server_id`` closed: none of its channels is open at the transport."""
+        for entry in self._index.server_channels(server_id).values():
+            entry.transport_open = False
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def get(self, ref: ChannelRef) -> ChannelEntry | None:
+        """The registration at ``ref``, or None."""
+        return self._index.get(ref)
+
+    def __contains__(self, ref: object) -> bool:
+        return (
+            isinstance(ref, tuple)
+            and len(ref) == 2
+            and isinstance(ref[0], str)
+            and isinstance(ref[1], str)
+            and self._index.get(ChannelRef(ref[0], ref[1])) is not None
+        )
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def entries(self) -> Iterator[ChannelEntry]:
+        """Every registration, server by server, each server's in registration order."""
+        return iter(self._index)
+
+    def server_entries(self, server_id: str) -> list[ChannelEntry]:
+        """The registrations of one server, in registration order (O(that server's size))."""
+        return list(self._index.server_channels(server_id).values())
+
+    def servers(self) -> frozenset[str]:
+        """The servers with at least one registered channel."""
+        return frozenset(self._index.servers())
+
+    def by_id(self, channel_id: str) -> tuple[ChannelEntry, ...]:
+        """Registrations whose id is exactly ``channel_id``, on every server."""
+        return self._index.by_id(channel_id)
+
+    def by_qualified_name(self, name: str) -> tuple[ChannelEntry, ...]:
+        """Registrations whose ``"<server>:<id>"`` is exactly ``name`` (never split)."""
+        return self._index.by_qualified_name(name)
+
+    def by_raw_id(self, raw: str) -> tuple[ChannelEntry, ...]:
+        """Registrations whose ``address["channelId"]`` is exactly ``raw``."""
+        return self._index.by_raw_id(raw)
+
+    def by_label(self, label: str) -> tuple[ChannelEntry, ...]:
+        """Registrations by label: case-insensitive, one ``#`` ignored; falls back to labels
+        without their trailing ``" (Server Name)"``."""
+        return self._index.by_label(label)
+
+    def by_dm_name(self, name: str) -> tuple[ChannelEntry, ...]:
+        """DM registrations by ``@name``/``name`` (case-insensitive) or ``<@id>``/``<@!id>``."""
+        return self._index.by_dm_name(name)
+
+    def statistics(self) -> IndexStatistics:
+        """Counts of channels, servers and distinct keys per index."""
+        return self._index.statistics()
+
+    # -- names ---------------------------------------------------------------------------
+
+    def resolve(self, name: str, *, server_id: str | None = None) -> ChannelEntry:
+        """The one registration ``name`` picks (see :mod:`switchboard.channels.resolve`).
+
+        Raises:
+            AmbiguousName: Several channels answer to the name at the deciding tier.
+            UnknownName: No channel answers to it.
+        """
+        return resolve(self._index, name, server_id)
+
+    def name_for(self, ref: ChannelRef) -> str:
+        """The shortest name that resolves to ``ref`` alone: its id, else its qualified name.
+
+        When neither picks it alone (:meth:`needs_server_id` is True), this returns the
+        channel id, which resolves to ``ref`` only together with ``server_id=ref.server_id``.
+
+        Raises:
+            KeyError: ``ref`` is not registered.
+        """
+        entry = self._index.get(ref)
+        if entry is None:
+            raise KeyError(ref)
+        alone = name_alone(self._index, entry)
+        return ref.channel_id if alone is None else alone
+
+    def needs_server_id(self, ref: ChannelRef) -> bool:
+        """Whether no name alone picks ``ref``, so it must be given with its server id.
+
+        Raises:
+            KeyError: ``ref`` is not registered.
+        """
+        entry = self._index.get(ref)
+        if entry is None:
+            raise KeyError(ref)
+        return name_alone(self._index, entry) is None
