@@ -1,0 +1,76 @@
+"""The contract every message-store backend keeps (SQLite today; a shared database later).
+
+What this module knows: the operations the host and the agent tools need from durable inboxes
+(append in arrival order, read after a sequence number, wait for news, per-agent cursors) and
+the guarantees attached to each.
+
+What it deliberately does not know: how or where messages are kept. Nothing here imports
+SQLite, threads or an event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import Protocol
+
+from switchboard.store.records import AppendResult, IncomingRecord, StoredMessage
+
+__all__ = ["MessageStoreProtocol"]
+
+
+class MessageStoreProtocol(Protocol):
+    """Durable, ordered inboxes with per-agent cursors.
+
+    Guarantees a backend must give:
+
+    * **Durable before acknowledged.** The awaitable returned by :meth:`submit` completes only
+      once the batch is committed; a caller may then tell the connector it was accepted.
+    * **Arrival order.** Batches are committed in the order :meth:`submit` was called, and
+      records within a batch keep their order; ``seq`` is strictly increasing in that order.
+    * **Idempotent.** ``(server_id, channel_id, message_id)`` is stored at most once; a repeat
+      answers ``duplicate=True`` with the seq of the stored copy, every time.
+    * **Failure is per batch.** A failed write raises ``StoreError`` from that batch's
+      awaitable and loses nothing committed before it.
+    """
+
+    @property
+    def latest_seq(self) -> int:
+        """The highest committed seq (0 when empty). Read without I/O."""
+        ...
+
+    def submit(
+        self, records: Sequence[IncomingRecord], *, received_at: float | None = None
+    ) -> Awaitable[list[AppendResult]]:
+        """Queue a batch now (synchronously, preserving call order); the awaitable completes
+        with one result per record once the batch is committed."""
+        ...
+
+    async def append(
+        self, records: Sequence[IncomingRecord], *, received_at: float | None = None
+    ) -> list[AppendResult]:
+        """``await submit(records, received_at=received_at)``."""
+        ...
+
+    async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]:
+        """Up to ``limit`` messages with ``seq > after_seq``, in seq order."""
+        ...
+
+    async def wait_for_new(self, after_seq: int, timeout: float) -> bool:  # noqa: ASYNC109
+        """True as soon as ``latest_seq > after_seq``; False once ``timeout`` seconds pass."""
+        ...
+
+    async def get_cursor(self, agent: str) -> int:
+        """The last seq ``agent`` has consumed (0 if it never set one)."""
+        ...
+
+    async def set_cursor(self, agent: str, seq: int) -> None:
+        """Durably record that ``agent`` has consumed everything up to ``seq``."""
+        ...
+
+    async def count(self) -> int:
+        """How many messages are stored (for tests and operations; may be O(n))."""
+        ...
+
+    async def aclose(self) -> None:
+        """Commit everything already submitted, then release all resources. Idempotent."""
+        ...

@@ -1,0 +1,304 @@
+"""The store's single writer thread and its group commit.
+
+What this module knows: one ``sqlite3`` connection owned by one thread, a queue of write jobs,
+and how to commit them in groups. It knows nothing of asyncio: each job carries an opaque
+``waiter`` that the writer never touches, and after every group the writer makes exactly one
+call to ``on_group_done`` (from its own thread) with the jobs it finished. The caller turns that
+one call into one event-loop wake-up that resolves every waiter.
+
+Theory of operation:
+
+* The thread blocks until a job arrives, then drains everything else already queued (up to
+  ``max_group_rows`` rows) into one group. Message rows of the whole group are inserted inside
+  one ``BEGIN IMMEDIATE``/``COMMIT`` with a few multi-row statements (see
+  :class:`~switchboard.store.schema.RowInserter`); cursor updates of the group go into a second,
+  small transaction. So N concurrent submitters pay for about one commit, not N.
+* Queue order is commit order: jobs are written in the order they were put, so a caller that
+  puts jobs in arrival order gets sequence numbers in arrival order.
+* Sequence numbers: the writer alone knows ``latest``. A group that inserted ``k`` rows got
+  ``latest + 1 .. latest + k`` (SQLite's rowid rule), which is checked against the last
+  inserted rowid before the commit. When the group held duplicates (fewer rows changed than
+  were given), each row's seq is looked up by its unique key instead, and the new ones are
+  checked to be exactly that range; that path is rare.
+* Failure: a group whose transaction fails is rolled back (``latest`` does not move), then each
+  of its jobs is retried alone so that one bad batch fails only its own waiter. A job that fails
+  alone gets its own :class:`StoreError`. Nothing committed earlier is touched.
+* Stop: :meth:`GroupWriter.stop` queues a sentinel; every job queued before it is still
+  committed and reported, then the thread closes the connection and ends.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, Generic, TypeAlias, TypeVar
+
+import structlog
+
+from switchboard.store.records import AppendResult, StoreClosedError, StoreError
+from switchboard.store.schema import SEQ_OF_KEY, UPSERT_CURSOR, Row, RowInserter
+
+__all__ = ["AppendJob", "CursorJob", "GroupWriter", "Job"]
+
+log = structlog.get_logger(__name__)
+
+W = TypeVar("W")
+
+
+@dataclass(slots=True, eq=False)
+class AppendJob(Generic[W]):
+    """One submitted batch: its encoded rows in, one result per row (or an error) out."""
+
+    rows: list[Row]
+    waiter: W
+    results: list[AppendResult] | None = None
+    error: StoreError | None = None
+
+
+@dataclass(slots=True, eq=False)
+class CursorJob(Generic[W]):
+    """One cursor update: ``agent`` has read everything up to and including ``seq``."""
+
+    agent: str
+    seq: int
+    waiter: W
+    error: StoreError | None = None
+
+
+Job: TypeAlias = AppendJob[W] | CursorJob[W]
+_J = TypeVar("_J", AppendJob[Any], CursorJob[Any])
+
+
+class _Stop:
+    """The sentinel that tells the writer thread to finish."""
+
+
+_STOP = _Stop()
+
+
+class GroupWriter(Generic[W]):
+    """Owns the write connection and the thread that commits queued jobs in groups.
+
+    Args:
+        conn: an open, migrated connection in autocommit mode; the writer closes it at the end.
+        latest_seq: the highest seq already stored.
+        on_group_done: called from the writer thread once per group with the finished jobs and
+            the new highest seq. It must be cheap and thread-safe (schedule, don't work).
+        max_group_rows: stop draining the queue into one group past this many rows.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        latest_seq: int,
+        on_group_done: Callable[[list[Job[W]], int], None],
+        *,
+        max_group_rows: int = 20_000,
+    ) -> None:
+        self._conn = conn
+        self._inserter = RowInserter(conn)
+        self._latest = latest_seq
+        self._on_group_done = on_group_done
+        self._max_group_rows = max_group_rows
+        self._queue: queue.SimpleQueue[Job[W] | _Stop] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._run, name="switchboard-store-writer", daemon=True
+        )
+        self.put = self._queue.put  # the hot path: one C call per submitted batch
+        self.stopped = False  # set once the thread no longer takes jobs
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to finish after every job queued so far; returns at once."""
+        self._queue.put(_STOP)
+
+    def join(self) -> None:
+        """Block until the thread has ended (call :meth:`stop` first)."""
+        self._thread.join()
+
+    @property
+    def alive(self) -> bool:
+        """True while the writer thread runs."""
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        group: list[Job[W]] = []
+        try:
+            stopping = False
+            while not stopping:
+                group, stopping = self._collect()
+                if group:
+                    self._process(group)
+                    self._notify(group)
+                group = []
+        except BaseException:  # pragma: no cover - a bug; fail waiters rather than hang them
+            log.exception("store_writer_crashed")
+            self._fail(group)
+        finally:
+            self.stopped = True
+            self._close_connection()
+            self._fail(self._drain())
+
+    def _collect(self) -> tuple[list[Job[W]], bool]:
+        first = self._queue.get()
+        if isinstance(first, _Stop):
+            return [], True
+        group = [first]
+        rows = len(first.rows) if isinstance(first, AppendJob) else 1
+        while rows < self._max_group_rows:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, _Stop):
+                return group, True
+            group.append(item)
+            rows += len(item.rows) if isinstance(item, AppendJob) else 1
+        return group, False
+
+    def _process(self, group: list[Job[W]]) -> None:
+        appends = [job for job in group if isinstance(job, AppendJob)]
+        cursors = [job for job in group if isinstance(job, CursorJob)]
+        if appends:
+            self._isolated(appends, self._append)
+        if cursors:
+            self._isolated(cursors, self._set_cursors)
+
+    def _isolated(self, jobs: list[_J], write: Callable[[list[_J]], None]) -> None:
+        """Write ``jobs`` together; if that fails, write each alone and fail only the bad ones."""
+        try:
+            write(jobs)
+            return
+        except Exception as exc:
+            if len(jobs) == 1:
+                jobs[0].error = _as_store_error(exc)
+                return
+            log.warning("store_group_failed", jobs=len(jobs), error=repr(exc))
+        for job in jobs:
+            try:
+                write([job])
+            except Exception as exc:
+                job.error = _as_store_error(exc)
+
+    def _append(self, jobs: list[AppendJob[W]]) -> None:
+        conn = self._conn
+        rows = jobs[0].rows if len(jobs) == 1 else list(chain.from_iterable(j.rows for j in jobs))
+        prev = self._latest
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            inserted, last_rowid = self._inserter.insert(conn, rows)
+            if inserted == len(rows):
+                results = None
+                if last_rowid != prev + inserted:
+                    raise StoreError(
+                        f"sequence numbers are not contiguous: expected {prev + inserted}, "
+                        f"got {last_rowid}"
+                    )
+            else:
+                results = self._lookup(rows, prev, inserted)
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        self._latest = prev + inserted
+        if results is None:  # no duplicates: consecutive seqs in row order
+            seq = prev + 1
+            for job in jobs:
+                end = seq + len(job.rows)
+                job.results = [AppendResult(s, False) for s in range(seq, end)]
+                seq = end
+        else:
+            start = 0
+            for job in jobs:
+                end = start + len(job.rows)
+                job.results = results[start:end]
+                start = end
+
+    def _lookup(self, rows: list[Row], prev: int, inserted: int) -> list[AppendResult]:
+        """Find each row's seq by key; rows whose key was stored before (or earlier in this
+        group) are duplicates."""
+        conn = self._conn
+        first_seen: set[tuple[str, str, str]] = set()
+        results: list[AppendResult] = []
+        for row in rows:
+            key = (row[0], row[1], row[2])
+            found = conn.execute(SEQ_OF_KEY, key).fetchone()
+            if found is None:
+                raise StoreError(f"message {key!r} was neither inserted nor found")
+            seq = int(found[0])
+            duplicate = seq <= prev or key in first_seen
+            if not duplicate:
+                first_seen.add(key)
+            results.append(AppendResult(seq, duplicate))
+        fresh = sorted(r.seq for r in results if not r.duplicate)
+        if fresh != list(range(prev + 1, prev + inserted + 1)):
+            raise StoreError(f"{inserted} rows inserted but new seqs are {fresh[:5]}...")
+        return results
+
+    def _set_cursors(self, jobs: list[CursorJob[W]]) -> None:
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(UPSERT_CURSOR, [(job.agent, job.seq) for job in jobs])
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        try:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:  # the original error is the one worth reporting
+            log.warning("store_rollback_failed", error=repr(exc))
+
+    def _notify(self, group: list[Job[W]]) -> None:
+        try:
+            self._on_group_done(group, self._latest)
+        except Exception:
+            log.exception("store_group_done_callback_failed")
+
+    def _drain(self) -> list[Job[W]]:
+        jobs: list[Job[W]] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return jobs
+            if not isinstance(item, _Stop):
+                jobs.append(item)
+
+    def _fail(self, jobs: list[Job[W]]) -> None:
+        """Fail every unfinished job (only reached when the thread ends abnormally or jobs
+        were queued after stop)."""
+        pending = [
+            job
+            for job in jobs
+            if job.error is None and not (isinstance(job, AppendJob) and job.results is not None)
+        ]
+        if not pending:
+            return
+        for job in pending:
+            job.error = StoreClosedError("the store writer stopped before this write")
+        self._notify(pending)
+
+    def _close_connection(self) -> None:
+        try:
+            self._conn.close()
+        except sqlite3.Error as exc:  # pragma: no cover - close of a healthy connection
+            log.warning("store_close_failed", error=repr(exc))
+
+
+def _as_store_error(exc: Exception) -> StoreError:
+    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised."""
+    log.warning("store_write_failed", error=repr(exc))
+    error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
+    error.__cause__ = exc
+    return error
