@@ -1,0 +1,130 @@
+"""Switchboard's TOML configuration, validated with pydantic.
+
+A config file names the connectors (a command to spawn over stdio, or a ``tcp://`` /
+``ws://`` URL to dial), the host's grant policy for each, the store, and how the agent
+reaches Switchboard. Everything has a default, so :func:`demo_config` can build the embedded
+default without a file. See docs/configuration.md for every key.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+#: The grant Switchboard offers a connector when its config says nothing: every channel leaf
+#: and push events. It is intersected with what the connector advertises (MCPL §5.4).
+DEFAULT_GRANT: tuple[str, ...] = (
+    "channels.register",
+    "channels.lifecycle",
+    "channels.publish",
+    "channels.incoming",
+    "channels.streaming",
+    "channels.acknowledge",
+    "channels.typing",
+    "pushEvents",
+)
+
+
+class ConfigError(Exception):
+    """The configuration cannot be used; the message says which key and why."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ConnectorConfig(_Strict):
+    """One MCPL connector: how to reach it and what it may do."""
+
+    id: str = Field(min_length=1, description="The server id; channels are keyed by it.")
+    command: list[str] | None = Field(default=None, description="argv to spawn over stdio")
+    url: str | None = Field(default=None, description="tcp://host:port or ws(s)://... to dial")
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    grant: list[str] = Field(default_factory=lambda: list(DEFAULT_GRANT))
+    channels: list[str] | None = Field(
+        default=None,
+        description="glob patterns of channel ids this connector may register (None: any)",
+    )
+    enabled_feature_sets: list[str] | None = None
+    request_timeout: float = Field(default=30.0, gt=0)
+    publish_timeout: float = Field(default=30.0, gt=0)
+    restart: bool = True
+    backoff_initial: float = Field(default=0.5, gt=0)
+    backoff_max: float = Field(default=30.0, gt=0)
+    max_frame_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> ConnectorConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of `command` or `url`")
+        if self.command is not None and not self.command:
+            raise ValueError("`command` must not be empty")
+        return self
+
+
+class StoreConfig(_Strict):
+    path: str = "switchboard.sqlite"
+    synchronous: Literal["normal", "full"] = "normal"
+
+
+class AgentConfig(_Strict):
+    name: str = "agent"
+    transport: Literal["stdio", "http", "none"] = "stdio"
+    host: str = "127.0.0.1"
+    port: int = 8765
+
+
+class Config(_Strict):
+    connectors: list[ConnectorConfig] = Field(default_factory=list)
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    log_level: str = "INFO"
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Config:
+        seen: set[str] = set()
+        for c in self.connectors:
+            if c.id in seen:
+                raise ValueError(f"connector id {c.id!r} appears twice")
+            seen.add(c.id)
+        return self
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a TOML config file, raising :class:`ConfigError` with a clear reason."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {p} does not exist") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(x) for x in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"config file {p} is invalid: {problems}") from exc
+
+
+def demo_connector_command(*extra: str) -> list[str]:
+    """The argv that spawns the bundled demo connector with this interpreter."""
+    return [sys.executable, "-m", "switchboard.connectors.demo", *extra]
+
+
+def demo_config(store_path: str, *, interval: float = 1.5, count: int | None = None) -> Config:
+    """The embedded default: one demo connector, a store at ``store_path``."""
+    args = ["--hello", "--interval", str(interval)]
+    if count is not None:
+        args += ["--count", str(count)]
+    return Config(
+        connectors=[ConnectorConfig(id="demo", command=demo_connector_command(*args))],
+        store=StoreConfig(path=store_path),
+        agent=AgentConfig(transport="none"),
+    )

@@ -1,0 +1,264 @@
+"""The Switchboard host: registry, store, supervised connector sessions, and what agents ask.
+
+:class:`Switchboard` is what the tools layer talks to. It resolves the channel an agent names,
+checks everything that can be checked before a publish goes out (the channel exists, is not
+inbound-only, its server is connected and ready, the grant has ``channels.publish``), sends it,
+and reads agents' inboxes from the durable store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import anyio
+import structlog
+
+from switchboard.channels import (
+    AmbiguousName,
+    ChannelEntry,
+    ChannelRegistry,
+    UnknownName,
+    qualified_name,
+)
+from switchboard.config import Config, ConnectorConfig
+from switchboard.host.events import Observer, null_observer
+from switchboard.host.outcome import PublishOutcome, Refusal
+from switchboard.host.session import ConnectorSession, SessionState, publish_over
+from switchboard.host.supervisor import Supervisor
+from switchboard.store import MessageStore, StoredMessage
+from switchboard.transport import Link
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelView:
+    """One registered channel as an agent sees it."""
+
+    name: str
+    server_id: str
+    channel_id: str
+    label: str
+    type: str
+    direction: str
+    open: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InboxRead:
+    messages: list[StoredMessage]
+    cursor: int
+    more: bool
+
+
+class Switchboard:
+    """Owns the registry and the connector sessions; answers the agent-facing tools."""
+
+    def __init__(
+        self,
+        config: Config,
+        store: MessageStore,
+        *,
+        observer: Observer = null_observer,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.registry = ChannelRegistry()
+        self.sessions: dict[str, ConnectorSession] = {}
+        self._observer = observer
+        self._clock = clock
+        self._inbox_locks: dict[str, anyio.Lock] = {}
+        self.supervisor = Supervisor(
+            registry=self.registry,
+            make_session=self._make_session,
+            on_session=self._adopt,
+            observer=observer,
+        )
+
+    def _make_session(self, config: ConnectorConfig) -> ConnectorSession:
+        return ConnectorSession(
+            config,
+            registry=self.registry,
+            store=self.store,
+            observer=self._observer,
+            clock=self._clock,
+        )
+
+    def _adopt(self, session: ConnectorSession) -> None:
+        self.sessions[session.server_id] = session
+
+    async def serve_link(self, config: ConnectorConfig, link: Link) -> None:
+        """Serve one connector over a link the caller opened (no supervision, no restart).
+
+        When the link ends, the connector's registrations are dropped, as the supervisor does.
+        """
+        session = self._make_session(config)
+        self._adopt(session)
+        try:
+            await session.run(link)
+        finally:
+            self.registry.remove_server(config.id)
+
+    async def run(self) -> None:
+        """Supervise every configured connector until cancelled."""
+        async with anyio.create_task_group() as tg:
+            for connector in self.config.connectors:
+                tg.start_soon(self.supervisor.supervise, connector)
+
+    @classmethod
+    @asynccontextmanager
+    async def started(
+        cls, config: Config, *, observer: Observer = null_observer
+    ) -> AsyncIterator[Switchboard]:
+        """Open the store, start the connectors, yield the host; stop everything on exit."""
+        store = await MessageStore.open(config.store.path, synchronous=config.store.synchronous)
+        try:
+            board = cls(config, store, observer=observer)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(board.run)
+                try:
+                    yield board
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await store.aclose()
+
+    # -- channels ----------------------------------------------------------------------------
+
+    def channel_views(self) -> list[ChannelView]:
+        views = []
+        for entry in self.registry.entries():
+            d = entry.descriptor
+            views.append(
+                ChannelView(
+                    name=self.registry.name_for(entry.ref),
+                    server_id=entry.ref.server_id,
+                    channel_id=entry.ref.channel_id,
+                    label=d.label,
+                    type=d.type,
+                    direction=d.direction,
+                    open=entry.transport_open,
+                )
+            )
+        return views
+
+    def session_for(self, server_id: str) -> ConnectorSession | None:
+        return self.sessions.get(server_id)
+
+    # -- publish -----------------------------------------------------------------------------
+
+    async def publish(
+        self, target: str, text: str, *, server_id: str | None = None, conversation_id: str = ""
+    ) -> PublishOutcome:
+        """Publish ``text`` to the channel ``target`` names, refusing early where it must."""
+        if not text.strip():
+            return PublishOutcome.refused(
+                Refusal.EMPTY_CONTENT, "there is nothing to send: the text is empty"
+            )
+        if server_id is not None:
+            refusal = self._server_refusal(server_id)
+            if refusal is not None:
+                return refusal
+        try:
+            entry = self.registry.resolve(target, server_id=server_id)
+        except AmbiguousName as exc:
+            return PublishOutcome.refused(
+                Refusal.AMBIGUOUS_CHANNEL,
+                str(exc),
+                candidates=[
+                    {
+                        "server_id": r.server_id,
+                        "channel_id": r.channel_id,
+                        "name": qualified_name(r),
+                    }
+                    for r in exc.candidates
+                ],
+            )
+        except UnknownName as exc:
+            return PublishOutcome.refused(
+                Refusal.UNKNOWN_CHANNEL, str(exc), suggestions=list(exc.suggestions)
+            )
+        return await self.publish_to(entry, text, conversation_id=conversation_id)
+
+    def _server_refusal(self, server_id: str) -> PublishOutcome | None:
+        session = self.sessions.get(server_id)
+        known = any(c.id == server_id for c in self.config.connectors)
+        if session is None and not known:
+            return PublishOutcome.refused(
+                Refusal.UNKNOWN_CHANNEL,
+                f"there is no server {server_id!r}; call channel_list to see the servers",
+                server_id=server_id,
+            )
+        if session is None or session.state is SessionState.CLOSED:
+            return PublishOutcome.refused(
+                Refusal.SERVER_GONE,
+                f"server {server_id!r} is not connected right now; nothing was sent, "
+                "try again later",
+                server_id=server_id,
+            )
+        if session.state is SessionState.CONNECTING:
+            return PublishOutcome.refused(
+                Refusal.SERVER_CONNECTING,
+                f"server {server_id!r} is still connecting; nothing was sent, try again shortly",
+                server_id=server_id,
+            )
+        if session.state is SessionState.MCP_ONLY:
+            return PublishOutcome.refused(
+                Refusal.NOT_GRANTED,
+                f"server {server_id!r} runs without MCPL, so it has no channels to publish to",
+                server_id=server_id,
+            )
+        return None
+
+    async def publish_to(
+        self, entry: ChannelEntry, text: str, *, conversation_id: str = ""
+    ) -> PublishOutcome:
+        ref = entry.ref
+        refusal = self._server_refusal(ref.server_id)
+        if refusal is not None:
+            return refusal
+        session = self.sessions[ref.server_id]
+        if entry.descriptor.direction == "inbound":
+            return PublishOutcome.refused(
+                Refusal.INBOUND_ONLY,
+                f"{qualified_name(ref)} is inbound-only: it can be read but not written to",
+                server_id=ref.server_id,
+                channel_id=ref.channel_id,
+            )
+        if not session.grant.allows("channels.publish"):
+            return PublishOutcome.refused(
+                Refusal.NOT_GRANTED,
+                f"server {ref.server_id!r} is not granted channels.publish; nothing was sent",
+                server_id=ref.server_id,
+                channel_id=ref.channel_id,
+            )
+        content = [{"type": "text", "text": text}]
+        outcome = await publish_over(session, ref.channel_id, content, conversation_id)
+        self._observer(
+            "publish",
+            ref.server_id,
+            {"channel_id": ref.channel_id, "text": text, "outcome": outcome},
+        )
+        return outcome
+
+    # -- inbox -------------------------------------------------------------------------------
+
+    async def read_inbox(
+        self, agent: str, *, wait_seconds: float = 0.0, limit: int = 50
+    ) -> InboxRead:
+        """Messages since ``agent``'s cursor (waiting up to ``wait_seconds`` for the first)."""
+        lock = self._inbox_locks.setdefault(agent, anyio.Lock())
+        async with lock:
+            cursor = await self.store.get_cursor(agent)
+            if wait_seconds > 0 and self.store.latest_seq <= cursor:
+                await self.store.wait_for_new(cursor, wait_seconds)
+            messages = await self.store.read(cursor, limit)
+            if messages:
+                cursor = messages[-1].seq
+                await self.store.set_cursor(agent, cursor)
+            return InboxRead(messages, cursor, self.store.latest_seq > cursor)
