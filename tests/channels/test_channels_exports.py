@@ -8,7 +8,20 @@ import pytest
 
 import switchboard.channels
 
-MODULES = ["buckets", "descriptor", "errors", "index", "records", "ref", "registry", "resolve"]
+MODULES = [
+    "buckets",
+    "descriptor",
+    "errors",
+    "index",
+    "prose",
+    "prose_drafts",
+    "prose_route",
+    "prose_stream",
+    "records",
+    "ref",
+    "registry",
+    "resolve",
+]
 
 
 @pytest.mark.parametrize("module", MODULES)
