@@ -20,6 +20,15 @@ from .capabilities import (
     unknown_advertised_members,
     validate_path_charset,
 )
+from .digest import (
+    IDENTIFIER_PATTERN,
+    DigestError,
+    DigestErrorCode,
+    canonical_manifest_bytes,
+    is_identifier,
+    manifest_digest,
+    set_order,
+)
 from .errors import (
     CapabilityDenied,
     ChannelNotPermitted,
@@ -31,6 +40,7 @@ from .errors import (
     UnknownChannel,
     UnknownFeatureSet,
 )
+from .fastpath import incoming_is_valid
 from .featuresets import (
     REASON_CAPABILITY_DENIED,
     REASON_DISABLED,
@@ -52,6 +62,14 @@ from .messages import __all__ as _messages_all
 
 __all__ = [
     "CAPABILITY_PATHS",
+    "IDENTIFIER_PATTERN",
+    "DigestError",
+    "DigestErrorCode",
+    "canonical_manifest_bytes",
+    "incoming_is_valid",
+    "is_identifier",
+    "manifest_digest",
+    "set_order",
     "MCPL_VERSION",
     "MCP_PROTOCOL_VERSION",
     "METHOD_GATES",
