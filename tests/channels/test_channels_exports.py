@@ -10,9 +10,18 @@ import switchboard.channels
 
 MODULES = [
     "buckets",
+    "decision_events",
+    "decisions",
     "descriptor",
+    "dm_index",
     "errors",
     "index",
+    "label_history",
+    "lifecycle",
+    "lifecycle_reconcile",
+    "lifecycle_speech",
+    "names",
+    "picking",
     "prose",
     "prose_drafts",
     "prose_route",
@@ -21,6 +30,13 @@ MODULES = [
     "ref",
     "registry",
     "resolve",
+    "selectors",
+    "shown",
+    "suggest",
+    "tiers",
+    "tuneout",
+    "tuneout_delivery",
+    "wording",
 ]
 
 

@@ -185,12 +185,30 @@ def model_by_dm(model: Model, query: str) -> set[ChannelRef]:
     return scan(model, lambda _r, d: bool(key) and (model_dm(d) or (None, None))[0] == key)
 
 
+def model_dm_tier(model: Model, query: str) -> set[ChannelRef]:
+    """DMs for a name that starts with ``@`` or is a mention: exact, else partial names."""
+    if re.fullmatch(r"<@!?(.+)>", query):
+        return model_by_dm(model, query)
+    if not query.startswith("@") or query == "@":
+        return set()
+    exact = model_by_dm(model, query)
+    if exact:
+        return exact
+    key = query[1:].casefold()
+
+    def partly(_r: ChannelRef, d: Desc) -> bool:
+        name = (model_dm(d) or (None, None))[0]
+        return name is not None and len(name) >= 3 and (key in name or key.startswith(name))
+
+    return scan(model, partly)
+
+
 def model_tiers(model: Model, name: str) -> list[set[ChannelRef]]:
     return [
         scan(model, lambda r, _d: name in (r.channel_id, qualified_name(r))),
         scan(model, lambda _r, d: model_raw(d) == name),
         model_by_label(model, name),
-        model_by_dm(model, name),
+        model_dm_tier(model, name),
     ]
 
 

@@ -11,7 +11,7 @@ from switchboard.channels import (
     ChannelRegistry,
     UnknownName,
 )
-from switchboard.channels.resolve import SUGGESTION_SAMPLE
+from switchboard.channels.suggest import SUGGESTION_SAMPLE
 from tests.channels.channels_support import desc
 
 
@@ -82,7 +82,8 @@ def test_when_no_name_picks_a_channel_alone_it_needs_its_server_id() -> None:
     assert reg.name_for(ChannelRef("c", "b:room")) == "c:b:room"
     error = ambiguity(reg, "a:b:room")
     assert error.names == (None, None)
-    assert "only reachable with that channel id and server_id" in str(error)
+    assert 'channel "b:room" and server_id "a"' in str(error)
+    assert 'channel "room" and server_id "a:b"' in str(error)
 
 
 def test_one_server_registering_room_and_s_colon_room_makes_s_colon_room_ambiguous() -> None:
@@ -111,7 +112,7 @@ def test_one_server_registering_room_and_s_colon_room_makes_s_colon_room_ambiguo
         # A DM by name or mention, after labels.
         ("@alice", ChannelRef("s", "dm-alice")),
         ("<@42>", ChannelRef("s", "dm-alice")),
-        ("alice", ChannelRef("s", "dm-alice")),
+        ("@ALICE", ChannelRef("s", "dm-alice")),
     ],
 )
 def test_tiers_are_tried_in_order_id_raw_id_label_dm(name: str, expected: ChannelRef) -> None:
@@ -129,6 +130,14 @@ def test_tiers_are_tried_in_order_id_raw_id_label_dm(name: str, expected: Channe
         ],
     )
     assert reg.resolve(name).ref == expected
+
+
+def test_a_dm_is_named_by_at_name_or_mention_and_not_by_the_bare_recipient_name() -> None:
+    reg = ChannelRegistry()
+    reg.register("s", [desc("dm-alice", "DM: Alice", dm_name="alice", dm_id=42)])
+    assert reg.resolve("@alice").ref == ChannelRef("s", "dm-alice")
+    error = unknown(reg, "alice")
+    assert error.suggestions == ("dm-alice",)
 
 
 def test_the_first_tier_with_hits_decides_even_when_a_later_tier_has_one() -> None:
@@ -174,7 +183,8 @@ def test_an_id_that_exists_only_elsewhere_is_suggested_without_server_id() -> No
     error = unknown(reg, "x", server_id="b")
     assert error.suggestions == ("x",)
     assert error.server_id == "b"
-    assert "Without server_id" in str(error)
+    assert 'on server "a"' in str(error)
+    assert "leave server_id out" in str(error)
 
 
 def test_an_unknown_name_is_refused_with_a_few_near_names() -> None:

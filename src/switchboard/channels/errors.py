@@ -1,33 +1,42 @@
 """Why a typed name did not pick exactly one channel.
 
-What this module knows: the two refusals of name resolution and the words that tell the caller
-what to do next. The hierarchy::
+What this module knows: the refusals of name resolution and the data each carries for the
+caller. The hierarchy::
 
-    ChannelNameError          a name did not pick exactly one channel; nothing was chosen
-    ├── AmbiguousName         several channels answer to it (never resolved by a guess)
-    └── UnknownName           no registered channel answers to it
+    ChannelNameError            a name did not pick one usable channel; nothing was chosen
+    ├── AmbiguousName           several channels answer to it (never resolved by a guess)
+    ├── UnknownName             no registered channel answers to it
+    │   └── OwnChannelGone      it is the turn's own channel, whose server withdrew it
+    ├── InboundOnly             it picks a channel that takes no speech
+    └── InvalidName             the name or the server id beside it is empty
 
-What it deliberately does not know: how the candidates or suggestions were found. The resolver
-computes, for each candidate, the name that picks it alone (or None when only a server id
-together with the channel id reaches it) and passes them in.
+Every refusal's message says which channel or server, what did not happen and what to do
+next; the words come from :mod:`~switchboard.channels.wording`, chosen by the resolver.
+
+What it deliberately does not know: how the candidates, suggestions or texts were found.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from switchboard.channels.ref import ChannelRef, qualified_name
+from switchboard.channels.ref import ChannelRef
+from switchboard.channels.tiers import Tier
+from switchboard.channels.wording import LOOKUP, Caller, Choice, ambiguous_text, own_gone_text
 
-__all__ = ["AmbiguousName", "ChannelNameError", "UnknownName"]
-
-
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
+__all__ = [
+    "AmbiguousName",
+    "ChannelNameError",
+    "Choice",
+    "InboundOnly",
+    "InvalidName",
+    "OwnChannelGone",
+    "UnknownName",
+]
 
 
 class ChannelNameError(Exception):
-    """A name did not pick exactly one channel, so nothing was chosen.
+    """A name did not pick one usable channel, so nothing was chosen.
 
     Attributes:
         name: The name exactly as given.
@@ -39,57 +48,43 @@ class ChannelNameError(Exception):
 
 
 class AmbiguousName(ChannelNameError):
-    """Several registered channels answer to one name.
+    """Several channels answer to one name; none was chosen.
 
     Attributes:
         name: The name exactly as given.
         candidates: Every channel the name answers to, in lookup order.
-        names: For each candidate, the name that picks it alone, or None when it needs the
-            channel id together with its server id.
+        names: For each candidate, the string that picks it alone, or None when none does
+            (then only its channel id together with its server id reaches it).
+        choices: The candidates with their names, labels and whether they are gone.
+        tier: The kind of name that matched them (:attr:`Tier.OWN` for the turn's own
+            channels sharing an id).
         server_id: The server the lookup was restricted to, if any.
+        more: A partial DM name fits even more channels than ``candidates`` lists.
     """
 
     def __init__(
         self,
         name: str,
-        candidates: tuple[ChannelRef, ...],
+        choices: Sequence[Choice],
         *,
-        names: Sequence[str | None] | None = None,
+        tier: Tier = Tier.NAME,
+        caller: Caller = LOOKUP,
         server_id: str | None = None,
+        more: bool = False,
     ) -> None:
-        self.candidates = candidates
-        self.names: tuple[str | None, ...] = (
-            tuple(names) if names is not None else tuple(qualified_name(r) for r in candidates)
-        )
+        self.choices = tuple(choices)
+        self.candidates: tuple[ChannelRef, ...] = tuple(c.ref for c in self.choices)
+        self.names: tuple[str | None, ...] = tuple(c.name for c in self.choices)
+        self.tier = tier
         self.server_id = server_id
-        super().__init__(name, self._message(name))
+        self.more = more
+        text = ambiguous_text(name, self.choices, tier, caller, server_id=server_id, more=more)
+        super().__init__(name, text)
 
-    def _message(self, name: str) -> str:
-        parts: list[str] = []
-        for ref, alone in zip(self.candidates, self.names, strict=True):
-            if alone is not None:
-                parts.append(_q(alone))
-            else:
-                parts.append(
-                    f"channel {_q(ref.channel_id)} on server {_q(ref.server_id)} "
-                    "(only reachable with that channel id and server_id)"
-                )
-        servers = list(dict.fromkeys(ref.server_id for ref in self.candidates))
-        if len(servers) == 1:
-            where = f" on server {_q(servers[0])}"
-        else:
-            where = f" on servers {', '.join(_q(s) for s in servers)}"
-        text = (
-            f"Channel name {_q(name)} matches {len(self.candidates)} channels{where} "
-            f"({', '.join(parts)}), so none was chosen. Use one of these names instead"
-        )
-        if (
-            self.server_id is None
-            and len(servers) == len(self.candidates)
-            and all(ref.channel_id == name for ref in self.candidates)
-        ):
-            text += f", or pass server_id ({' or '.join(_q(s) for s in servers)})"
-        return text + "."
+    @property
+    def own(self) -> bool:
+        """Whether the candidates are the turn's own channels sharing the name as their id."""
+        return self.tier is Tier.OWN
 
 
 class UnknownName(ChannelNameError):
@@ -104,23 +99,42 @@ class UnknownName(ChannelNameError):
     def __init__(
         self,
         name: str,
-        suggestions: tuple[str, ...] = (),
+        message: str,
+        suggestions: Sequence[str] = (),
         *,
         server_id: str | None = None,
     ) -> None:
-        self.suggestions = suggestions
+        super().__init__(name, message)
+        self.suggestions = tuple(suggestions)
         self.server_id = server_id
-        if server_id is None:
-            text = f"No registered channel answers to {_q(name)}."
-        else:
-            text = f"Server {_q(server_id)} has no channel with id or raw id {_q(name)}."
-        listed = ", ".join(_q(s) for s in suggestions)
-        if suggestions and server_id is not None:
-            text += f" Without server_id, these names each pick one channel: {listed}."
-        elif suggestions:
-            text += f" Did you mean {listed}? Each of these picks one channel."
-        elif server_id is not None:
-            text += " Leave server_id out to look the name up on every server."
-        else:
-            text += " List the channels to see their names."
-        super().__init__(name, text)
+
+
+class OwnChannelGone(UnknownName):
+    """The name is the id of the turn's own channel, and its server no longer registers it.
+
+    The name stays bound to that channel: another server's channel with the same id is never
+    reached through it (channel-registry.md §3.6).
+
+    Attributes:
+        ref: The turn's own channel the name is bound to.
+    """
+
+    def __init__(self, name: str, ref: ChannelRef, caller: Caller = LOOKUP) -> None:
+        super().__init__(name, own_gone_text(name, ref, caller), server_id=ref.server_id)
+        self.ref = ref
+
+
+class InboundOnly(ChannelNameError):
+    """The name picks a channel its server declared inbound-only, so no speech goes there.
+
+    Attributes:
+        ref: The refused channel (``ref.channel_id`` tells a refusal from "nothing matched").
+    """
+
+    def __init__(self, name: str, ref: ChannelRef, message: str) -> None:
+        super().__init__(name, message)
+        self.ref = ref
+
+
+class InvalidName(ChannelNameError):
+    """The name, or a server id given beside it, is empty: nothing was looked up."""

@@ -19,8 +19,8 @@ The indexes, and the key each entry contributes:
 ``by_raw_id``         ``address["channelId"]``
 ``by_label``          the label, case-folded, one leading ``#`` dropped; and, in the same
                       dict, that key without a trailing ``" (…)"`` parenthetical
-``by_dm_name``        a DM's recipient name (case-folded, one ``@`` dropped)
-``by_dm_id``          a DM's recipient id
+DMs                   a DM's recipient name (case-folded, one ``@`` dropped) and recipient
+                      id, in :class:`~switchboard.channels.dm_index.DmIndex`
 ====================  ==========================================================
 
 Qualified names (``"<server>:<id>"``) need no stored strings, which would cost a seventh of
@@ -29,8 +29,10 @@ the per-channel budget: a registered pair ``(s, c)`` has the qualified name ``n`
 :meth:`ChannelIndex.by_qualified_name` probes the primary store at each colon of ``n`` (only
 where some registered server id has that length) and returns every registered pair whose
 exact qualified string is ``n``. No split is ever chosen: all of them are tried, and a name
-that two pairs share returns both. The cost is O(colons in the name), independent of the
-number of channels.
+that two pairs share returns both. When the registered server ids have fewer distinct
+lengths than the name has colons, it probes at each such length instead (where the name has
+a colon there). The cost is O(min(colons in the name, distinct server-id lengths)),
+independent of the number of channels.
 
 A label and its bare form share one dict: a query's bucket then holds exactly the channels
 whose whole label or whose bare label equals it, and :meth:`ChannelIndex.by_label` prefers the
@@ -52,11 +54,10 @@ from switchboard.channels.buckets import Index, add, discard, find, grow
 from switchboard.channels.descriptor import (
     DescriptorLike,
     bare_label_key,
-    dm_keys,
-    dm_query,
     label_key,
     raw_channel_id,
 )
+from switchboard.channels.dm_index import DmIndex
 from switchboard.channels.records import ChannelEntry
 from switchboard.channels.ref import ChannelRef
 
@@ -89,16 +90,7 @@ class IndexStatistics:
 class ChannelIndex:
     """Entries keyed by :class:`ChannelRef`, with secondary indexes kept in step."""
 
-    __slots__ = (
-        "_by_dm_id",
-        "_by_dm_name",
-        "_by_id",
-        "_by_label",
-        "_by_raw",
-        "_count",
-        "_server_lengths",
-        "_servers",
-    )
+    __slots__ = ("_by_id", "_by_label", "_by_raw", "_count", "_dms", "_server_lengths", "_servers")
 
     def __init__(self) -> None:
         self._servers: dict[str, dict[str, ChannelEntry]] = {}
@@ -107,8 +99,7 @@ class ChannelIndex:
         self._by_id: Index = {}
         self._by_raw: Index = {}
         self._by_label: Index = {}
-        self._by_dm_name: Index = {}
-        self._by_dm_id: Index = {}
+        self._dms = DmIndex()
 
     # -- mutation ------------------------------------------------------------------------
 
@@ -199,7 +190,7 @@ class ChannelIndex:
                                     if held is not entry:
                                         grow(by_label, bare, held, entry)
                 if descriptor.metadata:
-                    self._index_dm(entry, label, descriptor.metadata)
+                    self._dms.add(entry, label, descriptor.metadata)
         finally:
             self._count = count
             if not channels:
@@ -269,17 +260,7 @@ class ChannelIndex:
                 if bare is not None:
                     add(self._by_label, bare, entry)
         if descriptor.metadata:
-            self._index_dm(entry, label, descriptor.metadata)
-
-    def _index_dm(
-        self, entry: ChannelEntry, label: str | None, metadata: Mapping[str, object]
-    ) -> None:
-        dm = dm_keys(label, metadata)
-        if dm is not None:
-            if dm[0] is not None:
-                add(self._by_dm_name, dm[0], entry)
-            if dm[1] is not None:
-                add(self._by_dm_id, dm[1], entry)
+            self._dms.add(entry, label, descriptor.metadata)
 
     def _unindex(self, entry: ChannelEntry) -> None:
         discard(self._by_id, entry.ref[1], entry)
@@ -294,12 +275,8 @@ class ChannelIndex:
                 bare = bare_label_key(key)
                 if bare is not None:
                     discard(self._by_label, bare, entry)
-        dm = dm_keys(label, descriptor.metadata)
-        if dm is not None:
-            if dm[0] is not None:
-                discard(self._by_dm_name, dm[0], entry)
-            if dm[1] is not None:
-                discard(self._by_dm_id, dm[1], entry)
+        if descriptor.metadata:
+            self._dms.discard(entry, label, descriptor.metadata)
 
     # -- lookups -------------------------------------------------------------------------
 
@@ -333,8 +310,24 @@ class ChannelIndex:
 
         Entries with shorter server ids come first.
         """
-        servers, lengths = self._servers, self._server_lengths
+        lengths = self._server_lengths
+        colons = name.count(":")
+        if not colons:
+            return ()
+        servers = self._servers
         found: list[ChannelEntry] = []
+        if len(lengths) <= colons:  # fewer server-id lengths than colons: try each length
+            size = len(name)
+            for cut in lengths:
+                if cut < size and name[cut] == ":":
+                    channels = servers.get(name[:cut])
+                    if channels is not None:
+                        entry = channels.get(name[cut + 1 :])
+                        if entry is not None:
+                            found.append(entry)
+            if len(found) > 1:
+                found.sort(key=lambda e: len(e.ref[0]))
+            return tuple(found)
         cut = name.find(":")
         while cut >= 0:
             if cut in lengths:  # only slice where some server id is that long
@@ -360,10 +353,24 @@ class ChannelIndex:
         whole = tuple(e for e in hits if _label_key_of(e) == key)
         return whole or hits
 
+    def label_hits(self, label: str) -> tuple[bool, tuple[ChannelEntry, ...]]:
+        """``(whole, hits)``: :meth:`by_label`, and whether the hits matched whole labels
+        (True) or labels without their trailing parenthetical (False)."""
+        key = label_key(label)
+        hits = find(self._by_label, key)
+        if not hits:
+            return True, hits
+        whole = tuple(e for e in hits if _label_key_of(e) == key)
+        return (True, whole) if whole else (False, hits)
+
     def by_dm_name(self, name: str) -> tuple[ChannelEntry, ...]:
         """DMs answering to ``@name``/``name`` (case-insensitive) or ``<@id>``/``<@!id>``."""
-        is_mention, key = dm_query(name)
-        return find(self._by_dm_id if is_mention else self._by_dm_name, key)
+        return self._dms.lookup(name)
+
+    @property
+    def dms(self) -> DmIndex:
+        """The DM indexes, for partial-name lookups."""
+        return self._dms
 
     def id_keys(self) -> KeysView[str]:
         """Every distinct channel id (for bounded suggestion sampling)."""
@@ -385,6 +392,6 @@ class ChannelIndex:
             ids=len(self._by_id),
             raw_ids=len(self._by_raw),
             label_keys=len(self._by_label),
-            dm_names=len(self._by_dm_name),
-            dm_ids=len(self._by_dm_id),
+            dm_names=self._dms.counts()[0],
+            dm_ids=self._dms.counts()[1],
         )

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from switchboard.channels.descriptor import DescriptorLike, Rejected
 from switchboard.channels.index import ChannelIndex, IndexStatistics
+from switchboard.channels.names import ChannelNames
+from switchboard.channels.picking import NO_OWN, Own
 from switchboard.channels.records import (
     INVALID_ID,
     NOT_REGISTERED,
@@ -33,7 +35,8 @@ from switchboard.channels.records import (
     accepted_result,
 )
 from switchboard.channels.ref import ChannelRef
-from switchboard.channels.resolve import name_alone, resolve
+from switchboard.channels.resolve import resolve
+from switchboard.channels.tiers import name_alone
 
 __all__ = [
     "Authorizer",
@@ -56,10 +59,11 @@ class ChannelRegistry:
     through :meth:`set_transport_open` and :meth:`transport_closed`.
     """
 
-    __slots__ = ("_index", "_serial")
+    __slots__ = ("_index", "_names", "_serial")
 
     def __init__(self) -> None:
         self._index = ChannelIndex()
+        self._names = ChannelNames(self._index)
         self._serial = 0
 
     # -- register / changed / remove -----------------------------------------------------
@@ -259,14 +263,28 @@ class ChannelRegistry:
 
     # -- names ---------------------------------------------------------------------------
 
-    def resolve(self, name: str, *, server_id: str | None = None) -> ChannelEntry:
+    @property
+    def names(self) -> ChannelNames:
+        """Every naming operation (shown names, ``>>`` targets, tool arguments, own rule)."""
+        return self._names
+
+    def resolve(
+        self, name: str, *, server_id: str | None = None, own: Own = NO_OWN
+    ) -> ChannelEntry:
         """The one registration ``name`` picks (see :mod:`switchboard.channels.resolve`).
+
+        Args:
+            name: An id, server-qualified name, raw id, label or DM name, used as given.
+            server_id: Restrict the lookup to that server's ids and raw ids.
+            own: The calling turn's own channels; without ``server_id``, a name equal to the
+                id of own channels is bound to them alone.
 
         Raises:
             AmbiguousName: Several channels answer to the name at the deciding tier.
+            OwnChannelGone: The name is bound to an own channel no longer registered.
             UnknownName: No channel answers to it.
         """
-        return resolve(self._index, name, server_id)
+        return resolve(self._index, name, server_id, own)
 
     def name_for(self, ref: ChannelRef) -> str:
         """The shortest name that resolves to ``ref`` alone: its id, else its qualified name.

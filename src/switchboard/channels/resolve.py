@@ -1,157 +1,201 @@
-"""Turning a typed name into exactly one channel, and a channel into the name that picks it.
+"""Turning a typed name into exactly one channel, or refusing with what to do next.
 
-What this module knows: the order in which kinds of names are tried, and the rule that a name
-answering to several channels is refused, never resolved by a guess. Without a server id the
-tiers are, in order:
+What this module knows: how the pieces combine into the resolvers that accept every kind of
+name (channel-registry.md §4.5-§4.6, issue #3):
 
-1. **id or qualified name**: entries whose id equals the name, together with entries whose
-   ``"<server>:<id>"`` equals it (channel-registry.md §3.1). They are one tier on purpose: if
-   server ``s`` registers ``room`` and ``s:room``, the name ``s:room`` is the id of one and the
-   qualified name of the other, and picking either would be a guess.
-2. **raw address id** (``address["channelId"]``);
-3. **label**: case-insensitive, one leading ``#`` ignored; if no label matches whole, the
-   label without its trailing ``" (Server Name)"`` parenthetical;
-4. **DM name**: ``@name``/``name`` by recipient name, ``<@id>``/``<@!id>`` by recipient id.
+- :func:`resolve`, the general resolver (``ChannelRegistry.resolve``). Without a server id:
+  the turn's own channels first (:mod:`~switchboard.channels.picking`: a name equal to the id
+  of own channels is bound to them and reaches nothing else), then the tiers of
+  :func:`~switchboard.channels.tiers.match_name` in order (id or qualified name, raw id,
+  label, bare label, DM). With a server id: that server's channel with exactly that id, else
+  that server's channels with that raw id; the own rule does not apply.
+- :func:`resolve_prose_target`, the resolver of a ``>>`` target: the same, on the trimmed
+  token, naming candidates only by strings that are themselves valid target tokens, and, for
+  speech, refusing a channel its server declared inbound-only.
+- :func:`bind_own` (the own rule alone, for tools outside the registry) and
+  :func:`not_on_server` (the refusal of an id given with the wrong server, §3.5).
 
-The first tier with any hit decides: one hit is the answer, several raise
-:class:`~switchboard.channels.errors.AmbiguousName`. No hit anywhere raises
-:class:`~switchboard.channels.errors.UnknownName` with a few suggestions, found from O(1)
-probes of spelling variants plus :mod:`difflib` over a bounded sample of keys, never a scan of
-all channels. With a server id: that server's channel with exactly that id, else that server's
-channels with that raw id.
+Whatever the tier, one hit is the answer and several are refused with every candidate and
+the string that picks each alone (:class:`~switchboard.channels.errors.AmbiguousName`); no
+hit is refused with a few near names (:class:`~switchboard.channels.errors.UnknownName`).
 
-:func:`name_alone` is the inverse: the channel id if tier 1 of the id is exactly this channel,
-else the qualified name if tier 1 of that is exactly this channel, else None (only the id
-together with the server id reaches it; see channel-registry.md T07).
-
-What it deliberately does not know: the ``>>`` prose grammar, the turn's own channels, fuzzy DM
-matching and label history. Those are layered on top of these tiers later.
+What it deliberately does not know: tool arguments and their empty-string conventions
+(:mod:`~switchboard.channels.selectors`), and the words (:mod:`~switchboard.channels.wording`).
 """
 
 from __future__ import annotations
 
-import difflib
-from itertools import islice
+from collections.abc import Callable
 
-from switchboard.channels.descriptor import label_key
-from switchboard.channels.errors import AmbiguousName, UnknownName
+from switchboard.channels.descriptor import dm_query
+from switchboard.channels.errors import (
+    AmbiguousName,
+    InboundOnly,
+    InvalidName,
+    OwnChannelGone,
+    UnknownName,
+)
 from switchboard.channels.index import ChannelIndex
+from switchboard.channels.picking import NO_OWN, Own, choices_for, own_choices, own_named
+from switchboard.channels.prose import is_prose_target_token
 from switchboard.channels.records import ChannelEntry
-from switchboard.channels.ref import ChannelRef, qualified_name
+from switchboard.channels.ref import ChannelRef
+from switchboard.channels.shown import is_inbound_only, quoted_shown
+from switchboard.channels.suggest import suggest
+from switchboard.channels.tiers import Tier, entries_named, match_name
+from switchboard.channels.wording import (
+    LOOKUP,
+    NAME_KINDS,
+    SPEECH,
+    Caller,
+    elsewhere_text,
+    inbound_only_text,
+    no_dm_text,
+    not_on_server_text,
+    unknown_text,
+)
 
-__all__ = ["SUGGESTION_SAMPLE", "name_alone", "named", "resolve", "suggest"]
+__all__ = [
+    "bind_own",
+    "not_on_server",
+    "resolve",
+    "resolve_prose_target",
+    "unknown_name",
+]
 
-SUGGESTION_SAMPLE = 200
-"""At most this many keys of each kind are compared by difflib for one unknown name."""
-
-_MAX_SUGGESTIONS = 5
-
-
-def named(index: ChannelIndex, name: str) -> tuple[ChannelEntry, ...]:
-    """Tier 1: entries whose id, or whose qualified name, is exactly ``name``.
-
-    The two sets never overlap: an entry's qualified name is longer than its id.
-    """
-    ids = index.by_id(name)
-    qualified = index.by_qualified_name(name)
-    if not qualified:
-        return ids
-    return ids + qualified if ids else qualified
-
-
-def name_alone(index: ChannelIndex, entry: ChannelEntry) -> str | None:
-    """The shortest name whose tier 1 is exactly ``entry``, or None when there is none."""
-    ref = entry.ref
-    channel_id = ref[1]
-    if len(index.by_id(channel_id)) == 1 and not index.by_qualified_name(channel_id):
-        return channel_id
-    qualified = qualified_name(ref)
-    if not index.by_id(qualified) and len(index.by_qualified_name(qualified)) == 1:
-        return qualified
-    return None
+Accept = Callable[[str], bool] | None
 
 
-def resolve(index: ChannelIndex, name: str, server_id: str | None = None) -> ChannelEntry:
-    """Return the one channel ``name`` picks; see the module docstring for the order.
+def bind_own(
+    index: ChannelIndex, name: str, own: Own, caller: Caller = LOOKUP, accept: Accept = None
+) -> ChannelEntry | None:
+    """The own rule (§3.6): None when no own channel has the id ``name``, else its entry.
 
     Raises:
-        AmbiguousName: The first tier with hits has several.
-        UnknownName: No tier has a hit.
+        AmbiguousName: Own channels on several servers have that id (``tier`` is OWN).
+        OwnChannelGone: The one own channel with that id is no longer registered.
+    """
+    if not own:
+        return None
+    bound = own_named(own, name)
+    if not bound:
+        return None
+    if len(bound) > 1:
+        choices = own_choices(index, bound, own, accept)
+        raise AmbiguousName(name, choices, tier=Tier.OWN, caller=caller)
+    entry = index.get(bound[0])
+    if entry is None:
+        raise OwnChannelGone(name, bound[0], caller)
+    return entry
+
+
+def resolve(
+    index: ChannelIndex,
+    name: str,
+    server_id: str | None = None,
+    own: Own = NO_OWN,
+    caller: Caller = LOOKUP,
+    accept: Accept = None,
+) -> ChannelEntry:
+    """The one channel ``name`` picks (see the module docstring); ``name`` is used as given.
+
+    Raises:
+        AmbiguousName: Several channels answer at the deciding tier (or own channels share it).
+        OwnChannelGone: ``name`` is bound to an own channel that is no longer registered.
+        UnknownName: Nothing answers to it.
     """
     if server_id is not None:
-        entry = index.get(ChannelRef(server_id, name))
+        return _on_server(index, name, server_id, caller)
+    if own:
+        entry = bind_own(index, name, own, caller, accept)
         if entry is not None:
             return entry
-        hits = tuple(e for e in index.by_raw_id(name) if e.ref[0] == server_id)
-    elif not name:
-        hits = ()
-    else:
-        hits = (
-            named(index, name)
-            or index.by_raw_id(name)
-            or index.by_label(name)
-            or index.by_dm_name(name)
-        )
+    match = match_name(index, name)
+    if match is None:
+        raise unknown_name(index, name, own, caller, accept)
+    if len(match.hits) == 1 and not match.more:
+        return match.hits[0]
+    choices = choices_for(index, match.hits, match.tier, own, accept)
+    raise AmbiguousName(name, choices, tier=match.tier, caller=caller, more=match.more)
+
+
+def _on_server(index: ChannelIndex, name: str, server_id: str, caller: Caller) -> ChannelEntry:
+    entry = index.get(ChannelRef(server_id, name))
+    if entry is not None:
+        return entry
+    hits = tuple(e for e in index.by_raw_id(name) if e.ref[0] == server_id)
     if len(hits) == 1:
         return hits[0]
     if hits:
-        raise AmbiguousName(
-            name,
-            tuple(e.ref for e in hits),
-            names=[name_alone(index, e) for e in hits],
-            server_id=server_id,
-        )
-    raise UnknownName(name, suggest(index, name, server_id), server_id=server_id)
+        choices = choices_for(index, hits, Tier.RAW_ID)
+        raise AmbiguousName(name, choices, tier=Tier.RAW_ID, caller=caller, server_id=server_id)
+    raise not_on_server(index, name, server_id, caller)
 
 
-def _variants(name: str) -> dict[str, None]:
-    stripped = name.strip()
-    bare = stripped.lstrip("#@")
-    found = dict.fromkeys((stripped, stripped.casefold(), stripped.lower(), bare, bare.lower()))
-    found.pop(name, None)
-    found.pop("", None)
-    return found
+def not_on_server(
+    index: ChannelIndex, name: str, server_id: str, caller: Caller = LOOKUP
+) -> UnknownName:
+    """The refusal of ``name`` given with ``server_id``, which has no such channel.
+
+    It says where a channel with that id is (§3.5), and its suggestions are the strings that
+    pick those channels alone.
+    """
+    elsewhere = [e for e in index.by_id(name) if e.ref[0] != server_id]
+    choices = choices_for(index, elsewhere, Tier.NAME)
+    named = entries_named(index, name)
+    alone = named[0].ref if len(named) == 1 else None
+    text = not_on_server_text(name, server_id, caller, elsewhere_text(name, choices, alone, caller))
+    suggestions = [c.name for c in choices if c.name is not None]
+    if alone is not None and not elsewhere:
+        suggestions.append(name)
+    return UnknownName(name, text, tuple(dict.fromkeys(suggestions)), server_id=server_id)
 
 
-def suggest(index: ChannelIndex, name: str, server_id: str | None = None) -> tuple[str, ...]:
-    """A few names near ``name`` that each pick one channel alone (bounded work).
+def unknown_name(
+    index: ChannelIndex,
+    name: str,
+    own: Own = NO_OWN,
+    caller: Caller = LOOKUP,
+    accept: Accept = None,
+    kinds: str = NAME_KINDS,
+) -> UnknownName:
+    """The refusal of ``name``, which nothing answers to as ``kinds``, with near names."""
+    suggestions = suggest(index, name, own=own, accept=accept)
+    is_mention, key = dm_query(name)
+    after = no_dm_text(name, key if is_mention else None) if is_mention or name[:1] == "@" else ""
+    return UnknownName(
+        name, unknown_text(name, caller, suggestions, kinds=kinds, after=after), suggestions
+    )
+
+
+def resolve_prose_target(
+    index: ChannelIndex,
+    spec: str,
+    *,
+    for_speech: bool = False,
+    own: Own = NO_OWN,
+    caller: Caller = SPEECH,
+) -> ChannelEntry:
+    """The channel a ``>>`` target picks (§4.5); ``spec`` is trimmed first.
 
     Args:
         index: Where to look.
-        name: The name that matched nothing.
-        server_id: When given, the same name on other servers is suggested first, and that
-            server's own ids are sampled.
+        spec: The target as written after ``>>``.
+        for_speech: Refuse a channel declared inbound-only (words would go into it). Without
+            it (reading history, say) any registered channel resolves.
+        own: The turn's own channels.
+        caller: Whose words these are, for the refusal texts.
+
+    Raises:
+        InvalidName: The target is empty.
+        InboundOnly: ``for_speech`` and the channel takes no speech (its ``ref`` is set).
+        AmbiguousName, OwnChannelGone, UnknownName: as :func:`resolve`.
     """
-    found: dict[ChannelRef, ChannelEntry] = {}
-
-    def take(entries: tuple[ChannelEntry, ...]) -> None:
-        for e in entries[:_MAX_SUGGESTIONS]:
-            found.setdefault(e.ref, e)
-
-    if server_id is not None and name:
-        take(named(index, name))
-    for variant in _variants(name):
-        take(named(index, variant))
-        take(index.by_raw_id(variant))
-        take(index.by_label(variant))
-        take(index.by_dm_name(variant))
-    if len(found) < _MAX_SUGGESTIONS and name.strip():
-        if server_id is not None:
-            ids = list(islice(index.server_channels(server_id), SUGGESTION_SAMPLE))
-        else:
-            ids = list(islice(index.id_keys(), SUGGESTION_SAMPLE))
-        for match in difflib.get_close_matches(name, ids, n=_MAX_SUGGESTIONS, cutoff=0.6):
-            take(index.by_id(match))
-        labels = list(islice(index.label_keys(), SUGGESTION_SAMPLE))
-        key = label_key(name.strip())
-        for match in difflib.get_close_matches(key, labels, n=_MAX_SUGGESTIONS, cutoff=0.6):
-            take(index.by_label_key(match))
-    names: list[str] = []
-    for entry in found.values():
-        alone = name_alone(index, entry)
-        if alone is None or alone in names or (alone == name and server_id is None):
-            continue
-        names.append(alone)
-        if len(names) == _MAX_SUGGESTIONS:
-            break
-    return tuple(names)
+    target = spec.strip()
+    if not target:
+        raise InvalidName(spec, unknown_text("", caller))
+    entry = resolve(index, target, own=own, caller=caller, accept=is_prose_target_token)
+    if for_speech and is_inbound_only(entry):
+        shown = quoted_shown(index, entry.ref, own)
+        raise InboundOnly(spec, entry.ref, inbound_only_text(shown, entry.ref, caller))
+    return entry
