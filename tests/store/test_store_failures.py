@@ -15,21 +15,31 @@ from tests.store.storekit import build_record
 pytestmark = pytest.mark.anyio
 
 
-def poison(db_path: Path, table: str, column: str, value: str) -> None:
-    """Make SQLite itself refuse any insert into ``table`` whose ``column`` is ``value``."""
+def poison(db_path: Path, table: str, when: str) -> None:
+    """Make SQLite itself refuse any insert into ``table`` for which ``when`` holds."""
     with sqlite3.connect(db_path) as other:
         other.execute(
             f"CREATE TRIGGER poison_{table} BEFORE INSERT ON {table} "
-            f"WHEN NEW.{column} = '{value}' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"
+            f"WHEN {when} BEGIN SELECT RAISE(ABORT, 'poisoned'); END"
         )
     other.close()
+
+
+def cure(db_path: Path, table: str) -> None:
+    with sqlite3.connect(db_path) as other:
+        other.execute(f"DROP TRIGGER poison_{table}")
+    other.close()
+
+
+# A batch row whose body holds the message "m-bad".
+HOLDS_M_BAD = """instr(NEW.body, '"messageId":"m-bad"') > 0"""
 
 
 async def test_a_batch_sqlite_refuses_fails_only_its_own_awaitable_and_the_store_goes_on(
     store: MessageStore, db_path: Path
 ) -> None:
     before = await store.append([build_record(1), build_record(2)], received_at=1.0)
-    poison(db_path, "messages", "message_id", "m-bad")
+    poison(db_path, "batches", HOLDS_M_BAD)
 
     good_1 = store.submit([build_record(3)], received_at=2.0)
     bad = store.submit([build_record(4), build_record(0, message_id="m-bad")], received_at=2.0)
@@ -45,11 +55,26 @@ async def test_a_batch_sqlite_refuses_fails_only_its_own_awaitable_and_the_store
     assert await store.append([build_record(4)], received_at=3.0) == [AppendResult(5, False)]
 
 
+async def test_a_message_of_a_failed_batch_is_not_remembered_so_its_retry_is_stored(
+    store: MessageStore, db_path: Path
+) -> None:
+    poison(db_path, "batches", HOLDS_M_BAD)
+    bad = [build_record(1), build_record(0, message_id="m-bad")]
+    with pytest.raises(StoreError, match="poisoned"):
+        await store.append(bad, received_at=1.0)
+    cure(db_path, "batches")
+
+    retried = await store.append(bad, received_at=2.0)
+
+    assert retried == [AppendResult(1, False), AppendResult(2, False)]
+    assert [m.message_id for m in await store.read(0)] == ["m-1", "m-bad"]
+
+
 async def test_a_cursor_sqlite_refuses_raises_store_error_and_keeps_the_old_value(
     store: MessageStore, db_path: Path
 ) -> None:
     await store.append([build_record(1), build_record(2)], received_at=1.0)
-    poison(db_path, "cursors", "agent", "mallory")
+    poison(db_path, "cursors", "NEW.agent = 'mallory'")
 
     with pytest.raises(StoreError, match="poisoned"):
         await store.set_cursor("mallory", 2)

@@ -49,15 +49,24 @@ def test_the_store_imports_nothing_from_the_layers_above_it() -> None:
     assert not [m for m in imported if m.startswith(forbidden)]
 
 
-async def test_a_new_file_is_in_wal_mode_with_the_current_schema_version(db_path: Path) -> None:
+async def test_a_new_file_is_in_wal_mode_with_one_row_per_batch_and_a_cursor_table(
+    db_path: Path,
+) -> None:
     async with await MessageStore.open(db_path):
         pass
 
     with sqlite3.connect(db_path) as check:
         assert check.execute("PRAGMA journal_mode").fetchone() == ("wal",)
         assert check.execute("PRAGMA user_version").fetchone() == (SCHEMA_VERSION,)
-        index = check.execute("PRAGMA index_info(messages_by_key)").fetchall()
-        assert [column for _, _, column in index] == ["server_id", "channel_id", "message_id"]
-        unique = check.execute("PRAGMA index_list(messages)").fetchall()
-        assert [(name, is_unique) for _, name, is_unique, *_ in unique] == [("messages_by_key", 1)]
+        tables = check.execute("SELECT name FROM sqlite_schema WHERE type = 'table'").fetchall()
+        assert sorted(name for (name,) in tables) == ["batches", "cursors"]
+        columns = check.execute("PRAGMA table_info(batches)").fetchall()
+        assert [(name, kind, notnull, pk) for _, name, kind, notnull, _, pk in columns] == [
+            ("first_seq", "INTEGER", 0, 1),
+            ("count", "INTEGER", 1, 0),
+            ("server_id", "TEXT", 1, 0),
+            ("received_at", "REAL", 1, 0),
+            ("body", "BLOB", 1, 0),
+        ]
+        assert check.execute("PRAGMA index_list(batches)").fetchall() == []  # no key index
     check.close()

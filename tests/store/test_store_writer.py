@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from switchboard.store import AppendResult, StoreError
-from switchboard.store.schema import encode_rows, open_writer
+from switchboard.store.dedupe import DedupeIndex
+from switchboard.store.schema import open_writer
+from switchboard.store.wire import encode_body, keys_of
 from switchboard.store.writer import AppendJob, CursorJob, GroupWriter, Job
-from tests.store.storekit import build_record
+from tests.store.storekit import batch_rows, build_wire
 
 
 class Notifications:
@@ -25,9 +27,11 @@ class Notifications:
         self.calls.append((list(jobs), latest, threading.current_thread().name))
 
 
-def job(first: int, count: int, waiter: str, **overrides: str) -> AppendJob[str]:
-    records = [build_record(n, **overrides) for n in range(first, first + count)]
-    return AppendJob(encode_rows(records, 1.0), waiter)
+def job(first: int, count: int, waiter: str, server_id: str = "demo") -> AppendJob[str]:
+    messages = [build_wire(n) for n in range(first, first + count)]
+    return AppendJob(
+        server_id, keys_of(server_id, messages), messages, encode_body(messages), 1.0, waiter
+    )
 
 
 def run_to_end(writer: GroupWriter[str]) -> None:
@@ -58,8 +62,10 @@ def test_jobs_queued_together_are_committed_as_one_group_with_one_notification(
     assert first.results == [AppendResult(s, False) for s in (1, 2, 3)]
     assert second.results == [AppendResult(s, False) for s in (4, 5)]
     assert cursor.error is None
+    rows = batch_rows(db_path)
+    assert [(first_seq, count) for first_seq, count, *_ in rows] == [(1, 3), (4, 2)]
+    assert [m["messageId"] for *_, body in rows for m in body] == [f"m-{n}" for n in range(5)]
     with sqlite3.connect(db_path) as check:
-        assert check.execute("SELECT count(*) FROM messages").fetchone() == (5,)
         assert check.execute("SELECT seq FROM cursors WHERE agent = 'alice'").fetchone() == (4,)
     check.close()
 
@@ -67,12 +73,12 @@ def test_jobs_queued_together_are_committed_as_one_group_with_one_notification(
 def test_one_bad_job_in_a_group_fails_alone_and_its_neighbours_commit(db_path: Path) -> None:
     conn = open_writer(db_path, "normal")
     conn.execute(
-        "CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.author_id = 'mallory' "
+        "CREATE TRIGGER poison BEFORE INSERT ON batches WHEN NEW.server_id = 'mallory' "
         "BEGIN SELECT RAISE(ABORT, 'poisoned'); END"
     )
     seen = Notifications()
     writer: GroupWriter[str] = GroupWriter(conn, 0, seen)
-    good_1, bad, good_2 = job(0, 2, "a"), job(2, 2, "b", author_id="mallory"), job(4, 1, "c")
+    good_1, bad, good_2 = job(0, 2, "a"), job(2, 2, "b", server_id="mallory"), job(4, 1, "c")
     for queued in (good_1, bad, good_2):
         writer.put(queued)
 
@@ -105,6 +111,68 @@ def test_a_group_with_duplicates_across_jobs_answers_each_row_with_the_first_cop
         AppendResult(5, False),
     ]
     assert seen.calls[0][1] == 5
+    rows = batch_rows(db_path)
+    assert [(first_seq, count) for first_seq, count, *_ in rows] == [(1, 3), (4, 2)]
+    assert [m["messageId"] for m in rows[1][4]] == ["m-3", "m-4"]  # re-encoded without m-2
+
+
+def test_a_group_that_fails_as_a_whole_forgets_its_keys_so_a_retry_is_new(db_path: Path) -> None:
+    conn = open_writer(db_path, "normal")
+    conn.execute(
+        "CREATE TRIGGER poison BEFORE INSERT ON batches BEGIN SELECT RAISE(ABORT, 'poisoned'); END"
+    )
+    index = DedupeIndex(100)
+    failing: GroupWriter[str] = GroupWriter(conn, 0, Notifications(), index=index)
+    first, overlapping = job(0, 3, "a"), job(2, 3, "b")
+    failing.put(first)
+    failing.put(overlapping)
+    run_to_end(failing)
+    assert isinstance(first.error, StoreError)
+    assert isinstance(overlapping.error, StoreError)
+    assert len(index) == 0
+
+    conn = open_writer(db_path, "normal")
+    conn.execute("DROP TRIGGER poison")
+    writer: GroupWriter[str] = GroupWriter(conn, 0, Notifications(), index=index)
+    retried = job(2, 3, "c")
+    writer.put(retried)
+    run_to_end(writer)
+
+    assert retried.results == [AppendResult(s, False) for s in (1, 2, 3)]
+    assert len(index) == 3
+
+
+def test_a_batch_of_only_duplicates_writes_no_row(db_path: Path) -> None:
+    seen = Notifications()
+    writer: GroupWriter[str] = GroupWriter(open_writer(db_path, "normal"), 0, seen)
+    first, again = job(0, 2, "a"), job(0, 2, "b")
+    writer.put(first)
+    writer.put(again)
+
+    run_to_end(writer)
+
+    assert again.results == [AppendResult(1, True), AppendResult(2, True)]
+    assert [(first_seq, count) for first_seq, count, *_ in batch_rows(db_path)] == [(1, 2)]
+    assert seen.calls[0][1] == 2
+
+
+def test_a_group_of_more_rows_than_one_statement_takes_is_committed_in_order(
+    db_path: Path,
+) -> None:
+    seen = Notifications()
+    writer: GroupWriter[str] = GroupWriter(open_writer(db_path, "normal"), 0, seen)
+    jobs = [job(2 * k, 2, str(k), server_id=f"s{k % 3}") for k in range(150)]
+    for queued in jobs:
+        writer.put(queued)
+
+    run_to_end(writer)
+
+    assert len(seen.calls) == 1
+    assert [r.seq for j in jobs for r in j.results or []] == list(range(1, 301))
+    rows = batch_rows(db_path)
+    assert [(first_seq, server) for first_seq, _, server, *_ in rows] == [
+        (2 * k + 1, f"s{k % 3}") for k in range(150)
+    ]
 
 
 def test_stopping_commits_what_was_queued_and_closes_the_connection(db_path: Path) -> None:

@@ -8,8 +8,11 @@ Modules, one concern each:
 
 * :mod:`~switchboard.store.records`: value types and the ``StoreError`` tree;
 * :mod:`~switchboard.store.interface`: ``MessageStoreProtocol``, the backend contract;
-* :mod:`~switchboard.store.schema`: the on-disk format (schema version, SQL, row codec);
-* :mod:`~switchboard.store.writer`: the single writer thread with group commit;
+* :mod:`~switchboard.store.wire`: messages in MCPL wire form, the body codec of a batch row;
+* :mod:`~switchboard.store.dedupe`: the writer's bounded in-memory duplicate index;
+* :mod:`~switchboard.store.schema`: the on-disk format (one row per batch; schema, SQL);
+* :mod:`~switchboard.store.writer`: the single writer thread: seqs, duplicates, group commit;
+* :mod:`~switchboard.store.checkpoint`: WAL checkpoints on a thread beside the writer;
 * :mod:`~switchboard.store.message_store`: ``MessageStore``, the asyncio-facing SQLite backend.
 
 The store knows nothing of the host, tools, channels or transport, and imports none of them.

@@ -11,7 +11,7 @@ SQLite, threads or an event loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from switchboard.store.records import AppendResult, IncomingRecord, StoredMessage
 
@@ -23,11 +23,14 @@ class MessageStoreProtocol(Protocol):
 
     Guarantees a backend must give:
 
-    * **Durable before acknowledged.** The awaitable returned by :meth:`submit` completes only
-      once the batch is committed; a caller may then tell the connector it was accepted.
-    * **Arrival order.** Batches are committed in the order :meth:`submit` was called, and
-      records within a batch keep their order; ``seq`` is strictly increasing in that order.
-    * **Idempotent.** ``(server_id, channel_id, message_id)`` is stored at most once; a repeat
+    * **Durable before acknowledged.** The awaitable returned by :meth:`submit_wire` (or
+      :meth:`submit`) completes only once the batch is committed; a caller may then tell the
+      connector it was accepted.
+    * **Arrival order.** Batches are committed in the order they were submitted, and messages
+      within a batch keep their order; ``seq`` is strictly increasing in that order, and the
+      new messages take consecutive seqs.
+    * **Idempotent within a window.** ``(server_id, channel_id, message_id)`` is stored at
+      most once among the most recent messages (a window the backend documents); a repeat
       answers ``duplicate=True`` with the seq of the stored copy, every time.
     * **Failure is per batch.** A failed write raises ``StoreError`` from that batch's
       awaitable and loses nothing committed before it.
@@ -36,6 +39,13 @@ class MessageStoreProtocol(Protocol):
     @property
     def latest_seq(self) -> int:
         """The highest committed seq (0 when empty). Read without I/O."""
+        ...
+
+    def submit_wire(
+        self, server_id: str, messages: list[dict[str, Any]], *, received_at: float | None = None
+    ) -> Awaitable[list[AppendResult]]:
+        """Queue a batch of validated MCPL wire-form messages now (synchronously, preserving
+        call order); the awaitable completes with one result per message once committed."""
         ...
 
     def submit(

@@ -3,14 +3,17 @@
 What this module knows: the asyncio event loop (the application runs anyio on its asyncio
 backend, and this class needs it), futures for submitted batches, waking inbox readers, and
 dispatching reads to a worker thread. It ties together the on-disk format
-(:mod:`switchboard.store.schema`) and the writer thread (:mod:`switchboard.store.writer`).
+(:mod:`switchboard.store.schema`), the wire codec (:mod:`switchboard.store.wire`), the writer
+thread (:mod:`switchboard.store.writer`) with its duplicate index, and the checkpoint thread.
 
-What it deliberately does not know: MCPL, channels, agents' tools, or the host. It stores
-records and answers with sequence numbers; deciding what to accept is the caller's business.
+What it deliberately does not know: MCPL validity, channels, agents' tools, or the host. It
+stores messages and answers with sequence numbers; deciding what to accept is the caller's
+business.
 
-Threads: the event loop thread runs every public method. One writer thread owns the write
-connection. Reads run on anyio worker threads, one at a time, over a separate read-only
-connection (WAL lets them proceed while the writer commits). After each group commit the writer
+Threads: the event loop thread runs every public method; batches are encoded there. One writer
+thread owns the write connection. Reads run on anyio worker threads, one at a time, over a
+separate read-only connection (WAL lets them proceed while the writer commits). A checkpoint
+thread copies the WAL into the database beside the writer. After each group commit the writer
 makes one ``loop.call_soon_threadsafe`` call; that one callback resolves every future of the
 group, updates ``latest_seq`` and the cursor cache, and wakes :meth:`MessageStore.wait_for_new`.
 """
@@ -29,6 +32,8 @@ import anyio
 import anyio.to_thread
 import structlog
 
+from switchboard.store.checkpoint import Checkpointer
+from switchboard.store.dedupe import DEFAULT_WINDOW, DedupeIndex
 from switchboard.store.records import (
     AppendResult,
     IncomingRecord,
@@ -37,15 +42,16 @@ from switchboard.store.records import (
     StoreError,
 )
 from switchboard.store.schema import (
-    SELECT_AFTER,
-    SELECT_COUNT,
     Synchronous,
-    decode_row,
-    encode_rows,
+    count_messages,
     load_state,
+    open_checkpointer,
     open_reader,
     open_writer,
+    read_after,
+    recent_keys,
 )
+from switchboard.store.wire import WireMessage, encode_body, keys_of, runs_by_server
 from switchboard.store.writer import AppendJob, CursorJob, GroupWriter, Job
 
 __all__ = ["MessageStore"]
@@ -59,16 +65,20 @@ class MessageStore:
     """Durable inboxes in one SQLite file (WAL), written by one thread with group commit.
 
     Open it with :meth:`open` and close it with :meth:`aclose`, or use it as an async context
-    manager over the opened store::
-
-        async with await MessageStore.open(path) as store:
-            results = await store.append(records, received_at=now)
+    manager: ``async with await MessageStore.open(path) as store: ...``.
 
     Durability: a batch's awaitable completes after its transaction committed. With
     ``synchronous="normal"`` (the default) committed data is in the WAL file and survives the
     process being killed (SIGKILL, crash, OOM); the most recent commits can be lost only if the
     machine loses power or the OS crashes. ``synchronous="full"`` syncs the WAL on every commit
     and survives power loss too, at a cost in throughput.
+
+    Duplicates: a message whose ``(server_id, channelId, messageId)`` is among the
+    ``dedupe_window`` most recently stored messages (200,000 by default) is not stored again;
+    its answer is ``duplicate=True`` with the seq of the stored copy. The window is kept in
+    memory by the writer and rebuilt from the newest batches at open. A message whose stored
+    copy is older than the window is stored again under a new seq: a retry that late is not a
+    retry. Memory grows with the window (a few hundred bytes a message).
 
     The store must be used from the event loop thread it was opened on (asyncio backend).
     Cancelling a caller that awaits a write does not cancel the write: it may still commit.
@@ -81,8 +91,10 @@ class MessageStore:
         *,
         writer_conn: sqlite3.Connection,
         reader_conn: sqlite3.Connection,
+        checkpointer: Checkpointer,
         latest_seq: int,
         cursors: dict[str, int],
+        index: DedupeIndex,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         """Wrap already-open connections; use :meth:`open` instead of calling this."""
@@ -90,50 +102,76 @@ class MessageStore:
         self._latest = latest_seq
         self._cursors = cursors
         self._reader = reader_conn
+        self._checkpointer = checkpointer
         self._read_limiter = anyio.CapacityLimiter(1)
         self._new: asyncio.Event | None = None  # created only while someone waits
         self._closed = False
         self._writer: GroupWriter[_Waiter] = GroupWriter(
-            writer_conn, latest_seq, self._group_done_from_thread
+            writer_conn, latest_seq, self._group_done_from_thread, index=index
         )
+        self._checkpointer.start()
         self._writer.start()
 
     @classmethod
     async def open(
-        cls, path: str | os.PathLike[str], *, synchronous: Synchronous = "normal"
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "normal",
+        dedupe_window: int = DEFAULT_WINDOW,
     ) -> MessageStore:
         """Open (creating or upgrading) the store at ``path`` and start its writer thread.
 
         Reopening a file after a clean close or after the process was killed restores every
-        committed message and cursor, and ``latest_seq``.
+        committed message and cursor, ``latest_seq``, and the duplicate index (rebuilt from the
+        newest batches covering ``dedupe_window`` messages).
 
         Args:
             path: the database file (its ``-wal`` and ``-shm`` companions live beside it).
             synchronous: ``"normal"`` survives a process crash; ``"full"`` also survives
                 power loss. See the class docstring.
+            dedupe_window: how many of the most recently stored messages are recognised when
+                they come again. See the class docstring.
 
         Raises:
+            ValueError: ``dedupe_window`` is negative.
             StoreError: the file cannot be opened or has a newer schema.
         """
+        if dedupe_window < 0:
+            raise ValueError(f"dedupe_window must be 0 or more, not {dedupe_window}")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError as exc:
             raise StoreError("MessageStore needs anyio's asyncio backend") from exc
         writer_conn = await anyio.to_thread.run_sync(open_writer, path, synchronous)
+        others: list[sqlite3.Connection] = []
         try:
-            latest, cursors = await anyio.to_thread.run_sync(load_state, writer_conn)
-            reader_conn = await anyio.to_thread.run_sync(open_reader, path)
+            latest, cursors, index = await anyio.to_thread.run_sync(
+                _load, writer_conn, dedupe_window
+            )
+            others.append(await anyio.to_thread.run_sync(open_reader, path))
+            others.append(await anyio.to_thread.run_sync(open_checkpointer, path, synchronous))
         except BaseException as exc:
-            writer_conn.close()
+            for conn in (writer_conn, *others):
+                conn.close()
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(f"cannot load message store {os.fspath(path)!r}") from exc
             raise
-        log.debug("store_opened", path=os.fspath(path), latest_seq=latest, cursors=len(cursors))
+        reader_conn, checkpoint_conn = others
+        log.debug(
+            "store_opened",
+            path=os.fspath(path),
+            latest_seq=latest,
+            cursors=len(cursors),
+            remembered=len(index),
+        )
         return cls(
             writer_conn=writer_conn,
             reader_conn=reader_conn,
+            checkpointer=Checkpointer(checkpoint_conn),
             latest_seq=latest,
             cursors=cursors,
+            index=index,
             loop=loop,
         )
 
@@ -153,35 +191,80 @@ class MessageStore:
         """The highest committed seq (0 when empty); updated when a commit is reported."""
         return self._latest
 
-    def submit(
-        self, records: Sequence[IncomingRecord], *, received_at: float | None = None
+    def submit_wire(
+        self, server_id: str, messages: list[WireMessage], *, received_at: float | None = None
     ) -> Awaitable[list[AppendResult]]:
-        """Queue a batch for the writer now and return an awaitable for its commit.
+        """Queue a batch of wire-form messages now and return an awaitable for its commit.
 
-        This is synchronous so that callers keep arrival order without awaiting: batches are
-        committed in the order of ``submit`` calls. The awaitable completes with one
-        :class:`AppendResult` per record, in record order, after the batch is committed.
+        The fast path: the batch is encoded here with one ``orjson.dumps`` and becomes one row.
+        Synchronous, so callers keep arrival order without awaiting: batches commit in the
+        order of ``submit_wire``/``submit`` calls, and a batch's new messages take consecutive
+        seqs in order. The awaitable completes with one :class:`AppendResult` per message, in
+        order, once the batch is committed, or raises :class:`StoreError` if it was not.
 
         Args:
-            records: the batch (may be empty).
+            server_id: the connector the messages came from.
+            messages: ``channels/incoming`` messages in MCPL wire form, already validated by
+                the caller (``channelId``, ``messageId``, ``author{id,name}``, ``timestamp``,
+                ``content``, optional ``threadId``/``metadata``/``tags``); members the store
+                does not know are kept as given. The store holds them until the commit: do not
+                change them meanwhile.
             received_at: unix seconds at which the host accepted the batch; the store reads
                 the clock only when this is None.
 
         Raises:
-            StoreError: (at once) a record cannot be encoded; nothing of the batch is queued.
+            StoreError: (at once) a message cannot be encoded as JSON or has no key; nothing
+                of the batch is queued.
             StoreClosedError: (at once) the store is closed.
-
-        The awaitable raises :class:`StoreError` if the batch could not be committed.
         """
         if self._closed or self._writer.stopped:
             raise StoreClosedError("the message store is closed")
         waiter: asyncio.Future[list[AppendResult]] = self._loop.create_future()
-        if not records:
+        if not messages:
             waiter.set_result([])
             return waiter
-        rows = encode_rows(records, time.time() if received_at is None else received_at)
-        self._writer.put(AppendJob(rows, waiter))
+        body = encode_body(messages)
+        keys = keys_of(server_id, messages)
+        when = time.time() if received_at is None else received_at
+        self._writer.put(AppendJob(server_id, keys, list(messages), body, when, waiter))
         return waiter
+
+    def submit(
+        self, records: Sequence[IncomingRecord], *, received_at: float | None = None
+    ) -> Awaitable[list[AppendResult]]:
+        """Queue a batch of records now; like :meth:`submit_wire`, which it calls.
+
+        Records are converted to wire form. A batch mixing servers is queued as one batch per
+        run of records from the same server (a stored batch has one server); each of those
+        commits or fails on its own, and the awaitable fails if any did.
+
+        Raises:
+            StoreError: (at once) a record cannot be encoded; nothing of the batch is queued.
+            StoreClosedError: (at once) the store is closed.
+        """
+        runs = runs_by_server(records)
+        if len(runs) <= 1:
+            server_id, messages = runs[0] if runs else ("", [])
+            return self.submit_wire(server_id, messages, received_at=received_at)
+        for server_id, messages in runs:  # refuse the whole batch before queueing any of it
+            encode_body(messages)
+            keys_of(server_id, messages)
+        when = time.time() if received_at is None else received_at
+        parts = [self.submit_wire(sid, run, received_at=when) for sid, run in runs]
+        joined: asyncio.Future[list[AppendResult]] = self._loop.create_future()
+
+        def done(gathered: asyncio.Future[list[list[AppendResult]]]) -> None:
+            if joined.done():
+                return
+            if gathered.cancelled():
+                joined.cancel()
+            elif (error := gathered.exception()) is not None:
+                joined.set_exception(error)
+            else:
+                joined.set_result([r for part in gathered.result() for r in part])
+
+        asyncio.gather(*parts).add_done_callback(done)
+        return joined
 
     async def append(
         self, records: Sequence[IncomingRecord], *, received_at: float | None = None
@@ -205,15 +288,8 @@ class MessageStore:
         if after_seq >= self._latest:
             return []
         return await anyio.to_thread.run_sync(
-            self._read_sync, after_seq, limit, limiter=self._read_limiter
+            read_after, self._reader, after_seq, limit, limiter=self._read_limiter
         )
-
-    def _read_sync(self, after_seq: int, limit: int) -> list[StoredMessage]:
-        try:
-            rows = self._reader.execute(SELECT_AFTER, (after_seq, limit)).fetchall()
-            return [decode_row(row) for row in rows]
-        except (sqlite3.Error, ValueError) as exc:  # orjson.JSONDecodeError is a ValueError
-            raise StoreError(f"cannot read messages after {after_seq}: {exc}") from exc
 
     async def wait_for_new(self, after_seq: int, timeout: float) -> bool:  # noqa: ASYNC109
         """Wait until a message with ``seq > after_seq`` is committed.
@@ -257,13 +333,9 @@ class MessageStore:
     async def count(self) -> int:
         """How many messages are stored (a full count; for tests and operations)."""
         self._check_open()
-        return await anyio.to_thread.run_sync(self._count_sync, limiter=self._read_limiter)
-
-    def _count_sync(self) -> int:
-        try:
-            return int(self._reader.execute(SELECT_COUNT).fetchone()[0])
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot count messages: {exc}") from exc
+        return await anyio.to_thread.run_sync(
+            count_messages, self._reader, limiter=self._read_limiter
+        )
 
     async def aclose(self) -> None:
         """Commit everything already submitted, stop the writer and close the connections.
@@ -277,6 +349,8 @@ class MessageStore:
         with anyio.CancelScope(shield=True):
             self._writer.stop()
             await anyio.to_thread.run_sync(self._writer.join)
+            self._checkpointer.stop()
+            await anyio.to_thread.run_sync(self._checkpointer.join)
             await anyio.to_thread.run_sync(self._reader.close, limiter=self._read_limiter)
         self._wake_waiters()
         log.debug("store_closed", latest_seq=self._latest)
@@ -286,8 +360,14 @@ class MessageStore:
             raise StoreClosedError("the message store is closed")
 
     def _group_done_from_thread(self, jobs: list[Job[_Waiter]], latest: int) -> None:
-        """Runs on the writer thread: one event-loop wake-up per group commit."""
+        """Runs on the writer thread: one event-loop wake-up per group commit (and a word to
+        the checkpointer about how much was written)."""
         self._loop.call_soon_threadsafe(self._complete, jobs, latest)
+        written = 0
+        for job in jobs:
+            if isinstance(job, AppendJob) and job.results is not None:
+                written += len(job.body)
+        self._checkpointer.wrote(written)
 
     def _complete(self, jobs: list[Job[_Waiter]], latest: int) -> None:
         """Runs on the event loop: resolve the group's futures and wake waiters."""
@@ -311,3 +391,10 @@ class MessageStore:
         event, self._new = self._new, None
         if event is not None:
             event.set()
+
+
+def _load(conn: sqlite3.Connection, window: int) -> tuple[int, dict[str, int], DedupeIndex]:
+    """Read what the store keeps in memory: ``latest_seq``, the cursors, and the duplicate
+    index over the newest ``window`` messages (runs on a worker thread at open)."""
+    latest, cursors = load_state(conn)
+    return latest, cursors, DedupeIndex.rebuild(window, recent_keys(conn, window))

@@ -1,25 +1,25 @@
-"""The on-disk format of the message store: schema, migrations, pragmas, SQL and row codec.
+"""The on-disk format of the message store: schema, migrations, pragmas, SQL and batch rows.
 
 What this module knows: SQLite. It creates and upgrades the schema (versioned with
 ``PRAGMA user_version``), opens the writer and reader connections with the pragmas the store
-relies on, holds every SQL statement the store runs, and turns records into rows and rows into
-:class:`StoredMessage` values (JSON columns are encoded with orjson).
+relies on, holds every SQL statement the store runs, writes batch rows, and reads them back
+(as :class:`StoredMessage` values, or as keys to rebuild the duplicate index).
 
-What it deliberately does not know: threads, the event loop, group commit, or who calls it.
-Every function here is synchronous and runs on whatever thread calls it.
+What it deliberately does not know: threads, the event loop, group commit, duplicates, or who
+calls it. Every function here is synchronous and runs on whatever thread calls it.
 
 Schema version 1::
 
-    messages(seq INTEGER PRIMARY KEY, server_id, channel_id, message_id, thread_id,
-             author_id, author_name, ts, content, metadata, tags, received_at)
-        UNIQUE INDEX messages_by_key (server_id, channel_id, message_id)
+    batches(first_seq INTEGER PRIMARY KEY, count, server_id, received_at, body)
     cursors(agent TEXT PRIMARY KEY, seq)
 
-``content``, ``metadata`` and ``tags`` are orjson-encoded JSON stored as BLOB (NULL for an
-absent ``metadata``/``tags``). ``seq`` is the rowid: SQLite gives each inserted row the largest
-rowid plus one, so one group's rows get consecutive sequence numbers in insertion order; the
-writer checks this for every group instead of assuming it. A later concern (the event log)
-adds its tables as a further entry in ``_MIGRATIONS``.
+One row per submitted batch: ``body`` is the orjson encoding of the JSON array of the batch's
+new messages in MCPL wire form (see :mod:`switchboard.store.wire`), and they hold the seqs
+``first_seq .. first_seq + count - 1``. Rows cover the sequence without gaps or overlaps, so
+the batch holding a seq is the one with the largest ``first_seq`` not above it (a primary-key
+range search). A batch with no new message has no row. Uniqueness of message keys is not
+enforced here: the writer's in-memory index (:mod:`switchboard.store.dedupe`) decides it. A
+later concern (the event log) adds its tables as a further entry in ``_MIGRATIONS``.
 """
 
 from __future__ import annotations
@@ -29,81 +29,78 @@ import sqlite3
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
-import orjson
-
-from switchboard.store.records import IncomingRecord, StoredMessage, StoreError
+from switchboard.store.records import StoredMessage, StoreError
+from switchboard.store.wire import Key, decode_body, keys_of, to_stored
 
 __all__ = [
-    "INSERT_MESSAGES",
+    "INSERT_BATCH",
     "SCHEMA_VERSION",
-    "SELECT_AFTER",
-    "SELECT_COUNT",
-    "SEQ_OF_KEY",
     "UPSERT_CURSOR",
-    "Row",
-    "RowInserter",
+    "BatchInserter",
+    "BatchRow",
     "Synchronous",
-    "decode_row",
-    "encode_rows",
+    "count_messages",
     "load_state",
+    "open_checkpointer",
     "open_reader",
     "open_writer",
+    "read_after",
+    "recent_keys",
 ]
 
 Synchronous = Literal["normal", "full"]
 
-# One message as bound to INSERT_MESSAGES, in column order.
-Row = tuple[str, str, str, str | None, str, str, str, bytes, bytes | None, bytes | None, float]
+# One batch as bound to INSERT_BATCH: (first_seq, count, server_id, received_at, body).
+BatchRow = tuple[int, int, str, float, bytes]
 
 # Each entry upgrades the schema by one version: entry i takes user_version i to i + 1.
 _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
     (
         """
-        CREATE TABLE messages (
-            seq INTEGER PRIMARY KEY,
+        CREATE TABLE batches (
+            first_seq INTEGER PRIMARY KEY,
+            count INTEGER NOT NULL,
             server_id TEXT NOT NULL,
-            channel_id TEXT NOT NULL,
-            message_id TEXT NOT NULL,
-            thread_id TEXT,
-            author_id TEXT NOT NULL,
-            author_name TEXT NOT NULL,
-            ts TEXT NOT NULL,
-            content BLOB NOT NULL,
-            metadata BLOB,
-            tags BLOB,
-            received_at REAL NOT NULL
+            received_at REAL NOT NULL,
+            body BLOB NOT NULL
         )
         """,
-        "CREATE UNIQUE INDEX messages_by_key ON messages (server_id, channel_id, message_id)",
         "CREATE TABLE cursors (agent TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID",
     ),
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 
-# A larger checkpoint interval than SQLite's default (1000 pages) amortizes checkpoints over
-# more commits; the WAL is truncated back to _JOURNAL_SIZE_LIMIT after each checkpoint.
-_WAL_AUTOCHECKPOINT: Final = 4000
+# A batch body is several kilobytes: pages of 8 KiB (set when the file is created) need fewer
+# overflow pages per row than SQLite's default 4 KiB, and write faster.
+_PAGE_SIZE: Final = 8192
+# The writer's own checkpoint, once the WAL holds this much (SQLite's default is 1000 pages), is
+# the backstop of the background checkpoints (see switchboard.store.checkpoint), which copy most
+# pages before it. The WAL is truncated back to _JOURNAL_SIZE_LIMIT when it starts over.
+_CHECKPOINT_BYTES: Final = 64 * 1024 * 1024
 _JOURNAL_SIZE_LIMIT: Final = 64 * 1024 * 1024
 _CACHE_KIB: Final = 64 * 1024
 _BUSY_TIMEOUT_MS: Final = 5000
 
-_COLUMNS: Final = (
-    "server_id, channel_id, message_id, thread_id, author_id, author_name, ts, "
-    "content, metadata, tags, received_at"
+_COLUMNS: Final = "first_seq, count, server_id, received_at, body"
+_ROW_PLACEHOLDERS: Final = "(?, ?, ?, ?, ?)"
+# The one-row insert (the baseline in bench/bench_store.py; the writer uses BatchInserter).
+INSERT_BATCH: Final = f"INSERT INTO batches ({_COLUMNS}) VALUES {_ROW_PLACEHOLDERS}"
+# Up to this many rows go into one statement of exactly that many rows, run on its own (an
+# autocommit statement is its own transaction); more are split into statements of this size.
+_ROWS_PER_STATEMENT: Final = 64
+# The batches from the one holding seq ? onwards (a range search on the primary key).
+_SELECT_FROM: Final = (
+    "SELECT first_seq, server_id, received_at, body FROM batches WHERE first_seq >= "
+    "coalesce((SELECT first_seq FROM batches WHERE first_seq <= ? "
+    "ORDER BY first_seq DESC LIMIT 1), 0) ORDER BY first_seq"
 )
-_ROW_PLACEHOLDERS: Final = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-_ROW_WIDTH: Final = 11
-# The one-row insert: the baseline in bench/bench_store.py (the writer uses RowInserter).
-INSERT_MESSAGES: Final = f"INSERT OR IGNORE INTO messages ({_COLUMNS}) VALUES {_ROW_PLACEHOLDERS}"
-# Rows per multi-row INSERT; a power of two so that any batch splits into few cached statements.
-_MAX_ROWS_PER_STATEMENT: Final = 256
-SEQ_OF_KEY: Final = (
-    "SELECT seq FROM messages WHERE server_id = ? AND channel_id = ? AND message_id = ?"
+_SELECT_NEWEST_FIRST: Final = (
+    "SELECT first_seq, count, server_id, body FROM batches ORDER BY first_seq DESC"
 )
-SELECT_AFTER: Final = f"SELECT seq, {_COLUMNS} FROM messages WHERE seq > ? ORDER BY seq LIMIT ?"
-SELECT_COUNT: Final = "SELECT count(*) FROM messages"
+_SELECT_LATEST: Final = "SELECT first_seq + count - 1 FROM batches ORDER BY first_seq DESC LIMIT 1"
+_SELECT_COUNT: Final = "SELECT coalesce(sum(count), 0) FROM batches"
 UPSERT_CURSOR: Final = (
     "INSERT INTO cursors (agent, seq) VALUES (?, ?) "
     "ON CONFLICT (agent) DO UPDATE SET seq = excluded.seq"
@@ -114,7 +111,7 @@ def open_writer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlit
     """Open (creating if needed) the database for writing and bring its schema up to date.
 
     The connection is in autocommit mode (the writer issues ``BEGIN IMMEDIATE``/``COMMIT``
-    itself) and may be handed to another thread.
+    itself when a write needs more than one statement) and may be handed to another thread.
 
     Args:
         path: the database file.
@@ -131,11 +128,13 @@ def open_writer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlit
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open message store {os.fspath(path)!r}: {exc}") from exc
     try:
+        conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # ignored unless the file is new
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"cannot put {os.fspath(path)!r} in WAL mode (got {mode!r})")
         conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        conn.execute(f"PRAGMA wal_autocheckpoint = {_WAL_AUTOCHECKPOINT}")
+        page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_BYTES // page_size}")
         conn.execute(f"PRAGMA journal_size_limit = {_JOURNAL_SIZE_LIMIT}")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
@@ -169,52 +168,21 @@ def _migrate(conn: sqlite3.Connection) -> None:
             raise
 
 
-class RowInserter:
-    """Inserts message rows, in order, with a few multi-row ``INSERT OR IGNORE`` statements.
+def open_checkpointer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlite3.Connection:
+    """Open a connection for background checkpoints of a database the writer has set up.
 
-    One statement per row (``executemany``) costs a Python-to-SQLite round trip, a statement
-    reset and a release and re-acquisition of the GIL per row; the last is what hurts when the
-    event loop thread is busy. Here ``n`` rows take ``n // 256`` statements of 256 rows plus one
-    per set bit of the remainder (50 rows: 32 + 16 + 2), so at most nine distinct statements
-    exist and all stay in the connection's statement cache. Rows of one statement get their
-    rowids in VALUES order, which is what the writer's sequence numbering relies on (and
-    checks).
+    It syncs like the writer (a checkpoint syncs the WAL, then the database file).
 
-    Args:
-        conn: the write connection; its bound-parameter limit caps the statement size.
+    Raises:
+        StoreError: the file cannot be opened.
     """
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        by_limit = conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // _ROW_WIDTH
-        most = min(_MAX_ROWS_PER_STATEMENT, by_limit)
-        self._largest = 1 << (most.bit_length() - 1)
-        self._sql: dict[int, str] = {}
-
-    def insert(self, conn: sqlite3.Connection, rows: Sequence[Row]) -> tuple[int, int | None]:
-        """Insert ``rows`` inside the caller's transaction.
-
-        Returns:
-            How many rows were new, and the connection's last inserted rowid after the last
-            statement (the seq of the last row when every row was new).
-        """
-        inserted = 0
-        last_rowid: int | None = None
-        start, total = 0, len(rows)
-        while start < total:
-            size = min(self._largest, 1 << ((total - start).bit_length() - 1))
-            chunk = rows[start : start + size]
-            cursor = conn.execute(self._statement(size), list(chain.from_iterable(chunk)))
-            inserted += cursor.rowcount
-            last_rowid = cursor.lastrowid
-            start += size
-        return inserted, last_rowid
-
-    def _statement(self, size: int) -> str:
-        sql = self._sql.get(size)
-        if sql is None:
-            values = ", ".join([_ROW_PLACEHOLDERS] * size)
-            sql = self._sql[size] = f"INSERT OR IGNORE INTO messages ({_COLUMNS}) VALUES {values}"
-        return sql
+    try:
+        conn = sqlite3.connect(os.fspath(path), isolation_level=None, check_same_thread=False)
+        conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open message store {os.fspath(path)!r} for checkpoints") from exc
+    return conn
 
 
 def open_reader(path: str | os.PathLike[str]) -> sqlite3.Connection:
@@ -232,62 +200,115 @@ def open_reader(path: str | os.PathLike[str]) -> sqlite3.Connection:
     return conn
 
 
+class BatchInserter:
+    """Writes one group's batch rows atomically, with as few statements as it can.
+
+    Every statement costs a Python-to-SQLite round trip and a release and re-acquisition of the
+    GIL, and the last is what hurts when the event loop thread is busy. So a group of up to 64
+    rows is one multi-row ``INSERT`` of exactly that many rows, run in autocommit mode: a
+    single statement is its own transaction, so no ``BEGIN``/``COMMIT`` round trips either. A
+    larger group is split into statements of 64 rows (and one for the rest) inside
+    ``BEGIN IMMEDIATE``/``COMMIT``. At most 64 distinct statements exist; they stay in the
+    connection's statement cache.
+    """
+
+    def __init__(self) -> None:
+        self._sql: dict[int, str] = {}
+
+    def insert(self, conn: sqlite3.Connection, rows: Sequence[BatchRow]) -> None:
+        """Insert and commit ``rows``; on failure nothing of them is stored.
+
+        Raises:
+            sqlite3.Error: SQLite refused the write (it was rolled back).
+        """
+        total = len(rows)
+        if total <= _ROWS_PER_STATEMENT:
+            conn.execute(self._statement(total), list(chain.from_iterable(rows)))
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for start in range(0, total, _ROWS_PER_STATEMENT):
+                chunk = rows[start : start + _ROWS_PER_STATEMENT]
+                conn.execute(self._statement(len(chunk)), list(chain.from_iterable(chunk)))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _statement(self, size: int) -> str:
+        sql = self._sql.get(size)
+        if sql is None:
+            values = ", ".join([_ROW_PLACEHOLDERS] * size)
+            sql = self._sql[size] = f"INSERT INTO batches ({_COLUMNS}) VALUES {values}"
+        return sql
+
+
 def load_state(conn: sqlite3.Connection) -> tuple[int, dict[str, int]]:
     """Return the highest stored seq (0 when empty) and every agent's cursor."""
-    latest = conn.execute("SELECT max(seq) FROM messages").fetchone()[0]
+    latest = conn.execute(_SELECT_LATEST).fetchone()
     cursors = {
         str(agent): int(seq) for agent, seq in conn.execute("SELECT agent, seq FROM cursors")
     }
-    return (int(latest) if latest is not None else 0), cursors
+    return (int(latest[0]) if latest is not None else 0), cursors
 
 
-def encode_rows(records: Sequence[IncomingRecord], received_at: float) -> list[Row]:
-    """Encode a batch for INSERT_MESSAGES.
+def recent_keys(conn: sqlite3.Connection, window: int) -> list[tuple[int, list[Key]]]:
+    """The keys of the newest batches that hold at least ``window`` messages, as
+    ``(first_seq, keys)`` in ascending seq order (the input of ``DedupeIndex.rebuild``)."""
+    found: list[tuple[int, list[Key]]] = []
+    covered = 0
+    cursor = conn.execute(_SELECT_NEWEST_FIRST)
+    try:
+        for first_seq, count, server_id, body in cursor:
+            if covered >= window:
+                break
+            found.append((first_seq, keys_of(server_id, decode_body(body))))
+            covered += count
+    finally:
+        cursor.close()
+    found.reverse()
+    return found
 
-    This runs on the caller's thread so that a record that cannot be encoded is refused before
-    it is queued, and cannot fail the group it would have joined.
+
+def read_after(conn: sqlite3.Connection, after_seq: int, limit: int) -> list[StoredMessage]:
+    """Up to ``limit`` stored messages with ``seq > after_seq``, in seq order.
+
+    Starts at the batch holding ``after_seq + 1`` and decodes batches until ``limit`` messages
+    are found; only the batches it returns from are decoded.
 
     Raises:
-        StoreError: a record's content, metadata or tags are not JSON-serializable.
+        StoreError: the database could not be read, or a stored batch could not be decoded.
     """
-    dumps = orjson.dumps
+    start = max(after_seq, 0) + 1
+    found: list[StoredMessage] = []
     try:
-        return [
-            (
-                r.server_id,
-                r.channel_id,
-                r.message_id,
-                r.thread_id,
-                r.author_id,
-                r.author_name,
-                r.timestamp,
-                dumps(r.content),
-                None if r.metadata is None else dumps(r.metadata),
-                None if r.tags is None else dumps(r.tags),
-                received_at,
-            )
-            for r in records
-        ]
-    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
-        raise StoreError(f"a record cannot be encoded as JSON: {exc}") from exc
+        cursor = conn.execute(_SELECT_FROM, (start,))
+        try:
+            for first_seq, server_id, received_at, body in cursor:
+                messages = decode_body(body)
+                skip = start - first_seq if start > first_seq else 0
+                take = messages[skip : skip + limit - len(found)]
+                seq = first_seq + skip
+                found.extend(
+                    to_stored(s, server_id, received_at, m) for s, m in enumerate(take, seq)
+                )
+                if len(found) >= limit:
+                    break
+        finally:
+            cursor.close()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read messages after {after_seq}: {exc}") from exc
+    return found
 
 
-def decode_row(row: Sequence[Any]) -> StoredMessage:
-    """Turn one SELECT_AFTER row back into a :class:`StoredMessage`."""
-    loads = orjson.loads
-    (seq, server_id, channel_id, message_id, thread_id, author_id, author_name, ts,
-     content, metadata, tags, received_at) = row  # fmt: skip
-    return StoredMessage(
-        seq=seq,
-        server_id=server_id,
-        channel_id=channel_id,
-        message_id=message_id,
-        thread_id=thread_id,
-        author_id=author_id,
-        author_name=author_name,
-        timestamp=ts,
-        content=loads(content),
-        metadata=None if metadata is None else loads(metadata),
-        tags=None if tags is None else loads(tags),
-        received_at=received_at,
-    )
+def count_messages(conn: sqlite3.Connection) -> int:
+    """How many messages the batch rows hold.
+
+    Raises:
+        StoreError: the database could not be read.
+    """
+    try:
+        return int(conn.execute(_SELECT_COUNT).fetchone()[0])
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot count messages: {exc}") from exc

@@ -1,28 +1,32 @@
-"""The store's single writer thread and its group commit.
+"""The store's single writer thread: sequence numbers, duplicates and group commit.
 
 What this module knows: one ``sqlite3`` connection owned by one thread, a queue of write jobs,
-and how to commit them in groups. It knows nothing of asyncio: each job carries an opaque
-``waiter`` that the writer never touches, and after every group the writer makes exactly one
-call to ``on_group_done`` (from its own thread) with the jobs it finished. The caller turns that
-one call into one event-loop wake-up that resolves every waiter.
+the duplicate index (:class:`~switchboard.store.dedupe.DedupeIndex`), and how to commit jobs in
+groups. It knows nothing of asyncio: each job carries an opaque ``waiter`` that the writer never
+touches, and after every group the writer makes exactly one call to ``on_group_done`` (from its
+own thread) with the jobs it finished. The caller turns that one call into one event-loop
+wake-up that resolves every waiter.
 
 Theory of operation:
 
 * The thread blocks until a job arrives, then drains everything else already queued (up to
-  ``max_group_rows`` rows) into one group. Message rows of the whole group are inserted inside
-  one ``BEGIN IMMEDIATE``/``COMMIT`` with a few multi-row statements (see
-  :class:`~switchboard.store.schema.RowInserter`); cursor updates of the group go into a second,
-  small transaction. So N concurrent submitters pay for about one commit, not N.
+  ``max_group_rows`` messages) into one group. Each submitted batch becomes at most one row
+  (see :mod:`~switchboard.store.schema`); the rows of the whole group are written in one
+  transaction, usually a single multi-row ``INSERT`` (see ``BatchInserter`` there); cursor
+  updates of the group go into a second, small transaction. So N concurrent submitters pay for
+  about one commit, not N.
 * Queue order is commit order: jobs are written in the order they were put, so a caller that
   puts jobs in arrival order gets sequence numbers in arrival order.
-* Sequence numbers: the writer alone knows ``latest``. A group that inserted ``k`` rows got
-  ``latest + 1 .. latest + k`` (SQLite's rowid rule), which is checked against the last
-  inserted rowid before the commit. When the group held duplicates (fewer rows changed than
-  were given), each row's seq is looked up by its unique key instead, and the new ones are
-  checked to be exactly that range; that path is rare.
-* Failure: a group whose transaction fails is rolled back (``latest`` does not move), then each
-  of its jobs is retried alone so that one bad batch fails only its own waiter. A job that fails
-  alone gets its own :class:`StoreError`. Nothing committed earlier is touched.
+* Sequence numbers: the writer alone knows ``latest``. The new messages of a group take
+  ``latest + 1 ..`` in job order and message order; a batch row's ``first_seq`` is its first.
+* Duplicates: the index, in memory, says which keys are stored (or were claimed earlier in
+  the group, or earlier in the same batch). A duplicate is answered with its stored seq and not
+  written again. A batch with duplicates is re-encoded here with only its new messages (rare);
+  a batch with no new message writes no row.
+* Failure: a group whose transaction fails is rolled back (``latest`` does not move, and the
+  keys it claimed are forgotten again), then each of its jobs is retried alone so that one bad
+  batch fails only its own waiter. A job that fails alone gets its own :class:`StoreError`.
+  Nothing committed earlier is touched.
 * Stop: :meth:`GroupWriter.stop` queues a sentinel; every job queued before it is still
   committed and reported, then the thread closes the connection and ends.
 """
@@ -34,13 +38,14 @@ import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Generic, TypeAlias, TypeVar
 
 import structlog
 
+from switchboard.store.dedupe import DedupeIndex
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
-from switchboard.store.schema import SEQ_OF_KEY, UPSERT_CURSOR, Row, RowInserter
+from switchboard.store.schema import UPSERT_CURSOR, BatchInserter, BatchRow
+from switchboard.store.wire import Key, WireMessage, encode_body
 
 __all__ = ["AppendJob", "CursorJob", "GroupWriter", "Job"]
 
@@ -51,9 +56,23 @@ W = TypeVar("W")
 
 @dataclass(slots=True, eq=False)
 class AppendJob(Generic[W]):
-    """One submitted batch: its encoded rows in, one result per row (or an error) out."""
+    """One submitted batch of wire messages: encoded and keyed on the caller's thread, one
+    result per message (or an error) out.
 
-    rows: list[Row]
+    Attributes:
+        server_id: the connector the batch came from.
+        keys: each message's ``(server_id, channelId, messageId)``, in order.
+        messages: the messages themselves; read again only to re-encode a batch that held
+            duplicates.
+        body: ``encode_body(messages)``.
+        received_at: unix seconds at which the host accepted the batch.
+    """
+
+    server_id: str
+    keys: list[Key]
+    messages: list[WireMessage]
+    body: bytes
+    received_at: float
     waiter: W
     results: list[AppendResult] | None = None
     error: StoreError | None = None
@@ -88,7 +107,9 @@ class GroupWriter(Generic[W]):
         latest_seq: the highest seq already stored.
         on_group_done: called from the writer thread once per group with the finished jobs and
             the new highest seq. It must be cheap and thread-safe (schedule, don't work).
-        max_group_rows: stop draining the queue into one group past this many rows.
+        index: the duplicate index over what is stored (rebuilt by the caller at open); a new,
+            empty one with the default window when not given. The writer thread owns it.
+        max_group_rows: stop draining the queue into one group past this many messages.
     """
 
     def __init__(
@@ -97,10 +118,12 @@ class GroupWriter(Generic[W]):
         latest_seq: int,
         on_group_done: Callable[[list[Job[W]], int], None],
         *,
+        index: DedupeIndex | None = None,
         max_group_rows: int = 20_000,
     ) -> None:
         self._conn = conn
-        self._inserter = RowInserter(conn)
+        self._inserter = BatchInserter()
+        self._index = DedupeIndex() if index is None else index
         self._latest = latest_seq
         self._on_group_done = on_group_done
         self._max_group_rows = max_group_rows
@@ -151,7 +174,7 @@ class GroupWriter(Generic[W]):
         if isinstance(first, _Stop):
             return [], True
         group = [first]
-        rows = len(first.rows) if isinstance(first, AppendJob) else 1
+        rows = len(first.keys) if isinstance(first, AppendJob) else 1
         while rows < self._max_group_rows:
             try:
                 item = self._queue.get_nowait()
@@ -160,7 +183,7 @@ class GroupWriter(Generic[W]):
             if isinstance(item, _Stop):
                 return group, True
             group.append(item)
-            rows += len(item.rows) if isinstance(item, AppendJob) else 1
+            rows += len(item.keys) if isinstance(item, AppendJob) else 1
         return group, False
 
     def _process(self, group: list[Job[W]]) -> None:
@@ -188,59 +211,31 @@ class GroupWriter(Generic[W]):
                 job.error = _as_store_error(exc)
 
     def _append(self, jobs: list[AppendJob[W]]) -> None:
-        conn = self._conn
-        rows = jobs[0].rows if len(jobs) == 1 else list(chain.from_iterable(j.rows for j in jobs))
-        prev = self._latest
-        conn.execute("BEGIN IMMEDIATE")
+        index = self._index
+        seq = self._latest + 1
+        rows: list[BatchRow] = []
+        answers: list[list[AppendResult]] = []
         try:
-            inserted, last_rowid = self._inserter.insert(conn, rows)
-            if inserted == len(rows):
-                results = None
-                if last_rowid != prev + inserted:
-                    raise StoreError(
-                        f"sequence numbers are not contiguous: expected {prev + inserted}, "
-                        f"got {last_rowid}"
-                    )
-            else:
-                results = self._lookup(rows, prev, inserted)
-            conn.execute("COMMIT")
+            for job in jobs:
+                results, fresh = index.claim(job.keys, seq)
+                answers.append(results)
+                if fresh is None:  # all new: the body encoded by the caller stands
+                    count, body = len(results), job.body
+                elif fresh:  # some duplicates: keep only the new messages (rare)
+                    count, body = len(fresh), encode_body([job.messages[i] for i in fresh])
+                else:
+                    continue
+                rows.append((seq, count, job.server_id, job.received_at, body))
+                seq += count
+            if rows:
+                self._inserter.insert(self._conn, rows)
         except BaseException:
-            self._rollback()
+            index.rollback()
             raise
-        self._latest = prev + inserted
-        if results is None:  # no duplicates: consecutive seqs in row order
-            seq = prev + 1
-            for job in jobs:
-                end = seq + len(job.rows)
-                job.results = [AppendResult(s, False) for s in range(seq, end)]
-                seq = end
-        else:
-            start = 0
-            for job in jobs:
-                end = start + len(job.rows)
-                job.results = results[start:end]
-                start = end
-
-    def _lookup(self, rows: list[Row], prev: int, inserted: int) -> list[AppendResult]:
-        """Find each row's seq by key; rows whose key was stored before (or earlier in this
-        group) are duplicates."""
-        conn = self._conn
-        first_seen: set[tuple[str, str, str]] = set()
-        results: list[AppendResult] = []
-        for row in rows:
-            key = (row[0], row[1], row[2])
-            found = conn.execute(SEQ_OF_KEY, key).fetchone()
-            if found is None:
-                raise StoreError(f"message {key!r} was neither inserted nor found")
-            seq = int(found[0])
-            duplicate = seq <= prev or key in first_seen
-            if not duplicate:
-                first_seen.add(key)
-            results.append(AppendResult(seq, duplicate))
-        fresh = sorted(r.seq for r in results if not r.duplicate)
-        if fresh != list(range(prev + 1, prev + inserted + 1)):
-            raise StoreError(f"{inserted} rows inserted but new seqs are {fresh[:5]}...")
-        return results
+        index.commit()
+        self._latest = seq - 1
+        for job, results in zip(jobs, answers, strict=True):
+            job.results = results
 
     def _set_cursors(self, jobs: list[CursorJob[W]]) -> None:
         conn = self._conn

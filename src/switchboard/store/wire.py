@@ -1,0 +1,138 @@
+"""Messages in MCPL wire form, as the store keeps them: the body codec of a batch row.
+
+What this module knows: the shape of one ``channels/incoming`` message on the wire
+(``channelId``, ``messageId``, ``threadId?``, ``author{id,name}``, ``timestamp``, ``content``,
+``metadata?``, ``tags?``, and whatever else the connector sent), how a batch of them is
+encoded (one orjson document: the list of messages, unknown fields kept as given), the key
+that identifies a message for de-duplication, and how an :class:`IncomingRecord` becomes a wire
+message and a wire message becomes a :class:`StoredMessage`.
+
+What it deliberately does not know: SQLite, threads, the event loop, or whether a message is
+valid MCPL. The host validates messages before they reach the store; this module only refuses
+what it cannot encode or key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import orjson
+
+from switchboard.store.records import IncomingRecord, StoredMessage, StoreError
+
+__all__ = [
+    "Key",
+    "WireMessage",
+    "decode_body",
+    "encode_body",
+    "keys_of",
+    "runs_by_server",
+    "to_stored",
+    "to_wire",
+]
+
+WireMessage = dict[str, Any]
+# (server_id, channelId, messageId): at most one stored message per key (within the window).
+Key = tuple[str, str, str]
+
+_DUMPS: Final = orjson.dumps
+_LOADS: Final = orjson.loads
+
+
+def encode_body(messages: Sequence[WireMessage]) -> bytes:
+    """One orjson document for the whole batch (a JSON array of the messages, in order).
+
+    Raises:
+        StoreError: a message holds something JSON cannot represent.
+    """
+    try:
+        return _DUMPS(messages)
+    except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
+        raise StoreError(f"a message cannot be encoded as JSON: {exc}") from exc
+
+
+def decode_body(body: bytes) -> list[WireMessage]:
+    """The messages of one stored batch, in seq order.
+
+    Raises:
+        StoreError: the body is not a JSON array (the file was damaged or written by others).
+    """
+    try:
+        messages = _LOADS(body)
+    except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+        raise StoreError(f"a stored batch is not valid JSON: {exc}") from exc
+    if not isinstance(messages, list):
+        raise StoreError("a stored batch is not a JSON array")
+    return messages
+
+
+def keys_of(server_id: str, messages: Sequence[WireMessage]) -> list[Key]:
+    """The de-duplication key of every message, in order.
+
+    Raises:
+        StoreError: a message is not an object with ``channelId`` and ``messageId``.
+    """
+    try:
+        return [(server_id, m["channelId"], m["messageId"]) for m in messages]
+    except (KeyError, TypeError) as exc:
+        raise StoreError(f"a message has no channelId/messageId: {exc!r}") from exc
+
+
+def to_wire(record: IncomingRecord) -> WireMessage:
+    """The wire form of a record; optional members appear only when they have a value."""
+    message: WireMessage = {
+        "channelId": record.channel_id,
+        "messageId": record.message_id,
+        "author": {"id": record.author_id, "name": record.author_name},
+        "timestamp": record.timestamp,
+        "content": record.content,
+    }
+    if record.thread_id is not None:
+        message["threadId"] = record.thread_id
+    if record.metadata is not None:
+        message["metadata"] = record.metadata
+    if record.tags is not None:
+        message["tags"] = record.tags
+    return message
+
+
+def runs_by_server(records: Sequence[IncomingRecord]) -> list[tuple[str, list[WireMessage]]]:
+    """Split records into runs of the same ``server_id`` (a batch row has one server), each
+    converted to wire form, keeping their order. A connector's batch is a single run."""
+    runs: list[tuple[str, list[WireMessage]]] = []
+    current: list[WireMessage] | None = None
+    server: str | None = None
+    for record in records:
+        if current is None or record.server_id != server:
+            server = record.server_id
+            current = []
+            runs.append((server, current))
+        current.append(to_wire(record))
+    return runs
+
+
+def to_stored(seq: int, server_id: str, received_at: float, message: WireMessage) -> StoredMessage:
+    """Build the :class:`StoredMessage` for one decoded wire message.
+
+    Raises:
+        StoreError: the message lacks a member every stored message has.
+    """
+    try:
+        author = message["author"]
+        return StoredMessage(
+            seq=seq,
+            server_id=server_id,
+            channel_id=message["channelId"],
+            message_id=message["messageId"],
+            thread_id=message.get("threadId"),
+            author_id=author["id"],
+            author_name=author["name"],
+            timestamp=message["timestamp"],
+            content=message["content"],
+            metadata=message.get("metadata"),
+            tags=message.get("tags"),
+            received_at=received_at,
+        )
+    except (KeyError, TypeError) as exc:
+        raise StoreError(f"stored message {seq} lacks a member: {exc!r}") from exc
