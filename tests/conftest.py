@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator, MutableMapping
+from typing import Any
+
 import pytest
+import structlog
+from structlog.testing import capture_logs
 
 from switchboard.logging import configure
 
@@ -11,6 +17,22 @@ from switchboard.logging import configure
 def anyio_backend() -> str:
     """The websockets link is asyncio-only, so the whole suite runs on asyncio."""
     return "asyncio"
+
+
+@pytest.fixture
+def logs() -> Iterator[list[MutableMapping[str, Any]]]:
+    """Capture structlog events down to debug (the suite otherwise filters at WARNING).
+
+    Loggers bound before this fixture ran keep their old level, so create peers inside the
+    test.
+    """
+    old_wrapper = structlog.get_config()["wrapper_class"]
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    try:
+        with capture_logs() as captured:
+            yield captured
+    finally:
+        structlog.configure(wrapper_class=old_wrapper)
 
 
 configure("WARNING")

@@ -17,7 +17,6 @@ from mcp import Client
 
 from switchboard.config import Config
 from switchboard.host import PublishOutcome, Switchboard
-from switchboard.store import IncomingRecord
 from switchboard.tools import build_server
 
 
@@ -40,12 +39,12 @@ class TerminalView:
             return f"[{server_id}] registered channels: {', '.join(detail.get('accepted', []))}"
         if kind in ("incoming", "push"):
             lines = []
-            for r in detail.get("records", []):
-                if isinstance(r, IncomingRecord):
-                    text = " ".join(
-                        str(b.get("text", "")) for b in r.content if b.get("type") == "text"
-                    )
-                    lines.append(f"[{server_id}] {r.channel_id} <{r.author_name}> {text}")
+            for m in detail.get("messages", []):
+                text = " ".join(
+                    str(b.get("text", "")) for b in m.get("content", []) if b.get("type") == "text"
+                )
+                author = m.get("author", {}).get("name", "?")
+                lines.append(f"[{server_id}] {m.get('channelId')} <{author}> {text}")
             return "\n".join(lines) or None
         if kind == "publish":
             outcome = detail.get("outcome")

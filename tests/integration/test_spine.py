@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,23 @@ restart = false
                     break
     assert set(accepted) <= set(stored)
     assert len(stored) == len(set(stored))
+
+
+async def test_the_documented_example_connector_works_and_keeps_stdout_for_the_wire(
+    tmp_path: Path, logs: list[MutableMapping[str, Any]]
+) -> None:
+    """docs/connectors.md's example, spawned for real: no log line may leak onto stdout."""
+    echo = connector("echo", [sys.executable, str(Path(__file__).with_name("echo_connector.py"))])
+    recorder = Recorder()
+    async with (
+        running_board(tmp_path, echo, recorder=recorder) as board,
+        Client(build_server(board, agent="agent"), mode="legacy") as client,
+    ):
+        await recorder.wait_kind("register")
+        published = await client.call_tool(
+            "channel_publish", {"channel": "echo:room", "text": "hello"}
+        )
+        seen = await _inbox_until(client, lambda ms: len(ms) >= 1)
+    assert (published.structured_content or {})["status"] == "delivered"
+    assert seen[0]["text"] == "you said: hello"
+    assert not [e for e in logs if e["event"] == "junk_line_skipped"]

@@ -116,6 +116,8 @@ class Connector(ConnectorHooks):
         self._ready_event: anyio.Event | None = None
         self._on_ready_started = False
         self._reply_callbacks: list[AfterReply] | None = None
+        # Bound loggers are built from the configuration in force now; stdout is the wire.
+        ensure_stderr_logging()
         self._log = log.bind(connector=name)
 
     # -- state ---------------------------------------------------------------------------------

@@ -172,11 +172,12 @@ class Switchboard:
                 str(exc),
                 candidates=[
                     {
-                        "server_id": r.server_id,
-                        "channel_id": r.channel_id,
-                        "name": qualified_name(r),
+                        "server_id": c.ref.server_id,
+                        "channel_id": c.ref.channel_id,
+                        "name": c.name,
+                        "label": c.label,
                     }
-                    for r in exc.candidates
+                    for c in exc.choices
                 ],
             )
         except UnknownName as exc:

@@ -19,8 +19,9 @@ import structlog
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.host.events import Observer
 from switchboard.protocol import PushEventParams, validate_incoming
+from switchboard.protocol.fastpath import incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
-from switchboard.store import IncomingRecord, MessageStore
+from switchboard.store import MessageStore
 from switchboard.transport import INVALID_PARAMS, Deferred, RpcError
 
 log = structlog.get_logger(__name__)
@@ -58,66 +59,62 @@ class IncomingHandler:
                 "Invalid params",
                 {"errors": [{"loc": "messages", "msg": "must be an array of messages"}]},
             )
-        sid = self._server_id
-        get = self._registry.get
-        permits = self._permits
         results: list[dict[str, Any]] = []
-        records: list[IncomingRecord] = []
-        for item, checked in zip(raw, validate_incoming(raw), strict=True):
-            if isinstance(checked, MessageProblem):
-                results.append(
-                    {
-                        "messageId": checked.message_id or "",
-                        "accepted": False,
-                        "reason": checked.reason,
-                    }
-                )
-                continue
-            cid = checked.channel_id
-            entry = get(ChannelRef(sid, cid))
-            reason: str | None
-            if entry is None:
-                reason = _NOT_REGISTERED
-            elif entry.descriptor.direction == "outbound":
-                reason = _OUTBOUND_ONLY
-            elif not permits(cid):
-                reason = _NOT_PERMITTED
+        accepted: list[dict[str, Any]] = []
+        verdicts: dict[str, str | None] = {}
+        verdict = self._verdict
+        is_valid = incoming_is_valid
+        for item in raw:
+            if is_valid(item):
+                cid = item["channelId"]
+                mid = item["messageId"]
             else:
-                reason = None
-            if reason is not None:
-                results.append(
-                    {"messageId": checked.message_id, "accepted": False, "reason": reason}
-                )
-                continue
-            author = checked.author
-            results.append({"messageId": checked.message_id, "accepted": True})
-            records.append(
-                IncomingRecord(
-                    server_id=sid,
-                    channel_id=cid,
-                    message_id=checked.message_id,
-                    thread_id=checked.thread_id,
-                    author_id=author.id,
-                    author_name=author.name,
-                    timestamp=checked.timestamp,
-                    content=item["content"],
-                    metadata=item.get("metadata"),
-                    tags=item.get("tags"),
-                )
-            )
-        if not records:
+                checked = validate_incoming([item])[0]
+                if isinstance(checked, MessageProblem):
+                    results.append(
+                        {
+                            "messageId": checked.message_id or "",
+                            "accepted": False,
+                            "reason": checked.reason,
+                        }
+                    )
+                    continue
+                cid = checked.channel_id
+                mid = checked.message_id
+            if cid in verdicts:
+                reason = verdicts[cid]
+            else:
+                reason = verdicts[cid] = verdict(cid)
+            if reason is None:
+                results.append({"messageId": mid, "accepted": True})
+                accepted.append(item)
+            else:
+                results.append({"messageId": mid, "accepted": False, "reason": reason})
+        if not accepted:
             return Deferred(_ready({"results": results}))
-        committed = self._store.submit(records, received_at=self._clock())
+        sid = self._server_id
+        committed = self._store.submit_wire(sid, accepted, received_at=self._clock())
         observer = self._observer
 
         async def after_commit() -> dict[str, Any]:
             stored = await committed
-            fresh = [r for r, s in zip(records, stored, strict=True) if not s.duplicate]
+            fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
             if fresh:
-                observer("incoming", sid, {"records": fresh})
+                observer("incoming", sid, {"messages": fresh})
             return {"results": results}
 
         return Deferred(after_commit())
+
+    def _verdict(self, channel_id: str) -> str | None:
+        """Why messages for ``channel_id`` are refused right now, or None to admit them."""
+        entry = self._registry.get(ChannelRef(self._server_id, channel_id))
+        if entry is None:
+            return _NOT_REGISTERED
+        if entry.descriptor.direction == "outbound":
+            return _OUTBOUND_ONLY
+        if not self._permits(channel_id):
+            return _NOT_PERMITTED
+        return None
 
     async def push_event(
         self, params: Any, check_feature_set: Callable[[str, str], None]
@@ -130,26 +127,27 @@ class IncomingHandler:
             self._registry
         ):
             channel_id = ""
-        record = IncomingRecord(
-            server_id=self._server_id,
-            channel_id=channel_id,
-            message_id=f"event:{p.event_id}",
-            thread_id=None,
-            author_id=str(origin.get("authorId", "")),
-            author_name=str(origin.get("authorName", p.feature_set)),
-            timestamp=p.timestamp,
-            content=params["payload"]["content"],
-            metadata={"kind": "push/event", "featureSet": p.feature_set, "origin": origin},
-            tags=p.tags,
-        )
-        committed = self._store.submit([record], received_at=self._clock())
+        message: dict[str, Any] = {
+            "channelId": channel_id,
+            "messageId": f"event:{p.event_id}",
+            "author": {
+                "id": str(origin.get("authorId", "")),
+                "name": str(origin.get("authorName", p.feature_set)),
+            },
+            "timestamp": p.timestamp,
+            "content": params["payload"]["content"],
+            "metadata": {"kind": "push/event", "featureSet": p.feature_set, "origin": origin},
+        }
+        if p.tags is not None:
+            message["tags"] = p.tags
+        committed = self._store.submit_wire(self._server_id, [message], received_at=self._clock())
         observer = self._observer
         sid = self._server_id
 
         async def after_commit() -> dict[str, Any]:
             stored = await committed
             if not stored[0].duplicate:
-                observer("push", sid, {"records": [record]})
+                observer("push", sid, {"messages": [message]})
             return {"accepted": True}
 
         return Deferred(after_commit())
