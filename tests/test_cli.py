@@ -1,0 +1,101 @@
+"""The command line: version, config errors, and the embedded demo (issue #2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from switchboard import __version__
+from switchboard.config import ConfigError, demo_config, load_config
+
+
+def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "switchboard", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_version_prints_the_package_version() -> None:
+    done = _run("--version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == f"switchboard {__version__}"
+
+
+def test_run_with_a_missing_config_file_says_so_and_exits_2(tmp_path: Path) -> None:
+    done = _run("run", "--config", str(tmp_path / "nope.toml"))
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr
+
+
+def test_the_demo_runs_to_the_end_and_shows_what_flowed(tmp_path: Path) -> None:
+    store = tmp_path / "demo.sqlite"
+    done = _run("demo", "--duration", "3", "--interval", "0.3", "--store", str(store))
+    assert done.returncode == 0, done.stderr
+    assert "registered channels: demo:#general" in done.stdout
+    assert "<agent>" in done.stdout
+    assert "demo finished" in done.stdout
+    assert store.exists()
+
+
+def test_a_config_with_an_unknown_key_is_refused_with_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[[connectors]]\nid = "x"\ncommand = ["true"]\ncolour = "red"\n')
+    with pytest.raises(ConfigError, match="colour"):
+        load_config(path)
+
+
+def test_a_connector_needs_exactly_one_of_command_or_url(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[[connectors]]\nid = "x"\n')
+    with pytest.raises(ConfigError, match="exactly one"):
+        load_config(path)
+
+
+def test_connector_ids_must_be_unique(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[connectors]]\nid = "x"\ncommand = ["a"]\n[[connectors]]\nid = "x"\nurl = "tcp://h:1"\n'
+    )
+    with pytest.raises(ConfigError, match="twice"):
+        load_config(path)
+
+
+def test_a_full_config_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        """
+log_level = "DEBUG"
+[store]
+path = "s.sqlite"
+synchronous = "full"
+[agent]
+name = "ada"
+transport = "http"
+port = 9000
+[[connectors]]
+id = "zulip"
+url = "ws://127.0.0.1:8080/mcpl"
+grant = ["channels.*"]
+channels = ["zulip:*"]
+"""
+    )
+    config = load_config(path)
+    assert config.store.synchronous == "full"
+    assert config.agent.name == "ada"
+    (connector,) = config.connectors
+    assert connector.url == "ws://127.0.0.1:8080/mcpl"
+    assert connector.channels == ["zulip:*"]
+
+
+def test_the_demo_config_spawns_the_bundled_connector(tmp_path: Path) -> None:
+    config = demo_config(str(tmp_path / "d.sqlite"))
+    (connector,) = config.connectors
+    assert connector.command is not None
+    assert connector.command[1:3] == ["-m", "switchboard.connectors.demo"]
