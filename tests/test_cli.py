@@ -99,3 +99,9 @@ def test_the_demo_config_spawns_the_bundled_connector(tmp_path: Path) -> None:
     (connector,) = config.connectors
     assert connector.command is not None
     assert connector.command[1:3] == ["-m", "switchboard.connectors.demo"]
+
+
+def test_conformance_server_is_reachable_from_the_switchboard_command() -> None:
+    done = _run("conformance", "server", "--list")
+    assert done.returncode == 0, done.stderr
+    assert "server.handshake.advertisement_shape" in done.stdout

@@ -37,11 +37,25 @@ def _parser() -> argparse.ArgumentParser:
         "--duration", type=float, default=12.0, help="seconds the scripted agent runs"
     )
     demo.add_argument("--interval", type=float, default=1.5, help="seconds between demo chatter")
+    conf = sub.add_parser(
+        "conformance",
+        help="check an MCPL connector against MCPL 0.5 over the wire",
+        description="switchboard conformance server [--json] [--junit FILE] [--url URL] -- CMD ...",
+    )
+    conf.add_argument("side", choices=["server"], help="what to check: a connector (server)")
+    conf.add_argument("rest", nargs=argparse.REMAINDER, help="options and the command to check")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    raw = sys.argv[1:] if argv is None else argv
+    if raw[:2] == ["conformance", "server"]:
+        # The kit parses its own options and keeps everything after `--` as the command.
+        configure("ERROR")
+        from switchboard.conformance.cli import main_server
+
+        return main_server(raw[2:])
+    args = _parser().parse_args(raw)
     if args.command == "run":
         try:
             config = load_config(args.config)

@@ -1,0 +1,106 @@
+"""The command line of the server suite: ``switchboard conformance server ...``.
+
+Usage (``argv`` is what follows ``conformance server``)::
+
+    switchboard conformance server [--json] [--junit FILE] [--only CHECK]... \\
+        [--timeout S] [--silence S] [--list] (--url URL | -- CMD ARGS...)
+
+The report goes to stdout (terminal text, or JSON with ``--json``); ``--junit FILE`` also
+writes JUnit XML. The exit status is 1 when a MUST check failed, 2 on a usage error, else 0.
+Logs go to stderr, never to stdout.
+
+What this module knows: options, output streams and exit codes. What it deliberately does
+not know: how checks run (:mod:`.server_suite`) or how reports are laid out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+import structlog
+
+from .junit import write_junit
+from .report import render_json, render_text
+from .server_suite import SuiteOptions, run_server_suite, server_check_ids
+from .target import ServerTarget
+
+__all__ = ["main_server"]
+
+USAGE_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="switchboard conformance server",
+        description="Check an MCPL connector (server) against MCPL 0.5, the kit playing host.",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument("--url", help="tcp://host:port, ws://... or wss://... instead of a command")
+    parser.add_argument(
+        "--only", action="append", metavar="CHECK", help="run only this check (repeatable)"
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per check")
+    parser.add_argument(
+        "--silence",
+        type=float,
+        default=2.0,
+        help="seconds to watch for what must not happen (default 2)",
+    )
+    parser.add_argument("--concurrency", type=int, help="checks run at once")
+    parser.add_argument("--list", action="store_true", help="list the check ids and exit")
+    parser.add_argument("command", nargs="*", help="the connector command, after --")
+    return parser
+
+
+def _quiet_logging() -> None:
+    """Keep logs on stderr: stdout carries the report (and ``--json`` must stay parseable)."""
+    if not structlog.is_configured():
+        structlog.configure(
+            logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+            wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        )
+
+
+def main_server(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
+    """Run ``switchboard conformance server`` with ``argv``; return the exit status."""
+    out = sys.stdout if stdout is None else stdout
+    parser = _parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:  # argparse printed the problem (or --help) already
+        return USAGE_ERROR if exc.code else 0
+    if args.list:
+        out.write("\n".join(server_check_ids()) + "\n")
+        return 0
+    try:
+        if args.url is not None and args.command:
+            raise ValueError("give either --url or a command after --, not both")
+        if args.url is None and not args.command:
+            raise ValueError("give the connector command after --, or --url")
+        target = ServerTarget(url=args.url) if args.url else ServerTarget.of(args.command)
+        options = SuiteOptions(
+            check_timeout=args.timeout, silence=args.silence, concurrency=args.concurrency
+        )
+        unknown = [c for c in args.only or () if c not in server_check_ids()]
+        if unknown:
+            raise ValueError(f"unknown check ids: {', '.join(unknown)}")
+    except ValueError as exc:
+        sys.stderr.write(f"switchboard conformance server: {exc}\n")
+        return USAGE_ERROR
+    _quiet_logging()
+    report = anyio.run(lambda: run_server_suite(target, only=args.only, options=options))
+    out.write(render_json(report) if args.json else render_text(report))
+    if args.junit:
+        write_junit(report, Path(args.junit))
+    return report.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_server(sys.argv[1:]))

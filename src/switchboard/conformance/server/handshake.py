@@ -1,0 +1,105 @@
+"""Server checks of the handshake: the advertisement, and silence before the policy Request.
+
+What this module knows (mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04):
+
+- ``server.handshake.advertisement_shape``: the ``initialize`` result carries
+  ``capabilities.experimental.mcpl`` with ``version`` ``"0.5"``, boolean capability leaves,
+  and ``featureSets`` keyed by name, each with a description and ``uses`` drawn from the 17
+  paths;
+- ``server.policy.idle_before_request``: after ``initialize`` and ``initialized`` the server
+  sends nothing privileged until a policy Request arrives;
+- ``server.policy.notification_never_ready``: a policy *Notification*, however generous,
+  changes nothing.
+
+Silence proves something only about a server that does speak once ready, so both silence
+checks finish by granting everything: a server that stays silent even then is reported
+"not exercised".
+
+What it deliberately does not know: how the report shows any of it.
+"""
+
+from __future__ import annotations
+
+from ..outcomes import Verdict, fail, not_exercised, passed
+from .context import HANDSHAKE, SERVER_CHECKS, ServerContext
+from .scenarios import needs
+from .session import HostSession
+from .shapes import advertisement_problems
+
+__all__: list[str] = []
+
+
+@SERVER_CHECKS.check(
+    "server.handshake.advertisement_shape",
+    requirements=("S-01",),
+    level="MUST",
+    section=HANDSHAKE,
+    title="initialize advertises MCPL 0.5 under capabilities.experimental.mcpl, well shaped",
+)
+async def advertisement_shape(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        reply = await session.initialize()
+    if not reply.ok:
+        fail(f"initialize was not answered with a result: {reply.describe()}")
+    problems = advertisement_problems(reply.result)
+    if problems:
+        fail("; ".join(problems))
+    sets = len(session.feature_sets)
+    return passed(f"version 0.5, {len(session.advertised)} capability paths, {sets} feature sets")
+
+
+def _privileged_report(session: HostSession, before: str) -> str:
+    sent = ", ".join(sorted({m.method for m in session.privileged()}))
+    return f"the server sent {sent} {before}"
+
+
+async def _speaks_once_granted(session: HostSession) -> bool:
+    """Grant everything and see whether the server then sends anything privileged."""
+    position = session.link.received
+    await session.grant_all()
+    found = await session.wait_for(lambda m: m.privileged, after=position)
+    return found is not None
+
+
+@SERVER_CHECKS.check(
+    "server.policy.idle_before_request",
+    requirements=("S-03",),
+    level="MUST",
+    section=HANDSHAKE,
+    title="nothing privileged is sent before the initial policy Request",
+    applies=needs(),
+)
+async def idle_before_request(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        await session.handshake()
+        await session.watch()
+        if session.privileged():
+            fail(_privileged_report(session, "before any policy Request"))
+        if not await _speaks_once_granted(session):
+            return not_exercised("the server sent nothing privileged even with a full grant")
+    return passed(f"silent for {ctx.options.silence:g} s before the policy, active after it")
+
+
+@SERVER_CHECKS.check(
+    "server.policy.notification_never_ready",
+    requirements=("S-04",),
+    level="MUST",
+    section=HANDSHAKE,
+    title="a featureSets/update Notification never makes the server ready",
+    applies=needs(),
+)
+async def notification_never_ready(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        await session.handshake()
+        await session.policy_notification(
+            {
+                "effectiveCapabilities": sorted(session.advertised),
+                "enabled": session.set_names(),
+            }
+        )
+        await session.watch()
+        if session.privileged():
+            fail(_privileged_report(session, "after a policy Notification, with no Request"))
+        if not await _speaks_once_granted(session):
+            return not_exercised("the server sent nothing privileged even with a full grant")
+    return passed("a generous policy Notification changed nothing; the Request did")

@@ -1,0 +1,208 @@
+"""Server checks of the manifest (mcpl-protocol.md 3.15, 6; S-36 .. S-43) and rollback (S-44).
+
+What this module knows:
+
+- ``server.manifest.revision_is_digest``: a ``revision`` at ``initialize`` equals the §17.2
+  digest of that manifest, recomputed with the protocol package's digester (which the
+  published vectors check);
+- ``server.manifest.revision_stable_across_restarts``: two fresh connections (two processes
+  for a command) report the same revision;
+- ``server.manifest.fetch_returns_full_manifest``: ``mcpl/manifest``, when implemented,
+  returns the bare manifest, equal to the one at ``initialize`` (a server without it is
+  checked by ``every_request_answered``);
+- ``server.manifest.changed_params_exact``: any ``mcpl/manifestChanged`` carries exactly
+  ``{revision, domains}``, and when the manifest can be fetched the announced revision and
+  domains match what changed;
+- ``server.manifest.no_redundant_announcement``: nothing re-announces the ``initialize``
+  revision;
+- ``server.state.rollback_unknown_checkpoint``: ``state/rollback`` of an unknown checkpoint
+  is ``-32005`` with ``data.checkpoint`` (only for servers declaring a rollback set).
+
+What it deliberately does not know: how the report shows any of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from switchboard.protocol import DigestError, manifest_digest
+
+from ..outcomes import Verdict, fail, not_applicable, not_exercised, passed
+from .context import MANIFEST, SERVER_CHECKS, STATE, ServerContext
+from .scenarios import needs, observe_traffic, ready
+from .shapes import change_domains, manifest_changed_problems
+
+__all__: list[str] = []
+
+
+def _with_revision(manifest: Mapping[str, Any] | None) -> str | None:
+    if manifest is None:
+        return "the server advertises no capabilities.experimental.mcpl (MCP-only)"
+    if "revision" not in manifest:
+        return "the manifest carries no revision (§17 not supported)"
+    return None
+
+
+def _digest_problem(manifest: Mapping[str, Any], where: str) -> str | None:
+    try:
+        digest = manifest_digest(manifest)
+    except DigestError as exc:
+        return f"the {where} manifest cannot be digested: {exc}"
+    if manifest.get("revision") != digest:
+        return f"the {where} revision {manifest.get('revision')!r} is not its digest {digest!r}"
+    return None
+
+
+async def _initialize_manifest(ctx: ServerContext) -> dict[str, Any]:
+    async with ctx.connect() as session:
+        await session.handshake()
+    assert session.manifest is not None
+    return session.manifest
+
+
+@SERVER_CHECKS.check(
+    "server.manifest.revision_is_digest",
+    requirements=("S-36",),
+    level="MUST",
+    section=MANIFEST,
+    title="the initialize revision is the §17.2 digest of the manifest",
+    applies=_with_revision,
+)
+async def revision_is_digest(ctx: ServerContext) -> Verdict:
+    manifest = await _initialize_manifest(ctx)
+    problem = _digest_problem(manifest, "initialize")
+    if problem is not None:
+        fail(problem)
+    return passed(f"revision {manifest['revision']} recomputed")
+
+
+@SERVER_CHECKS.check(
+    "server.manifest.revision_stable_across_restarts",
+    requirements=("S-37",),
+    level="MUST",
+    section=MANIFEST,
+    title="the revision is the same on a fresh connection (a restart for a command)",
+    applies=_with_revision,
+)
+async def revision_stable_across_restarts(ctx: ServerContext) -> Verdict:
+    first = (await _initialize_manifest(ctx)).get("revision")
+    second = (await _initialize_manifest(ctx)).get("revision")
+    if first != second:
+        fail(f"the revision changed from {first!r} to {second!r} with nothing changed")
+    return passed(f"{first} both times")
+
+
+@SERVER_CHECKS.check(
+    "server.manifest.fetch_returns_full_manifest",
+    requirements=("S-38",),
+    level="MUST",
+    section=MANIFEST,
+    title="mcpl/manifest returns the complete bare manifest, as at initialize",
+    applies=needs(),
+)
+async def fetch_returns_full_manifest(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        await ready(session)
+        reply = await session.call("mcpl/manifest", {})
+    if reply.code == -32601:
+        return not_applicable("the server does not implement mcpl/manifest (-32601)")
+    if not reply.ok:
+        fail(f"mcpl/manifest got {reply.describe()}")
+    if reply.result != session.manifest:
+        fail(f"mcpl/manifest differs from the initialize manifest: {reply.describe()}")
+    if "revision" in reply.result:
+        problem = _digest_problem(reply.result, "fetched")
+        if problem is not None:
+            fail(problem)
+    return passed("the fetched manifest equals the initialize manifest")
+
+
+@SERVER_CHECKS.check(
+    "server.manifest.changed_params_exact",
+    requirements=("S-40", "S-43"),
+    level="MUST",
+    section=MANIFEST,
+    title="mcpl/manifestChanged carries exactly revision and the domains that changed",
+    applies=needs(),
+)
+async def changed_params_exact(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        await observe_traffic(session, ctx.marker())
+        changes = [m for m in session.messages if m.method == "mcpl/manifestChanged"]
+        if not changes:
+            return not_exercised("the server announced no manifest change")
+        fetched = await session.call("mcpl/manifest", {})
+    problems = sorted({p for m in changes for p in manifest_changed_problems(m.params)})
+    last = changes[-1].params if isinstance(changes[-1].params, dict) else {}
+    if not problems and fetched.ok and isinstance(fetched.result, dict):
+        assert session.manifest is not None
+        if fetched.result.get("revision") != last.get("revision"):
+            problems.append("the announced revision is not the revision of the fetched manifest")
+        real = change_domains(session.manifest, fetched.result)
+        announced = {d for m in changes for d in (m.params or {}).get("domains", [])}
+        if real and real != announced:
+            problems.append(f"announced domains {sorted(announced)}, but {sorted(real)} changed")
+    if problems:
+        fail("; ".join(problems))
+    return passed(f"{len(changes)} announcements with exact params")
+
+
+@SERVER_CHECKS.check(
+    "server.manifest.no_redundant_announcement",
+    requirements=("S-42",),
+    level="SHOULD",
+    section=MANIFEST,
+    title="no announcement repeats the revision given at initialize",
+    applies=_with_revision,
+)
+async def no_redundant_announcement(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        await observe_traffic(session, ctx.marker())
+    assert session.manifest is not None
+    revision = session.manifest.get("revision")
+    repeats = [
+        m
+        for m in session.messages
+        if m.method == "mcpl/manifestChanged"
+        and isinstance(m.params, dict)
+        and m.params.get("revision") == revision
+    ]
+    if repeats:
+        fail(f"{len(repeats)} mcpl/manifestChanged repeat the initialize revision {revision}")
+    return passed("no announcement of the revision the host already has")
+
+
+def _rollback_set(manifest: Mapping[str, Any] | None) -> str | None:
+    if manifest is None:
+        return "the server advertises no capabilities.experimental.mcpl (MCP-only)"
+    sets = manifest.get("featureSets")
+    if isinstance(sets, dict) and any(
+        isinstance(entry, dict) and entry.get("rollback") is True for entry in sets.values()
+    ):
+        return None
+    return "no feature set declares rollback: true"
+
+
+@SERVER_CHECKS.check(
+    "server.state.rollback_unknown_checkpoint",
+    requirements=("S-44",),
+    level="MUST",
+    section=STATE,
+    title="state/rollback to an unknown checkpoint is -32005 with data.checkpoint",
+    applies=_rollback_set,
+)
+async def rollback_unknown_checkpoint(ctx: ServerContext) -> Verdict:
+    checkpoint = ctx.marker("checkpoint")
+    async with ctx.connect() as session:
+        await ready(session)
+        name = next((n for n, d in session.feature_sets.items() if d.rollback), None)
+        if name is None:
+            return not_applicable("no feature set declares rollback: true")
+        reply = await session.call("state/rollback", {"featureSet": name, "checkpoint": checkpoint})
+    data = reply.error.get("data") if reply.error is not None else None
+    if reply.code != -32005:
+        fail(f"rollback to an unknown checkpoint got {reply.describe()}, expected -32005")
+    if not isinstance(data, dict) or data.get("checkpoint") != checkpoint:
+        fail(f"-32005 without data.checkpoint {checkpoint!r}: data is {data!r}")
+    return passed("-32005 with data.checkpoint")

@@ -1,0 +1,158 @@
+"""Server checks of streaming and delivery: only channels/publish delivers (S-33, S-34, S-35).
+
+What this module knows (mcpl-protocol.md 4.9, 4.11): stream chunks, ``complete`` and
+lifecycle notifications are advisory; a server must never post content because of them.
+
+The kit cannot look at the server's platform, so it looks for *traces* of delivery on the
+wire: a unique marker inside the streamed text that later shows up in anything the server
+sends (an echo of its own post as ``channels/incoming``, a ``push/event``, any report). To
+know whether the server leaves such traces at all, the check then publishes for real and
+watches for the publish's marker or its ``messageId`` coming back; a server that leaves no
+trace of a real delivery cannot be judged this way and the check says "not exercised".
+
+- ``server.channels.no_delivery_side_effect``: with ``channels.streaming`` granted, chunks,
+  ``complete`` (and ``inference/lifecycle`` when advertised) leave no trace; without the
+  streaming grant, stray chunks and ``complete`` leave none either (S-35);
+- ``server.channels.streaming_gaps_tolerated``: chunk indices 0, 5, 9 then ``complete``
+  raise no error and leave the server answering.
+
+What it deliberately does not know: how the report shows any of it.
+"""
+
+from __future__ import annotations
+
+from ..outcomes import NotExercised, Verdict, fail, not_exercised, passed
+from .context import SERVER_CHECKS, STREAMING, ServerContext
+from .scenarios import needs, publish_params, ready, wait_channels
+from .session import HostSession
+
+__all__: list[str] = []
+
+
+async def _stream(
+    session: HostSession, channel: str, marker: str, indices: tuple[int, ...]
+) -> None:
+    """Send chunks at ``indices`` and the ``complete`` of one stream carrying ``marker``."""
+    base = {
+        "inferenceId": f"{marker}-inference",
+        "conversationId": "kit-conversation",
+        "channelId": channel,
+    }
+    text = f"{marker}: streamed text?"
+    parts = [text[i :: len(indices)] for i in range(len(indices))]
+    for index, delta in zip(indices, parts, strict=True):
+        await session.notify("channels/outgoing/chunk", {**base, "index": index, "delta": delta})
+    await session.notify(
+        "channels/outgoing/complete", {**base, "content": [{"type": "text", "text": text}]}
+    )
+
+
+def _traces(session: HostSession, needles: list[str], after: int) -> list[str]:
+    return sorted(
+        {
+            m.method
+            for m in session.messages
+            if m.position > after and any(m.mentions(n) for n in needles)
+        }
+    )
+
+
+async def _lifecycle(session: HostSession, marker: str, phase: str) -> None:
+    await session.notify(
+        "inference/lifecycle",
+        {
+            "inferenceId": f"{marker}-inference",
+            "conversationId": "kit-conversation",
+            "turnIndex": 0,
+            "phase": phase,
+        },
+    )
+
+
+async def _channel(session: HostSession) -> str:
+    await ready(session)
+    channels = await wait_channels(session)
+    if not channels:
+        raise NotExercised("the server registered no channel to stream to")
+    await session.quiet()
+    return channels[0]
+
+
+@SERVER_CHECKS.check(
+    "server.channels.no_delivery_side_effect",
+    requirements=("S-33", "S-35"),
+    level="MUST",
+    section=STREAMING,
+    title="stream chunks, complete and lifecycle notifications never deliver content",
+    applies=needs("channels.publish"),
+)
+async def no_delivery_side_effect(ctx: ServerContext) -> Verdict:
+    streamed, stray, published = ctx.marker("stream"), ctx.marker("stray"), ctx.marker("post")
+    async with ctx.connect() as session:
+        channel = await _channel(session)
+        start = session.link.received
+        lifecycle = "inferenceLifecycle" in session.advertised
+        if lifecycle:
+            await _lifecycle(session, streamed, "started")
+        if "channels.streaming" in session.advertised:
+            await _stream(session, channel, streamed, (0, 1, 2))
+        if lifecycle:
+            await _lifecycle(session, streamed, "completed")
+        await session.barrier()
+        await session.watch()
+        problems = [
+            f"{method} carried the streamed text: the stream was delivered"
+            for method in _traces(session, [streamed], start)
+        ]
+        narrowed = sorted(session.advertised - {"channels.streaming"})
+        await session.policy(narrowed, enabled=session.set_names())
+        cut = session.link.received
+        await _stream(session, channel, stray, (0, 1))
+        await session.barrier()
+        await session.watch()
+        problems.extend(
+            f"{method} carried text streamed without a streaming grant"
+            for method in _traces(session, [stray], cut)
+        )
+        if problems:
+            fail("; ".join(problems))
+        before_post = session.link.received
+        reply = await session.call("channels/publish", publish_params(channel, f"{published}?"))
+        needles = [published]
+        if (
+            reply.ok
+            and isinstance(reply.result, dict)
+            and isinstance(reply.result.get("messageId"), str)
+        ):
+            needles.append(reply.result["messageId"])
+        found = await session.wait_for(
+            lambda m: any(m.mentions(n) for n in needles), after=before_post
+        )
+    if found is None:
+        return not_exercised(
+            "a real publish left no trace on the wire, so a stray delivery would not either"
+        )
+    return passed(f"no trace of streamed text, while a real publish showed up in {found.method}")
+
+
+@SERVER_CHECKS.check(
+    "server.channels.streaming_gaps_tolerated",
+    requirements=("S-34",),
+    level="MUST",
+    section=STREAMING,
+    title="gaps in chunk indices are tolerated and complete is taken without error",
+    applies=needs("channels.streaming"),
+)
+async def streaming_gaps_tolerated(ctx: ServerContext) -> Verdict:
+    marker = ctx.marker()
+    async with ctx.connect() as session:
+        channel = await _channel(session)
+        start = session.link.received
+        await _stream(session, channel, marker, (0, 5, 9))
+        reply = await session.barrier()
+    if reply.failure is not None:
+        fail(f"after a stream with gaps the server stopped answering: {reply.failure}")
+    errors = [answer for position, answer in session.orphan_answers if position > start]
+    if errors:
+        fail(f"the server answered the stream notifications with errors: {errors}")
+    return passed("chunks 0, 5, 9 and complete taken; the server still answers")

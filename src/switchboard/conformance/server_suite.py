@@ -1,0 +1,154 @@
+"""Run the server suite against a connector: ``await run_server_suite(target) -> Report``.
+
+What this module knows: the complete server registry (importing it imports every check
+module), and one run — a preflight handshake that reads the manifest so checks that cannot
+apply are reported "not applicable" without a connection of their own, then every selected
+check on fresh connections (see :mod:`.runner`), then the report with the catalogue's
+coverage.
+
+The kit plays the host. A target is a command list (spawned over stdio, one process per
+connection), ``"tcp://host:port"``, or a ``"ws://..."``/``"wss://..."`` URL.
+
+What it deliberately does not know: terminal, JSON or JUnit output (:mod:`.report`,
+:mod:`.junit`), or the command line (:mod:`.cli`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import anyio
+import structlog
+
+from .catalogue import Catalogue
+from .registry import Check, CheckRegistry
+from .report import Report
+from .runner import run_checks
+from .server import (
+    channels,
+    grant,
+    handshake,
+    hooks,
+    manifest,
+    observed,
+    policy,
+    requests,
+    streaming,
+)
+from .server.context import SECTIONS, SERVER_CHECKS, ServerContext
+from .server.options import SuiteOptions
+from .server.session import kit_version
+from .suite_coverage import SuiteCoverage, suite_coverage
+from .target import ServerTarget
+from .transcript import Transcript
+
+__all__ = [
+    "SERVER_CHECKS",
+    "ServerTarget",
+    "SuiteOptions",
+    "run_server_suite",
+    "server_check_ids",
+    "server_coverage",
+]
+
+log = structlog.get_logger(__name__)
+
+# Keep the check modules imported: importing them is what registers their checks.
+_CHECK_MODULES: Final = (
+    handshake,
+    policy,
+    grant,
+    requests,
+    observed,
+    hooks,
+    channels,
+    streaming,
+    manifest,
+)
+
+SERVER_CHECKS.order_sections(SECTIONS)
+
+
+def server_check_ids() -> tuple[str, ...]:
+    """Every server check id, in report order (handy for ``pytest.mark.parametrize``)."""
+    return SERVER_CHECKS.ids
+
+
+def server_coverage(catalogue: Catalogue | None = None) -> SuiteCoverage | None:
+    """Coverage of the catalogue's server requirements (``None`` without a catalogue)."""
+    return suite_coverage("server", SERVER_CHECKS.requirement_map(), catalogue=catalogue)
+
+
+class _Preflight:
+    """What one handshake before the checks learned: the manifest, if the server answered."""
+
+    def __init__(self) -> None:
+        self.answered = False
+        self.manifest: Mapping[str, Any] | None = None
+
+    async def run(self, target: ServerTarget, options: SuiteOptions) -> None:
+        context = ServerContext(target, options, Transcript(anyio.current_time()))
+        with anyio.move_on_after(options.check_timeout):
+            try:
+                async with context.connect() as session:
+                    reply = await session.initialize()
+            except Exception as exc:  # the checks will report it, each with its evidence
+                log.warning("preflight_failed", target=target.describe(), error=str(exc))
+                return
+            self.answered = reply.ok
+            self.manifest = session.manifest
+
+    def skip_reason(self, check: Check[ServerContext]) -> str | None:
+        if not self.answered or check.applies is None:
+            return None
+        return check.applies(self.manifest)
+
+
+async def run_server_suite(
+    target: ServerTarget | Sequence[str] | str,
+    *,
+    only: Sequence[str] | None = None,
+    options: SuiteOptions | None = None,
+    registry: CheckRegistry[ServerContext] | None = None,
+) -> Report:
+    """Run the server checks against ``target`` and return the report.
+
+    Args:
+        target: a command list, ``"tcp://host:port"``, ``"ws://..."``, or a
+            :class:`~.target.ServerTarget`.
+        only: run just these check ids (in report order); ``None`` runs them all.
+        options: timing and concurrency; defaults follow the protocol reference.
+        registry: the checks to draw from (default: :data:`SERVER_CHECKS`).
+
+    Raises:
+        KeyError: ``only`` names an unknown check id.
+        ValueError: the target is malformed.
+    """
+    server = ServerTarget.of(target)
+    options = options or SuiteOptions()
+    checks = (registry or SERVER_CHECKS).select(only)
+    started = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    clock = anyio.current_time()
+    preflight = _Preflight()
+    await preflight.run(server, options)
+    concurrency = options.concurrency or (4 if server.kind == "stdio" else 1)
+    results = await run_checks(
+        checks,
+        lambda check, transcript: ServerContext(
+            server, options, transcript, preflight.manifest, check.applies
+        ),
+        skip_reason=preflight.skip_reason,
+        limit=options.check_timeout,
+        concurrency=concurrency,
+    )
+    return Report(
+        suite="server",
+        target=server.describe(),
+        results=tuple(results),
+        coverage=server_coverage(),
+        started=started,
+        duration=anyio.current_time() - clock,
+        kit_version=kit_version(),
+    )

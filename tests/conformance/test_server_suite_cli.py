@@ -1,0 +1,82 @@
+"""``switchboard conformance server``: output formats, exit status and usage errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from switchboard.conformance.cli import main_server
+from switchboard.conformance.server_suite import server_check_ids
+
+REPO: Final = Path(__file__).resolve().parents[2]
+DEMO: Final = [sys.executable, "-m", "switchboard.connectors.demo", "--interval", "0"]
+DEFECT: Final = [sys.executable, "-m", "tests.conformance.defects.close_unknown_accepted"]
+
+
+@pytest.mark.slow
+def test_a_passing_run_prints_json_writes_junit_and_exits_zero(tmp_path: Path) -> None:
+    out = io.StringIO()
+    junit = tmp_path / "report.xml"
+    argv = ["--json", "--junit", str(junit), "--only", "server.channels.close", "--", *DEMO]
+    code = main_server(argv, stdout=out)
+    data = json.loads(out.getvalue())
+    assert code == 0
+    assert data["summary"]["pass"] == 1
+    assert data["sections"][0]["checks"][0]["id"] == "server.channels.close"
+    assert ET.parse(junit).getroot().get("tests") == "1"
+
+
+@pytest.mark.slow
+def test_a_failed_must_check_exits_one_and_shows_the_exchange(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(REPO)
+    out = io.StringIO()
+    code = main_server(["--only", "server.channels.close", "--", *DEFECT], stdout=out)
+    text = out.getvalue()
+    assert code == 1
+    assert "FAIL  server.channels.close" in text
+    assert "closing an unknown channel got result" in text
+    assert "message exchange:" in text
+    assert '"method": "channels/close"' in text or '"method":"channels/close"' in text
+
+
+def test_list_prints_every_check_id() -> None:
+    out = io.StringIO()
+    assert main_server(["--list"], stdout=out) == 0
+    assert tuple(out.getvalue().split()) == server_check_ids()
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        ([], "give the connector command"),
+        (["--url", "tcp://127.0.0.1:1", "--", "python"], "either --url or a command"),
+        (["--url", "http://example.invalid"], "unsupported target URL"),
+        (["--only", "server.no.such_check", "--", "python"], "unknown check ids"),
+    ],
+)
+def test_usage_errors_exit_two_with_a_reason_on_stderr(
+    argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main_server(argv, stdout=io.StringIO()) == 2
+    assert problem in capsys.readouterr().err
+
+
+def test_an_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main_server(["--frobnicate"], stdout=io.StringIO()) == 2
+    assert "unrecognized arguments" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_unreachable_url_fails_the_checks_instead_of_crashing() -> None:
+    out = io.StringIO()
+    argv = ["--url", "tcp://127.0.0.1:9", "--only", "server.handshake.advertisement_shape"]
+    assert main_server([*argv, "--timeout", "5"], stdout=out) == 1
+    assert "could not connect" in out.getvalue() or "could not be started" in out.getvalue()
