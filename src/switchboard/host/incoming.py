@@ -11,7 +11,7 @@ next request is read while this one waits for its commit).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -21,8 +21,8 @@ from switchboard.host.events import Observer
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
-from switchboard.store import MessageStore
-from switchboard.transport import INVALID_PARAMS, Deferred, RpcError
+from switchboard.store import AppendResult, MessageStore
+from switchboard.transport import INVALID_PARAMS, Deferred, FutureLike, RpcError
 
 log = structlog.get_logger(__name__)
 
@@ -96,14 +96,13 @@ class IncomingHandler:
         committed = self._store.submit_wire(sid, accepted, received_at=self._clock())
         observer = self._observer
 
-        async def after_commit() -> dict[str, Any]:
-            stored = await committed
+        def after_commit(stored: list[AppendResult]) -> dict[str, Any]:
             fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
             if fresh:
                 observer("incoming", sid, {"messages": fresh})
             return {"results": results}
 
-        return Deferred(after_commit())
+        return _deferred(committed, after_commit)
 
     def _verdict(self, channel_id: str) -> str | None:
         """Why messages for ``channel_id`` are refused right now, or None to admit them."""
@@ -155,3 +154,16 @@ class IncomingHandler:
 
 async def _ready(value: dict[str, Any]) -> dict[str, Any]:
     return value
+
+
+def _deferred(
+    committed: Awaitable[list[AppendResult]], then: Callable[[list[AppendResult]], dict[str, Any]]
+) -> Deferred:
+    """Answer once the store committed: from the future's callback when it is one (no task)."""
+    if isinstance(committed, FutureLike):
+        return Deferred.on_future(committed, then)
+
+    async def wait() -> dict[str, Any]:
+        return then(await committed)
+
+    return Deferred(wait())

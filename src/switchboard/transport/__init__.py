@@ -32,7 +32,12 @@ from switchboard.transport.framing import (
     NdjsonDecoder,
     encode_frames,
 )
-from switchboard.transport.handlers import Deferred, NotificationHandler, RequestHandler
+from switchboard.transport.handlers import (
+    Deferred,
+    FutureLike,
+    NotificationHandler,
+    RequestHandler,
+)
 from switchboard.transport.link import BatchLink, Link
 from switchboard.transport.memory import MemoryLink, memory_link_pair
 from switchboard.transport.peer import Peer, PeerStatistics
@@ -55,6 +60,7 @@ __all__ = [
     "Deferred",
     "FrameTooLarge",
     "FrameTooLargeError",
+    "FutureLike",
     "Link",
     "LinkClosedError",
     "MemoryLink",

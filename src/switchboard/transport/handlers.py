@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Deferred", "NotificationHandler", "RequestHandler"]
+__all__ = ["Deferred", "FutureLike", "NotificationHandler", "RequestHandler"]
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 """``(method, params) -> result``; raise ``RpcError`` (or any ``WireError``) to refuse."""
@@ -24,18 +24,49 @@ NotificationHandler = Callable[[str, Any], Awaitable[None]]
 """``(method, params) -> None``; exceptions are logged, never answered."""
 
 
+@runtime_checkable
+class FutureLike(Protocol):
+    """The part of ``asyncio.Future`` :meth:`Deferred.on_future` relies on."""
+
+    def add_done_callback(self, fn: Callable[[Any], object], /) -> None: ...
+
+    def result(self) -> Any: ...
+
+
 class Deferred:
     """A handler's promise to answer later, letting the dispatcher move on now.
 
     Args:
         work: an awaitable, or a zero-argument function returning one; its value becomes
             the result, its exception the error object.
+
+    :meth:`on_future` is the cheap form for work that is already a future (for example a
+    store commit): the answer is written from the future's done-callback, with no task.
     """
 
-    __slots__ = ("_work",)
+    __slots__ = ("_then", "_work", "future")
 
     def __init__(self, work: Awaitable[Any] | Callable[[], Awaitable[Any]]) -> None:
         self._work = work
+        self.future: FutureLike | None = None
+        self._then: Callable[[Any], Any] | None = None
+
+    @classmethod
+    def on_future(cls, future: FutureLike, then: Callable[[Any], Any]) -> Deferred:
+        """Answer with ``then(future.result())`` once ``future`` is done.
+
+        ``then`` runs in the event loop's callback; it must not block. If the future failed,
+        or ``then`` raises, the exception becomes the error object.
+        """
+        deferred = cls(_never)
+        deferred.future = future
+        deferred._then = then
+        return deferred
+
+    def settle(self, future: FutureLike) -> Any:
+        """The result for a finished :attr:`future` (raises what the work raised)."""
+        assert self._then is not None
+        return self._then(future.result())
 
     def __repr__(self) -> str:
         return f"Deferred({self._work!r})"
@@ -52,3 +83,7 @@ class Deferred:
         work = self._work
         if inspect.iscoroutine(work) and inspect.getcoroutinestate(work) == "CORO_CREATED":
             work.close()
+
+
+async def _never() -> Any:  # the placeholder work of a future-backed Deferred; never awaited
+    raise RuntimeError("a future-backed Deferred has no coroutine")

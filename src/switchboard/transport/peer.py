@@ -319,11 +319,25 @@ class Peer:
             self._answer_exception(call, exc, wake=False)
             return
         if isinstance(result, Deferred):
+            future = result.future
+            if future is not None:
+                future.add_done_callback(lambda done: self._settle_future(call, result, done))
+                return
             assert self._task_group is not None
             self._not_started.add(result)
             self._task_group.start_soon(self._complete_deferred, call, result)
         else:
             self._answer_result(call, result, wake=False)
+
+    def _settle_future(self, call: InboundCall, deferred: Deferred, done: Any) -> None:
+        try:
+            result = deferred.settle(done)
+        except Exception as exc:
+            self._answer_exception(call, exc)
+        except BaseException as exc:  # a cancelled future: answer, never leave it hanging
+            self._answer_exception(call, RuntimeError(f"the work was cancelled: {exc!r}"))
+        else:
+            self._answer_result(call, result)
 
     async def _complete_deferred(self, call: InboundCall, deferred: Deferred) -> None:
         self._not_started.discard(deferred)
