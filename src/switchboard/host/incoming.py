@@ -11,6 +11,7 @@ next request is read while this one waits for its commit).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,7 +23,7 @@ from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
 from switchboard.store import AppendResult, MessageStore
-from switchboard.transport import INVALID_PARAMS, Deferred, FutureLike, RpcError
+from switchboard.transport import INVALID_PARAMS, Deferred, RpcError
 
 log = structlog.get_logger(__name__)
 
@@ -160,7 +161,7 @@ def _deferred(
     committed: Awaitable[list[AppendResult]], then: Callable[[list[AppendResult]], dict[str, Any]]
 ) -> Deferred:
     """Answer once the store committed: from the future's callback when it is one (no task)."""
-    if isinstance(committed, FutureLike):
+    if asyncio.isfuture(committed):  # cheap; a runtime Protocol check costs ~30 µs here
         return Deferred.on_future(committed, then)
 
     async def wait() -> dict[str, Any]:
