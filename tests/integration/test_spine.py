@@ -212,3 +212,15 @@ async def test_the_documented_example_connector_works_and_keeps_stdout_for_the_w
     assert (published.structured_content or {})["status"] == "delivered"
     assert seen[0]["text"] == "you said: hello"
     assert not [e for e in logs if e["event"] == "junk_line_skipped"]
+
+
+async def test_a_real_mcp_agent_can_attach_to_the_demo_over_stdio(tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "switchboard", "demo", "--agent", "stdio", "--interval", "0.2"],
+    )
+    async with Client(params, mode="legacy") as client:
+        seen = await _inbox_until(client, lambda ms: len(ms) >= 2)
+        listed = (await client.call_tool("channel_list", {})).structured_content or {}
+    assert {m["server_id"] for m in seen} == {"demo"}
+    assert {c["channel_id"] for c in listed["channels"]} >= {"demo:#general", "demo:#random"}
