@@ -105,3 +105,9 @@ def test_conformance_server_is_reachable_from_the_switchboard_command() -> None:
     done = _run("conformance", "server", "--list")
     assert done.returncode == 0, done.stderr
     assert "server.handshake.advertisement_shape" in done.stdout
+
+
+def test_conformance_host_is_reachable_from_the_switchboard_command() -> None:
+    done = _run("conformance", "host", "--list")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip()

@@ -40,9 +40,12 @@ def _parser() -> argparse.ArgumentParser:
     conf = sub.add_parser(
         "conformance",
         help="check an MCPL connector against MCPL 0.5 over the wire",
-        description="switchboard conformance server [--json] [--junit FILE] [--url URL] -- CMD ...",
+        description="switchboard conformance server [--json] [--junit FILE] [--url URL] -- CMD "
+        "...  |  switchboard conformance host [--json] [--junit FILE] -- CMD {connector} ...",
     )
-    conf.add_argument("side", choices=["server"], help="what to check: a connector (server)")
+    conf.add_argument(
+        "side", choices=["server", "host"], help="what to check: a connector or a host"
+    )
     conf.add_argument("rest", nargs=argparse.REMAINDER, help="options and the command to check")
     return p
 
@@ -55,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         from switchboard.conformance.cli import main_server
 
         return main_server(raw[2:])
+    if raw[:2] == ["conformance", "host"]:
+        configure("ERROR")
+        from switchboard.conformance.cli import main_host
+
+        return main_host(raw[2:])
     args = _parser().parse_args(raw)
     if args.command == "run":
         try:

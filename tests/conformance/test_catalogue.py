@@ -19,6 +19,7 @@ from switchboard.conformance.catalogue import (
     load_catalogue,
     parse_catalogue,
 )
+from switchboard.conformance.host_suite import HOST_CHECKS
 from switchboard.conformance.server_suite import SERVER_CHECKS
 from tests.protocol import test_digest, test_digest_published
 
@@ -91,7 +92,12 @@ def test_coverage_counts_checks_planned_checks_and_reasons(catalogue: Catalogue)
     assert counts.with_check + counts.not_checkable + counts.unaccounted == counts.total
     assert counts.unaccounted == 0
     server = {r.id for r in catalogue.requirements if r.target == "server" and not r.planned}
-    assert counts.implemented == len(DIGEST_CHECKS) + len(server)
+    host = {
+        r.id
+        for r in catalogue.requirements
+        if r.target == "host" and r.check is not None and not r.planned
+    }
+    assert counts.implemented == len(DIGEST_CHECKS) + len(server) + len(host)
     planned = sum(1 for r in catalogue.requirements if r.planned)
     assert counts.planned == planned
 
@@ -116,7 +122,8 @@ def test_the_real_catalogue_has_no_link_errors_with_the_digest_checks_registered
         check_id: frozenset(r.id for r in catalogue.requirements if r.check == check_id)
         for check_id in DIGEST_CHECKS
     }
-    assert link_errors(catalogue, {**registered, **SERVER_CHECKS.requirement_map()}) == []
+    merged = {**registered, **SERVER_CHECKS.requirement_map(), **HOST_CHECKS.requirement_map()}
+    assert link_errors(catalogue, merged) == []
 
 
 def test_link_errors_report_a_requirement_with_neither_check_nor_reason() -> None:

@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from switchboard.conformance.catalogue import link_errors, load_catalogue
+from switchboard.conformance.host_suite import HOST_CHECKS
 from switchboard.conformance.junit import render_junit
 from switchboard.conformance.outcomes import (
     CheckResult,
@@ -182,6 +183,7 @@ def test_the_server_suite_covers_its_catalogue_without_link_errors() -> None:
 def test_the_whole_catalogue_links_with_the_server_and_digest_checks_registered() -> None:
     catalogue = load_catalogue()
     registered: dict[str, tuple[str, ...]] = dict(SERVER_CHECKS.requirement_map())
+    registered.update(HOST_CHECKS.requirement_map())  # host checks are in the catalogue too
     for check_id in {**test_digest.CHECKS, **test_digest_published.CHECKS}:
         registered[check_id] = tuple(r.id for r in catalogue.requirements if r.check == check_id)
     assert link_errors(catalogue, registered) == []

@@ -1,9 +1,11 @@
-"""The command line of the server suite: ``switchboard conformance server ...``.
+"""The command lines of the suites: ``switchboard conformance server|host ...``.
 
-Usage (``argv`` is what follows ``conformance server``)::
+Usage (``argv`` is what follows ``conformance server`` or ``conformance host``)::
 
     switchboard conformance server [--json] [--junit FILE] [--only CHECK]... \\
         [--timeout S] [--silence S] [--list] (--url URL | -- CMD ARGS...)
+    switchboard conformance host [--json] [--junit FILE] [--only CHECK]... \\
+        [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...   # one ARG is {connector}
 
 The report goes to stdout (terminal text, or JSON with ``--json``); ``--junit FILE`` also
 writes JUnit XML. The exit status is 1 when a MUST check failed, 2 on a usage error, else 0.
@@ -25,12 +27,13 @@ from typing import TextIO
 import anyio
 import structlog
 
+from .host_suite import HostTarget, host_check_ids, run_host_suite
 from .junit import write_junit
 from .report import render_json, render_text
 from .server_suite import SuiteOptions, run_server_suite, server_check_ids
 from .target import ServerTarget
 
-__all__ = ["main_server"]
+__all__ = ["main_host", "main_server"]
 
 USAGE_ERROR = 2
 
@@ -102,5 +105,57 @@ def main_server(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
     return report.exit_code
 
 
+def _host_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="switchboard conformance host",
+        description="Check an MCPL host against MCPL 0.5, the kit playing a connector. "
+        "The host command must contain {connector}, replaced by the kit connector's argv.",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")
+    parser.add_argument(
+        "--only", action="append", metavar="CHECK", help="run only this check (repeatable)"
+    )
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds per check")
+    parser.add_argument(
+        "--silence", type=float, default=2.0, help="seconds to watch for what must not happen"
+    )
+    parser.add_argument("--concurrency", type=int, help="host processes run at once (default 4)")
+    parser.add_argument("--list", action="store_true", help="list the check ids and exit")
+    parser.add_argument("command", nargs="*", help="the host command, after --")
+    return parser
+
+
+def main_host(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
+    """Run ``switchboard conformance host`` with ``argv``; return the exit status."""
+    out = sys.stdout if stdout is None else stdout
+    try:
+        args = _host_parser().parse_args(list(argv))
+    except SystemExit as exc:
+        return USAGE_ERROR if exc.code else 0
+    if args.list:
+        out.write("\n".join(host_check_ids()) + "\n")
+        return 0
+    try:
+        target = HostTarget.of(args.command)
+        options = SuiteOptions(
+            check_timeout=args.timeout, silence=args.silence, concurrency=args.concurrency
+        )
+        unknown = [c for c in args.only or () if c not in host_check_ids()]
+        if unknown:
+            raise ValueError(f"unknown check ids: {', '.join(unknown)}")
+    except ValueError as exc:
+        sys.stderr.write(f"switchboard conformance host: {exc}\n")
+        return USAGE_ERROR
+    _quiet_logging()
+    report = anyio.run(lambda: run_host_suite(target, only=args.only, options=options))
+    out.write(render_json(report) if args.json else render_text(report))
+    if args.junit:
+        write_junit(report, Path(args.junit))
+    return report.exit_code
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["host"]:
+        raise SystemExit(main_host(sys.argv[2:]))
     raise SystemExit(main_server(sys.argv[1:]))

@@ -1,0 +1,201 @@
+"""What a host check gets: the host command, a fresh host process, and the kit's connector.
+
+What this module knows:
+
+- :class:`HostTarget`, a host named by a command template in which the element
+  ``{connector}`` stands for the argv of the kit's connector (several elements; an element
+  that merely *contains* ``{connector}`` gets the argv joined by spaces, shell-quoted);
+- how one check launches the host: a TCP listener on 127.0.0.1 (port 0), the host process
+  started in its own session with the relay argv substituted, the first connection the relay
+  makes (within the start timeout), wrapped so every frame lands in the check's transcript,
+  with a :class:`~.session.KitConnector` serving it; and on exit the process group ended;
+- the host suite's registry (:data:`HOST_CHECKS`) and its report sections, in order.
+
+What it deliberately does not know: what the check does, or how its verdict is reported.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import anyio
+import anyio.abc
+
+from switchboard.transport import tcp_link_from_stream
+
+from ..outcomes import fail
+from ..registry import CheckRegistry
+from ..server.options import SuiteOptions
+from ..transcript import RecordingLink, Transcript
+from .agent_connector import connector_argv
+from .session import CHANNELS_ONLY, KitConnector
+
+__all__ = [
+    "CHANNELS",
+    "CONNECTOR_PLACEHOLDER",
+    "HANDSHAKE",
+    "HOST_CHECKS",
+    "POLICY",
+    "REQUESTS",
+    "SECTIONS",
+    "HostContext",
+    "HostTarget",
+]
+
+CONNECTOR_PLACEHOLDER: Final = "{connector}"
+
+# How long an ended host gets after SIGTERM before SIGKILL.
+_SHUTDOWN_GRACE = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class HostTarget:
+    """A host under test, given as a command template.
+
+    Attributes:
+        command: the host's argv; one element is, or contains, ``{connector}``.
+        env: variables merged over this process's environment for the host.
+        cwd: the host's working directory.
+    """
+
+    command: tuple[str, ...]
+    env: Mapping[str, str] | None = field(default=None, compare=False)
+    cwd: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise ValueError("the host command cannot be empty")
+        if not any(CONNECTOR_PLACEHOLDER in part for part in self.command):
+            raise ValueError(f"the host command must contain {CONNECTOR_PLACEHOLDER}")
+
+    @classmethod
+    def of(cls, target: HostTarget | Sequence[str]) -> HostTarget:
+        """Accept a target or a command list.
+
+        Raises:
+            ValueError: an empty command, or one without ``{connector}``.
+        """
+        if isinstance(target, HostTarget):
+            return target
+        if isinstance(target, str):
+            raise ValueError("give the host command as a list of arguments")
+        return cls(command=tuple(target))
+
+    def argv(self, connector: Sequence[str]) -> list[str]:
+        """The host's argv with the connector's argv substituted."""
+        out: list[str] = []
+        for part in self.command:
+            if part == CONNECTOR_PLACEHOLDER:
+                out.extend(connector)
+            else:
+                out.append(part.replace(CONNECTOR_PLACEHOLDER, shlex.join(connector)))
+        return out
+
+    def describe(self) -> str:
+        """The target as a person would write it."""
+        return shlex.join(self.command)
+
+
+async def _end(process: anyio.abc.Process) -> None:
+    """End the host and everything it started (its process group)."""
+    if process.returncode is None:
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with anyio.move_on_after(_SHUTDOWN_GRACE):
+            await process.wait()
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    if process.returncode is None:
+        await process.wait()
+
+
+class HostContext:
+    """The context a host check runs in.
+
+    Args:
+        target: the host under test.
+        options: the suite's timing.
+        transcript: where every frame of this check is recorded.
+        check_id: the check's id (passed to the relay for its logs).
+    """
+
+    def __init__(
+        self,
+        target: HostTarget,
+        options: SuiteOptions,
+        transcript: Transcript,
+        check_id: str = "",
+    ) -> None:
+        self.target = target
+        self.options = options
+        self.transcript = transcript
+        self.check_id = check_id
+
+    @asynccontextmanager
+    async def launch(
+        self, advertisement: Mapping[str, Any] = CHANNELS_ONLY, *, hold_policy: bool = False
+    ) -> AsyncIterator[KitConnector]:
+        """Start a fresh host, accept its connector connection, and serve it as the kit.
+
+        Raises:
+            CheckFailed: the host never started the connector within the start timeout.
+            OSError: the host command could not be started.
+        """
+        connection = self.transcript.new_connection()
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        async with listener:
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)
+            argv = self.target.argv(connector_argv(port, self.check_id))
+            env = None if self.target.env is None else {**os.environ, **self.target.env}
+            process = await anyio.open_process(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                cwd=self.target.cwd,
+                start_new_session=True,
+            )
+            try:
+                stream: anyio.abc.SocketStream | None = None
+                accept = listener.listeners[0]
+                assert isinstance(accept, anyio.abc.SocketListener)
+                with anyio.move_on_after(self.options.start_timeout):
+                    stream = await accept.accept()
+                if stream is None:
+                    fail(
+                        f"the host did not start the connector within "
+                        f"{self.options.start_timeout:g} s"
+                    )
+                raw = tcp_link_from_stream(stream, description=f"host#{connection}")
+                link = RecordingLink(raw, self.transcript, connection)
+                kit = KitConnector(link, self.options, advertisement, hold_policy=hold_policy)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(kit.peer.run)
+                    try:
+                        yield kit
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            await kit.peer.aclose()
+                        tg.cancel_scope.cancel()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _end(process)
+
+
+HANDSHAKE: Final = "Handshake and policy"
+POLICY: Final = "Grant"
+REQUESTS: Final = "Requests and robustness"
+CHANNELS: Final = "Channels"
+
+SECTIONS: Final = (HANDSHAKE, POLICY, REQUESTS, CHANNELS)
+
+HOST_CHECKS: Final[CheckRegistry[HostContext]] = CheckRegistry("host")
+"""Every check of the host suite, in report order once all check modules are imported."""
