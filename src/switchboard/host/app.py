@@ -72,6 +72,7 @@ class Switchboard:
         self._observer = observer
         self._clock = clock
         self._inbox_locks: dict[str, anyio.Lock] = {}
+        self._configured = frozenset(c.id for c in config.connectors)
         self.supervisor = Supervisor(
             registry=self.registry,
             make_session=self._make_session,
@@ -160,10 +161,6 @@ class Switchboard:
             return PublishOutcome.refused(
                 Refusal.EMPTY_CONTENT, "there is nothing to send: the text is empty"
             )
-        if server_id is not None:
-            refusal = self._server_refusal(server_id)
-            if refusal is not None:
-                return refusal
         try:
             entry = self.registry.resolve(target, server_id=server_id)
         except AmbiguousName as exc:
@@ -181,15 +178,17 @@ class Switchboard:
                 ],
             )
         except UnknownName as exc:
-            return PublishOutcome.refused(
+            # A server that is gone or still connecting has no channels registered: say that,
+            # rather than "unknown channel", when the caller named the server.
+            refusal = None if server_id is None else self._server_refusal(server_id)
+            return refusal or PublishOutcome.refused(
                 Refusal.UNKNOWN_CHANNEL, str(exc), suggestions=list(exc.suggestions)
             )
         return await self.publish_to(entry, text, conversation_id=conversation_id)
 
     def _server_refusal(self, server_id: str) -> PublishOutcome | None:
         session = self.sessions.get(server_id)
-        known = any(c.id == server_id for c in self.config.connectors)
-        if session is None and not known:
+        if session is None and server_id not in self._configured:
             return PublishOutcome.refused(
                 Refusal.UNKNOWN_CHANNEL,
                 f"there is no server {server_id!r}; call channel_list to see the servers",
