@@ -299,3 +299,18 @@ async def test_a_lost_link_drops_the_connectors_channels(tmp_path: Path) -> None
                 await anyio.lowlevel.checkpoint()
             while len(board.registry):
                 await anyio.lowlevel.checkpoint()
+
+
+async def test_incoming_the_store_cannot_take_is_answered_with_an_error_not_accepted(
+    tmp_path: Path,
+) -> None:
+    """Nothing counts as accepted unless it was committed; the connector keeps it to retry."""
+    fake = FakeConnector()
+    async with board_with(tmp_path, fake) as board:
+        await fake.call("channels/register", {"channels": [descriptor("room")]})
+        await board.store.aclose()
+        with pytest.raises(RpcError) as caught:
+            await fake.call("channels/incoming", {"messages": [message("room", "m1")]})
+        listed = await fake.call("channels/list", {})
+    assert caught.value.code == -32603
+    assert [c["id"] for c in listed["channels"]] == ["room"]
