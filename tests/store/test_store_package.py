@@ -18,9 +18,12 @@ pytestmark = pytest.mark.anyio
 def test_the_store_package_exports_exactly_its_public_api() -> None:
     assert sorted(switchboard.store.__all__) == [
         "AppendResult",
+        "DecisionLog",
         "IncomingRecord",
+        "LoadedLog",
         "MessageStore",
         "MessageStoreProtocol",
+        "Snapshot",
         "StoreClosedError",
         "StoreError",
         "StoredMessage",

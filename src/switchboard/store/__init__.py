@@ -13,11 +13,15 @@ Modules, one concern each:
 * :mod:`~switchboard.store.schema`: the on-disk format (one row per batch; schema, SQL);
 * :mod:`~switchboard.store.writer`: the single writer thread: seqs, duplicates, group commit;
 * :mod:`~switchboard.store.checkpoint`: WAL checkpoints on a thread beside the writer;
-* :mod:`~switchboard.store.message_store`: ``MessageStore``, the asyncio-facing SQLite backend.
+* :mod:`~switchboard.store.message_store`: ``MessageStore``, the asyncio-facing SQLite backend;
+* :mod:`~switchboard.store.eventlog_writer`: the decision log's rows and its writer thread;
+* :mod:`~switchboard.store.eventlog`: ``DecisionLog``, the durable decision event log (import
+  it from there).
 
 The store knows nothing of the host, tools, channels or transport, and imports none of them.
 """
 
+from switchboard.store.eventlog import DecisionLog, LoadedLog, Snapshot
 from switchboard.store.interface import MessageStoreProtocol
 from switchboard.store.message_store import MessageStore
 from switchboard.store.records import (
@@ -30,9 +34,12 @@ from switchboard.store.records import (
 
 __all__ = [
     "AppendResult",
+    "DecisionLog",
     "IncomingRecord",
+    "LoadedLog",
     "MessageStore",
     "MessageStoreProtocol",
+    "Snapshot",
     "StoreClosedError",
     "StoreError",
     "StoredMessage",

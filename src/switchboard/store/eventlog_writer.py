@@ -1,0 +1,368 @@
+"""The decision log on disk and its writer thread: sequence numbers, group commit, snapshots.
+
+What this module knows: the log's two tables (created on first open by :func:`ensure_tables`,
+beside the message store's tables of :mod:`switchboard.store.schema`), one ``sqlite3``
+connection owned by one thread, a queue of jobs, and how to commit the queued appends of a
+moment as one row in one transaction::
+
+    decision_batches(first_seq INTEGER PRIMARY KEY, count, body)
+    decision_snapshot(id = 1, upto_seq, body)
+
+A row's ``body`` is the orjson encoding of a JSON array of event objects holding the seqs
+``first_seq .. first_seq + count - 1``; rows cover the retained part of the sequence without
+gaps or overlaps, so the row holding a seq is the one with the largest ``first_seq`` not above
+it (a primary-key range search). The one snapshot row holds the caller's compacted state as of
+``upto_seq``; taking it deletes the rows it covers entirely, in the same transaction.
+
+What it deliberately does not know: what an event means (they are opaque JSON objects), asyncio
+(each job carries an opaque ``waiter``; after every group the writer makes exactly one call to
+``on_group_done`` from its own thread), or the message store's tables.
+
+Failure: a group whose transaction fails is rolled back, then each of its jobs is written alone
+so that one refused append fails only its own waiter; a failed job leaves nothing behind and
+does not move the sequence.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, Generic, TypeAlias, TypeVar
+
+import orjson
+import structlog
+
+from switchboard.store.records import StoreClosedError, StoreError
+
+__all__ = [
+    "AppendEvents",
+    "EventJob",
+    "EventLogWriter",
+    "TakeSnapshot",
+    "ensure_tables",
+    "join_bodies",
+    "latest_seq",
+    "read_events_after",
+    "read_snapshot",
+    "snapshot_seq",
+]
+
+log = structlog.get_logger(__name__)
+
+W = TypeVar("W")
+
+_CREATE: Final = (
+    """
+    CREATE TABLE IF NOT EXISTS decision_batches (
+        first_seq INTEGER PRIMARY KEY,
+        count INTEGER NOT NULL,
+        body BLOB NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE IF NOT EXISTS decision_snapshot (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        upto_seq INTEGER NOT NULL,
+        body BLOB NOT NULL
+    )
+    """,
+)
+_INSERT: Final = "INSERT INTO decision_batches (first_seq, count, body) VALUES (?, ?, ?)"
+_SELECT_LATEST: Final = (
+    "SELECT first_seq + count - 1 FROM decision_batches ORDER BY first_seq DESC LIMIT 1"
+)
+_SELECT_FROM: Final = (
+    "SELECT first_seq, body FROM decision_batches WHERE first_seq >= "
+    "coalesce((SELECT first_seq FROM decision_batches WHERE first_seq <= ? "
+    "ORDER BY first_seq DESC LIMIT 1), 0) ORDER BY first_seq"
+)
+_SELECT_SNAPSHOT: Final = "SELECT upto_seq, body FROM decision_snapshot WHERE id = 1"
+_UPSERT_SNAPSHOT: Final = (
+    "INSERT INTO decision_snapshot (id, upto_seq, body) VALUES (1, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET upto_seq = excluded.upto_seq, body = excluded.body"
+)
+_DELETE_COVERED: Final = "DELETE FROM decision_batches WHERE first_seq + count - 1 <= ?"
+
+
+@dataclass(slots=True, eq=False)
+class AppendEvents(Generic[W]):
+    """One appended batch: ``count`` events encoded by the caller as one JSON array ``body``.
+
+    ``last_seq`` is set once committed, ``error`` once refused.
+    """
+
+    count: int
+    body: bytes
+    waiter: W
+    last_seq: int = 0
+    error: StoreError | None = None
+
+
+@dataclass(slots=True, eq=False)
+class TakeSnapshot(Generic[W]):
+    """Store ``body`` (the caller's encoded state) as of ``upto_seq``; compact if asked."""
+
+    upto_seq: int
+    body: bytes
+    compact: bool
+    waiter: W
+    done: bool = False
+    error: StoreError | None = None
+
+
+EventJob: TypeAlias = AppendEvents[W] | TakeSnapshot[W]
+
+
+class _Stop:
+    """The sentinel that tells the writer thread to finish."""
+
+
+_STOP: Final = _Stop()
+
+
+def join_bodies(bodies: list[bytes]) -> bytes:
+    """One JSON array holding the items of several encoded non-empty JSON arrays, in order."""
+    if len(bodies) == 1:
+        return bodies[0]
+    return b"[" + b",".join([body[1:-1] for body in bodies]) + b"]"
+
+
+class EventLogWriter(Generic[W]):
+    """Owns the log's write connection and the thread that commits queued jobs in groups.
+
+    Args:
+        conn: an open, migrated connection in autocommit mode; the writer closes it at the end.
+        latest_seq: the highest seq already logged.
+        snapshot_seq: the seq of the stored snapshot (0 when none); an older one is refused.
+        on_group_done: called from the writer thread once per group with the finished jobs. It
+            must be cheap and thread-safe (schedule, don't work).
+        max_group_events: stop draining the queue into one group past this many events.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        latest_seq: int,
+        snapshot_seq: int,
+        on_group_done: Callable[[list[EventJob[W]]], None],
+        *,
+        max_group_events: int = 10_000,
+    ) -> None:
+        self._conn = conn
+        self._latest = latest_seq
+        self._snapshot_seq = snapshot_seq
+        self._on_group_done = on_group_done
+        self._max_group_events = max_group_events
+        self._queue: queue.SimpleQueue[EventJob[W] | _Stop] = queue.SimpleQueue()
+        self._thread = threading.Thread(
+            target=self._run, name="switchboard-eventlog-writer", daemon=True
+        )
+        self.put = self._queue.put
+        self.stopped = False
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to finish after every job queued so far; returns at once."""
+        self._queue.put(_STOP)
+
+    def join(self) -> None:
+        """Block until the thread has ended (call :meth:`stop` first)."""
+        self._thread.join()
+
+    def _run(self) -> None:
+        group: list[EventJob[W]] = []
+        try:
+            stopping = False
+            while not stopping:
+                group, stopping = self._collect()
+                if group:
+                    self._process(group)
+                    self._notify(group)
+                group = []
+        except BaseException:  # pragma: no cover - a bug; fail waiters rather than hang them
+            log.exception("eventlog_writer_crashed")
+            self._fail(group)
+        finally:
+            self.stopped = True
+            try:
+                self._conn.close()
+            except sqlite3.Error as exc:  # pragma: no cover - close of a healthy connection
+                log.warning("eventlog_close_failed", error=repr(exc))
+            self._fail(self._drain())
+
+    def _collect(self) -> tuple[list[EventJob[W]], bool]:
+        first = self._queue.get()
+        if isinstance(first, _Stop):
+            return [], True
+        group = [first]
+        events = first.count if isinstance(first, AppendEvents) else 1
+        while events < self._max_group_events:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, _Stop):
+                return group, True
+            group.append(item)
+            events += item.count if isinstance(item, AppendEvents) else 1
+        return group, False
+
+    def _process(self, group: list[EventJob[W]]) -> None:
+        """Runs of appends commit as one row each; a snapshot commits where it was queued."""
+        run: list[AppendEvents[W]] = []
+        for job in group:
+            if isinstance(job, AppendEvents):
+                run.append(job)
+                continue
+            if run:
+                self._isolated(run)
+                run = []
+            try:
+                self._snapshot(job)
+            except Exception as exc:
+                job.error = _as_store_error(exc)
+        if run:
+            self._isolated(run)
+
+    def _isolated(self, jobs: list[AppendEvents[W]]) -> None:
+        """Write ``jobs`` together; if that fails, write each alone and fail only the bad ones."""
+        try:
+            self._append(jobs)
+            return
+        except Exception as exc:
+            if len(jobs) == 1:
+                jobs[0].error = _as_store_error(exc)
+                return
+            log.warning("eventlog_group_failed", jobs=len(jobs), error=repr(exc))
+        for job in jobs:
+            try:
+                self._append([job])
+            except Exception as exc:
+                job.error = _as_store_error(exc)
+
+    def _append(self, jobs: list[AppendEvents[W]]) -> None:
+        first = self._latest + 1
+        count = sum(job.count for job in jobs)
+        body = join_bodies([job.body for job in jobs])
+        self._conn.execute(_INSERT, (first, count, body))  # autocommit: its own transaction
+        seq = self._latest
+        for job in jobs:
+            seq += job.count
+            job.last_seq = seq
+        self._latest = seq
+
+    def _snapshot(self, job: TakeSnapshot[W]) -> None:
+        if not self._snapshot_seq <= job.upto_seq <= self._latest:
+            raise StoreError(
+                f"a snapshot at {job.upto_seq} is outside {self._snapshot_seq}..{self._latest}"
+            )
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_UPSERT_SNAPSHOT, (job.upto_seq, job.body))
+            if job.compact:
+                conn.execute(_DELETE_COVERED, (job.upto_seq,))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self._snapshot_seq = job.upto_seq
+        job.done = True
+
+    def _notify(self, group: list[EventJob[W]]) -> None:
+        try:
+            self._on_group_done(group)
+        except Exception:
+            log.exception("eventlog_group_done_callback_failed")
+
+    def _drain(self) -> list[EventJob[W]]:
+        jobs: list[EventJob[W]] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return jobs
+            if not isinstance(item, _Stop):
+                jobs.append(item)
+
+    def _fail(self, jobs: list[EventJob[W]]) -> None:
+        pending = [job for job in jobs if job.error is None and not _finished(job)]
+        if not pending:
+            return
+        for job in pending:
+            job.error = StoreClosedError("the decision log writer stopped before this write")
+        self._notify(pending)
+
+
+def _finished(job: EventJob[Any]) -> bool:
+    return job.done if isinstance(job, TakeSnapshot) else job.last_seq > 0
+
+
+def _as_store_error(exc: Exception) -> StoreError:
+    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised."""
+    log.warning("eventlog_write_failed", error=repr(exc))
+    error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+def ensure_tables(conn: sqlite3.Connection) -> None:
+    """Create the log's tables if the file does not have them yet (one transaction)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in _CREATE:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def latest_seq(conn: sqlite3.Connection) -> int:
+    """The highest logged seq: the last row's, else the snapshot's, else 0."""
+    row = conn.execute(_SELECT_LATEST).fetchone()
+    if row is not None:
+        return int(row[0])
+    return snapshot_seq(conn)
+
+
+def snapshot_seq(conn: sqlite3.Connection) -> int:
+    """The stored snapshot's seq, 0 when none was taken (the state is not read)."""
+    row = conn.execute("SELECT upto_seq FROM decision_snapshot WHERE id = 1").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def read_snapshot(conn: sqlite3.Connection) -> tuple[int, dict[str, Any]] | None:
+    """The stored snapshot as ``(upto_seq, state)``, or None when none was taken."""
+    row = conn.execute(_SELECT_SNAPSHOT).fetchone()
+    if row is None:
+        return None
+    state = orjson.loads(row[1])
+    if not isinstance(state, dict):
+        raise StoreError("the decision log snapshot is not a JSON object")
+    return int(row[0]), state
+
+
+def read_events_after(conn: sqlite3.Connection, after_seq: int) -> list[dict[str, Any]]:
+    """Every retained event with ``seq > after_seq``, in seq order (rows decoded whole)."""
+    start = max(after_seq, 0) + 1
+    events: list[dict[str, Any]] = []
+    cursor = conn.execute(_SELECT_FROM, (start,))
+    try:
+        loads = orjson.loads
+        for first_seq, body in cursor:
+            decoded = loads(body)
+            if first_seq < start:
+                decoded = decoded[start - first_seq :]
+            events.extend(decoded)
+    finally:
+        cursor.close()
+    return events
