@@ -37,6 +37,7 @@ from switchboard.channels.records import (
 from switchboard.channels.ref import ChannelRef
 from switchboard.channels.resolve import resolve
 from switchboard.channels.tiers import name_alone
+from switchboard.gcpause import gc_paused
 
 __all__ = [
     "Authorizer",
@@ -50,6 +51,10 @@ __all__ = [
 def _id_text(value: object) -> str:
     """The id of an invalid item as reported: ``""`` when missing, else its string form."""
     return "" if value is None or value == "" else str(value)
+
+
+#: Batches at least this large register with the cyclic garbage collector paused.
+_GC_PAUSE_MIN_ITEMS = 256
 
 
 class ChannelRegistry:
@@ -87,7 +92,8 @@ class ChannelRegistry:
         """
         results: list[ItemResult] = []
         added: list[ChannelRef] = []
-        self._add_items(server_id, items, authorize, results, added)
+        with gc_paused(len(items) >= _GC_PAUSE_MIN_ITEMS):
+            self._add_items(server_id, items, authorize, results, added)
         return RegistryChange(tuple(results), added=tuple(dict.fromkeys(added)))
 
     def change(

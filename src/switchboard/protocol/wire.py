@@ -14,12 +14,12 @@ What it deliberately does not know: any particular MCPL method.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, InstanceOf, TypeAdapter, ValidationError
+
+from switchboard.gcpause import gc_paused
 
 __all__ = ["JsonObject", "WireModel", "describe_errors", "dump", "validate_batch"]
 
@@ -96,28 +96,8 @@ def validate_batch(
     """
     if not isinstance(items, list):
         raise TypeError(f"expected a list, got {type(items).__name__}")
-    with _gc_paused(len(items) >= _GC_PAUSE_MIN_ITEMS):
+    with gc_paused(len(items) >= _GC_PAUSE_MIN_ITEMS):
         return _validate_batch(list_adapter, item_adapter, items, problem)
-
-
-@contextmanager
-def _gc_paused(pause: bool) -> Iterator[None]:
-    """Hold off the cyclic garbage collector while a large batch is validated.
-
-    Validation allocates several container objects per item and none of them form cycles,
-    so collections triggered in the middle of a batch find nothing to free but still scan
-    the young generation (and, with a large batch, the old one). Measured on 100,000
-    incoming messages this more than halves the time. The collector is re-enabled on exit
-    only if it was enabled on entry.
-    """
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _validate_batch(
