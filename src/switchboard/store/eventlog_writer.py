@@ -25,9 +25,7 @@ does not move the sequence.
 
 from __future__ import annotations
 
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeAlias, TypeVar
@@ -35,6 +33,7 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar
 import orjson
 import structlog
 
+from switchboard.store.group_thread import GroupThread, as_store_error, write_isolated
 from switchboard.store.records import StoreClosedError, StoreError
 
 __all__ = [
@@ -116,13 +115,6 @@ class TakeSnapshot(Generic[W]):
 EventJob: TypeAlias = AppendEvents[W] | TakeSnapshot[W]
 
 
-class _Stop:
-    """The sentinel that tells the writer thread to finish."""
-
-
-_STOP: Final = _Stop()
-
-
 def join_bodies(bodies: list[bytes]) -> bytes:
     """One JSON array holding the items of several encoded non-empty JSON arrays, in order."""
     if len(bodies) == 1:
@@ -130,7 +122,7 @@ def join_bodies(bodies: list[bytes]) -> bytes:
     return b"[" + b",".join([body[1:-1] for body in bodies]) + b"]"
 
 
-class EventLogWriter(Generic[W]):
+class EventLogWriter(GroupThread["EventJob[W]"], Generic[W]):
     """Owns the log's write connection and the thread that commits queued jobs in groups.
 
     Args:
@@ -151,67 +143,18 @@ class EventLogWriter(Generic[W]):
         *,
         max_group_events: int = 10_000,
     ) -> None:
-        self._conn = conn
+        super().__init__(
+            conn,
+            name="switchboard-eventlog-writer",
+            label="eventlog",
+            max_group_weight=max_group_events,
+        )
         self._latest = latest_seq
         self._snapshot_seq = snapshot_seq
         self._on_group_done = on_group_done
-        self._max_group_events = max_group_events
-        self._queue: queue.SimpleQueue[EventJob[W] | _Stop] = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._run, name="switchboard-eventlog-writer", daemon=True
-        )
-        self.put = self._queue.put
-        self.stopped = False
 
-    def start(self) -> None:
-        """Start the writer thread."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Ask the thread to finish after every job queued so far; returns at once."""
-        self._queue.put(_STOP)
-
-    def join(self) -> None:
-        """Block until the thread has ended (call :meth:`stop` first)."""
-        self._thread.join()
-
-    def _run(self) -> None:
-        group: list[EventJob[W]] = []
-        try:
-            stopping = False
-            while not stopping:
-                group, stopping = self._collect()
-                if group:
-                    self._process(group)
-                    self._notify(group)
-                group = []
-        except BaseException:  # pragma: no cover - a bug; fail waiters rather than hang them
-            log.exception("eventlog_writer_crashed")
-            self._fail(group)
-        finally:
-            self.stopped = True
-            try:
-                self._conn.close()
-            except sqlite3.Error as exc:  # pragma: no cover - close of a healthy connection
-                log.warning("eventlog_close_failed", error=repr(exc))
-            self._fail(self._drain())
-
-    def _collect(self) -> tuple[list[EventJob[W]], bool]:
-        first = self._queue.get()
-        if isinstance(first, _Stop):
-            return [], True
-        group = [first]
-        events = first.count if isinstance(first, AppendEvents) else 1
-        while events < self._max_group_events:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, _Stop):
-                return group, True
-            group.append(item)
-            events += item.count if isinstance(item, AppendEvents) else 1
-        return group, False
+    def _weight(self, job: EventJob[W]) -> int:
+        return job.count if isinstance(job, AppendEvents) else 1
 
     def _process(self, group: list[EventJob[W]]) -> None:
         """Runs of appends commit as one row each; a snapshot commits where it was queued."""
@@ -221,30 +164,14 @@ class EventLogWriter(Generic[W]):
                 run.append(job)
                 continue
             if run:
-                self._isolated(run)
+                write_isolated(run, self._append, label="eventlog")
                 run = []
             try:
                 self._snapshot(job)
             except Exception as exc:
-                job.error = _as_store_error(exc)
+                job.error = as_store_error(exc, label="eventlog")
         if run:
-            self._isolated(run)
-
-    def _isolated(self, jobs: list[AppendEvents[W]]) -> None:
-        """Write ``jobs`` together; if that fails, write each alone and fail only the bad ones."""
-        try:
-            self._append(jobs)
-            return
-        except Exception as exc:
-            if len(jobs) == 1:
-                jobs[0].error = _as_store_error(exc)
-                return
-            log.warning("eventlog_group_failed", jobs=len(jobs), error=repr(exc))
-        for job in jobs:
-            try:
-                self._append([job])
-            except Exception as exc:
-                job.error = _as_store_error(exc)
+            write_isolated(run, self._append, label="eventlog")
 
     def _append(self, jobs: list[AppendEvents[W]]) -> None:
         first = self._latest + 1
@@ -282,16 +209,6 @@ class EventLogWriter(Generic[W]):
         except Exception:
             log.exception("eventlog_group_done_callback_failed")
 
-    def _drain(self) -> list[EventJob[W]]:
-        jobs: list[EventJob[W]] = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return jobs
-            if not isinstance(item, _Stop):
-                jobs.append(item)
-
     def _fail(self, jobs: list[EventJob[W]]) -> None:
         pending = [job for job in jobs if job.error is None and not _finished(job)]
         if not pending:
@@ -303,14 +220,6 @@ class EventLogWriter(Generic[W]):
 
 def _finished(job: EventJob[Any]) -> bool:
     return job.done if isinstance(job, TakeSnapshot) else job.last_seq > 0
-
-
-def _as_store_error(exc: Exception) -> StoreError:
-    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised."""
-    log.warning("eventlog_write_failed", error=repr(exc))
-    error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
-    error.__cause__ = exc
-    return error
 
 
 def ensure_tables(conn: sqlite3.Connection) -> None:

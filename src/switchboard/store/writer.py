@@ -33,16 +33,15 @@ Theory of operation:
 
 from __future__ import annotations
 
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Generic, TypeAlias, TypeVar
 
 import structlog
 
 from switchboard.store.dedupe import DedupeIndex
+from switchboard.store.group_thread import GroupThread, write_isolated
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
 from switchboard.store.schema import UPSERT_CURSOR, BatchInserter, BatchRow
 from switchboard.store.wire import Key, WireMessage, encode_body
@@ -89,17 +88,9 @@ class CursorJob(Generic[W]):
 
 
 Job: TypeAlias = AppendJob[W] | CursorJob[W]
-_J = TypeVar("_J", AppendJob[Any], CursorJob[Any])
 
 
-class _Stop:
-    """The sentinel that tells the writer thread to finish."""
-
-
-_STOP = _Stop()
-
-
-class GroupWriter(Generic[W]):
+class GroupWriter(GroupThread["Job[W]"], Generic[W]):
     """Owns the write connection and the thread that commits queued jobs in groups.
 
     Args:
@@ -121,94 +112,24 @@ class GroupWriter(Generic[W]):
         index: DedupeIndex | None = None,
         max_group_rows: int = 20_000,
     ) -> None:
-        self._conn = conn
+        super().__init__(
+            conn, name="switchboard-store-writer", label="store", max_group_weight=max_group_rows
+        )
         self._inserter = BatchInserter()
         self._index = DedupeIndex() if index is None else index
         self._latest = latest_seq
         self._on_group_done = on_group_done
-        self._max_group_rows = max_group_rows
-        self._queue: queue.SimpleQueue[Job[W] | _Stop] = queue.SimpleQueue()
-        self._thread = threading.Thread(
-            target=self._run, name="switchboard-store-writer", daemon=True
-        )
-        self.put = self._queue.put  # the hot path: one C call per submitted batch
-        self.stopped = False  # set once the thread no longer takes jobs
 
-    def start(self) -> None:
-        """Start the writer thread."""
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Ask the thread to finish after every job queued so far; returns at once."""
-        self._queue.put(_STOP)
-
-    def join(self) -> None:
-        """Block until the thread has ended (call :meth:`stop` first)."""
-        self._thread.join()
-
-    @property
-    def alive(self) -> bool:
-        """True while the writer thread runs."""
-        return self._thread.is_alive()
-
-    def _run(self) -> None:
-        group: list[Job[W]] = []
-        try:
-            stopping = False
-            while not stopping:
-                group, stopping = self._collect()
-                if group:
-                    self._process(group)
-                    self._notify(group)
-                group = []
-        except BaseException:  # pragma: no cover - a bug; fail waiters rather than hang them
-            log.exception("store_writer_crashed")
-            self._fail(group)
-        finally:
-            self.stopped = True
-            self._close_connection()
-            self._fail(self._drain())
-
-    def _collect(self) -> tuple[list[Job[W]], bool]:
-        first = self._queue.get()
-        if isinstance(first, _Stop):
-            return [], True
-        group = [first]
-        rows = len(first.keys) if isinstance(first, AppendJob) else 1
-        while rows < self._max_group_rows:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if isinstance(item, _Stop):
-                return group, True
-            group.append(item)
-            rows += len(item.keys) if isinstance(item, AppendJob) else 1
-        return group, False
+    def _weight(self, job: Job[W]) -> int:
+        return len(job.keys) if isinstance(job, AppendJob) else 1
 
     def _process(self, group: list[Job[W]]) -> None:
         appends = [job for job in group if isinstance(job, AppendJob)]
         cursors = [job for job in group if isinstance(job, CursorJob)]
         if appends:
-            self._isolated(appends, self._append)
+            write_isolated(appends, self._append, label="store")
         if cursors:
-            self._isolated(cursors, self._set_cursors)
-
-    def _isolated(self, jobs: list[_J], write: Callable[[list[_J]], None]) -> None:
-        """Write ``jobs`` together; if that fails, write each alone and fail only the bad ones."""
-        try:
-            write(jobs)
-            return
-        except Exception as exc:
-            if len(jobs) == 1:
-                jobs[0].error = _as_store_error(exc)
-                return
-            log.warning("store_group_failed", jobs=len(jobs), error=repr(exc))
-        for job in jobs:
-            try:
-                write([job])
-            except Exception as exc:
-                job.error = _as_store_error(exc)
+            write_isolated(cursors, self._set_cursors, label="store")
 
     def _append(self, jobs: list[AppendJob[W]]) -> None:
         index = self._index
@@ -260,16 +181,6 @@ class GroupWriter(Generic[W]):
         except Exception:
             log.exception("store_group_done_callback_failed")
 
-    def _drain(self) -> list[Job[W]]:
-        jobs: list[Job[W]] = []
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return jobs
-            if not isinstance(item, _Stop):
-                jobs.append(item)
-
     def _fail(self, jobs: list[Job[W]]) -> None:
         """Fail every unfinished job (only reached when the thread ends abnormally or jobs
         were queued after stop)."""
@@ -283,17 +194,3 @@ class GroupWriter(Generic[W]):
         for job in pending:
             job.error = StoreClosedError("the store writer stopped before this write")
         self._notify(pending)
-
-    def _close_connection(self) -> None:
-        try:
-            self._conn.close()
-        except sqlite3.Error as exc:  # pragma: no cover - close of a healthy connection
-            log.warning("store_close_failed", error=repr(exc))
-
-
-def _as_store_error(exc: Exception) -> StoreError:
-    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised."""
-    log.warning("store_write_failed", error=repr(exc))
-    error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
-    error.__cause__ = exc
-    return error

@@ -1,0 +1,178 @@
+"""The thread both store writers run on: a queue, groups, and failure isolation.
+
+What this module knows: one ``sqlite3`` connection owned by one thread, a queue of jobs, and
+how to take them in groups. The thread blocks until a job arrives, drains whatever else is
+already queued (up to a weight limit) into one group, hands the group to the subclass's
+:meth:`GroupThread._process`, then calls :meth:`GroupThread._notify` once. Queue order is
+group order. :meth:`GroupThread.stop` queues a sentinel: everything queued before it is still
+processed, then the connection is closed and jobs queued later are failed through
+:meth:`GroupThread._fail`.
+
+What it deliberately does not know: what a job is, what it writes, or how its waiter is woken;
+the message store (:mod:`~switchboard.store.writer`) and the decision log
+(:mod:`~switchboard.store.eventlog_writer`) each say that in a subclass.
+"""
+
+from __future__ import annotations
+
+import queue
+import sqlite3
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
+
+import structlog
+
+from switchboard.store.records import StoreError
+
+__all__ = ["FailableJob", "GroupThread", "as_store_error", "write_isolated"]
+
+log = structlog.get_logger(__name__)
+
+
+class FailableJob(Protocol):
+    """A job that can carry the error that ended it."""
+
+    error: StoreError | None
+
+
+J = TypeVar("J")
+F = TypeVar("F", bound=FailableJob)
+
+
+class _Stop:
+    """The sentinel that tells the thread to finish."""
+
+
+_STOP = _Stop()
+
+
+class GroupThread(ABC, Generic[J]):
+    """Runs queued jobs in groups on one thread that owns ``conn``.
+
+    Args:
+        conn: the connection the thread owns; it is closed when the thread ends.
+        name: the thread's name.
+        label: which writer this is, bound to its log events as ``writer``.
+        max_group_weight: stop draining the queue into one group past this total weight.
+    """
+
+    def __init__(
+        self, conn: sqlite3.Connection, *, name: str, label: str, max_group_weight: int
+    ) -> None:
+        self._conn = conn
+        self._label = label
+        self._max_group_weight = max_group_weight
+        self._queue: queue.SimpleQueue[J | _Stop] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.put: Callable[[J], None] = self._queue.put  # hot path: one C call per job
+        self.stopped = False  # set once the thread no longer takes jobs
+
+    # -- what a subclass says ---------------------------------------------------------------
+
+    def _weight(self, job: J) -> int:
+        """How much of a group's weight limit ``job`` uses."""
+        return 1
+
+    @abstractmethod
+    def _process(self, group: list[J]) -> None:
+        """Write ``group``, leaving each job's outcome on the job."""
+
+    def _notify(self, group: list[J]) -> None:
+        """Report finished jobs (from this thread; must be cheap and thread-safe)."""
+
+    def _fail(self, jobs: list[J]) -> None:
+        """Fail jobs that can no longer be written (the thread is ending)."""
+
+    # -- running ----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the thread."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to finish after every job queued so far; returns at once."""
+        self._queue.put(_STOP)
+
+    def join(self) -> None:
+        """Block until the thread has ended (call :meth:`stop` first)."""
+        self._thread.join()
+
+    @property
+    def alive(self) -> bool:
+        """True while the thread runs."""
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        group: list[J] = []
+        try:
+            stopping = False
+            while not stopping:
+                group, stopping = self._collect()
+                if group:
+                    self._process(group)
+                    self._notify(group)
+                group = []
+        except BaseException:  # pragma: no cover - a bug; fail waiters rather than hang them
+            log.exception("store_writer_crashed", writer=self._label)
+            self._fail(group)
+        finally:
+            self.stopped = True
+            try:
+                self._conn.close()
+            except sqlite3.Error as exc:  # pragma: no cover - close of a healthy connection
+                log.warning("store_close_failed", writer=self._label, error=repr(exc))
+            self._fail(self._drain())
+
+    def _collect(self) -> tuple[list[J], bool]:
+        first = self._queue.get()
+        if isinstance(first, _Stop):
+            return [], True
+        group = [first]
+        weight = self._weight(first)
+        while weight < self._max_group_weight:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, _Stop):
+                return group, True
+            group.append(item)
+            weight += self._weight(item)
+        return group, False
+
+    def _drain(self) -> list[J]:
+        jobs: list[J] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return jobs
+            if not isinstance(item, _Stop):
+                jobs.append(item)
+
+
+def write_isolated(jobs: list[F], write: Callable[[list[F]], None], *, label: str) -> None:
+    """Write ``jobs`` together; if that fails, write each alone and fail only the bad ones."""
+    try:
+        write(jobs)
+        return
+    except Exception as exc:
+        if len(jobs) == 1:
+            jobs[0].error = as_store_error(exc, label=label)
+            return
+        log.warning("store_group_failed", writer=label, jobs=len(jobs), error=repr(exc))
+    for job in jobs:
+        try:
+            write([job])
+        except Exception as exc:
+            job.error = as_store_error(exc, label=label)
+
+
+def as_store_error(exc: Exception, *, label: str) -> StoreError:
+    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised."""
+    log.warning("store_write_failed", writer=label, error=repr(exc))
+    error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
+    error.__cause__ = exc
+    return error
