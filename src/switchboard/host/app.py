@@ -9,9 +9,10 @@ and reads agents' inboxes from the durable store.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import structlog
@@ -19,11 +20,13 @@ import structlog
 from switchboard.channels import (
     AmbiguousName,
     ChannelEntry,
+    ChannelRef,
     ChannelRegistry,
     UnknownName,
     qualified_name,
 )
 from switchboard.config import Config, ConnectorConfig
+from switchboard.host.agents import AgentDesk
 from switchboard.host.events import Observer, null_observer
 from switchboard.host.outcome import PublishOutcome, Refusal
 from switchboard.host.session import ConnectorSession, SessionState, publish_over
@@ -45,6 +48,7 @@ class ChannelView:
     type: str
     direction: str
     open: bool
+    desired: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,16 +73,43 @@ class Switchboard:
         self.store = store
         self.registry = ChannelRegistry()
         self.sessions: dict[str, ConnectorSession] = {}
-        self._observer = observer
+        self._user_observer = observer
+        self._listeners: list[Observer] = []
+        self._observer: Observer = self._observe
         self._clock = clock
         self._inbox_locks: dict[str, anyio.Lock] = {}
         self._configured = frozenset(c.id for c in config.connectors)
+        self._desks: dict[str, AgentDesk] = {}
         self.supervisor = Supervisor(
             registry=self.registry,
             make_session=self._make_session,
             on_session=self._adopt,
-            observer=observer,
+            observer=self._observer,
         )
+
+    # -- host events -------------------------------------------------------------------------
+
+    def listen(self, listener: Observer) -> None:
+        """Call ``listener`` for every host event, before the configured observer.
+
+        Host parts that follow connector events (the agents' default channel, lifecycle
+        reconciliation) subscribe here; a listener must not block and must not raise.
+        """
+        self._listeners.append(listener)
+
+    def _observe(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
+        for listener in self._listeners:
+            listener(kind, server_id, detail)
+        self._user_observer(kind, server_id, detail)
+
+    # -- agents ------------------------------------------------------------------------------
+
+    def desk(self, agent: str) -> AgentDesk:
+        """The per-agent state (turns, own channels, locus) of ``agent``, made on first use."""
+        desk = self._desks.get(agent)
+        if desk is None:
+            desk = self._desks[agent] = AgentDesk(agent)
+        return desk
 
     def _make_session(self, config: ConnectorConfig) -> ConnectorSession:
         return ConnectorSession(
@@ -144,9 +175,14 @@ class Switchboard:
                     type=d.type,
                     direction=d.direction,
                     open=entry.transport_open,
+                    desired=self.desired_state(entry.ref),
                 )
             )
         return views
+
+    def desired_state(self, ref: ChannelRef) -> str:
+        """The recorded desired lifecycle state of ``ref``, or ``"unknown"`` when none is."""
+        return "unknown"
 
     def session_for(self, server_id: str) -> ConnectorSession | None:
         return self.sessions.get(server_id)

@@ -25,6 +25,9 @@ class ChannelInfo(BaseModel):
     type: str
     direction: Literal["inbound", "outbound", "bidirectional"] | str
     open: bool = Field(description="Whether the connector confirmed the channel open.")
+    desired: str = Field(
+        description="The recorded desired state: open, closed, tuned-out, or unknown."
+    )
 
     @classmethod
     def of(cls, view: ChannelView) -> ChannelInfo:
@@ -36,6 +39,7 @@ class ChannelInfo(BaseModel):
             type=view.type,
             direction=view.direction,
             open=view.open,
+            desired=view.desired,
         )
 
 
