@@ -31,7 +31,7 @@ from switchboard.host.events import Observer, null_observer
 from switchboard.host.outcome import PublishOutcome, Refusal
 from switchboard.host.session import ConnectorSession, SessionState, publish_over
 from switchboard.host.supervisor import Supervisor
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import DecisionLog, MessageStore, StoredMessage
 from switchboard.transport import Link
 
 log = structlog.get_logger(__name__)
@@ -68,9 +68,12 @@ class Switchboard:
         *,
         observer: Observer = null_observer,
         clock: Callable[[], float] = time.time,
+        decisions: DecisionLog | None = None,
     ) -> None:
         self.config = config
         self.store = store
+        #: The durable decision log (lifecycle decisions, tune-outs); None runs without one.
+        self.decisions = decisions
         self.registry = ChannelRegistry()
         self.sessions: dict[str, ConnectorSession] = {}
         self._user_observer = observer
@@ -148,8 +151,11 @@ class Switchboard:
     ) -> AsyncIterator[Switchboard]:
         """Open the store, start the connectors, yield the host; stop everything on exit."""
         store = await MessageStore.open(config.store.path, synchronous=config.store.synchronous)
+        decisions: DecisionLog | None = None
         try:
-            board = cls(config, store, observer=observer)
+            decisions = await DecisionLog.open(config.store.path, synchronous="full")
+            board = cls(config, store, observer=observer, decisions=decisions)
+            await board.restore()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(board.run)
                 try:
@@ -158,7 +164,12 @@ class Switchboard:
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
+                if decisions is not None:
+                    await decisions.aclose()
                 await store.aclose()
+
+    async def restore(self) -> None:
+        """Rebuild what the decision log holds (desired states, tune-outs) before connecting."""
 
     # -- channels ----------------------------------------------------------------------------
 
@@ -179,6 +190,13 @@ class Switchboard:
                 )
             )
         return views
+
+    async def before_inference(self, desk: AgentDesk) -> list[dict[str, Any]]:
+        """Context the connectors add at the start of ``desk``'s turn (``context/beforeInference``).
+
+        Called by the ``inbox`` tool when a read begins a turn.
+        """
+        return []
 
     def desired_state(self, ref: ChannelRef) -> str:
         """The recorded desired lifecycle state of ``ref``, or ``"unknown"`` when none is."""

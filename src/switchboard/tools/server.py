@@ -7,7 +7,9 @@ identity (``agent``), whose inbox cursor lives in the store and whose turns live
 :class:`~switchboard.host.AgentDesk`.
 
 The tools themselves live by concern: :mod:`~switchboard.tools.channel_tools` (list, publish,
-inbox, speech) and :mod:`~switchboard.tools.lifecycle_tools` (open, close, decline, tune-outs).
+inbox, speech, think), :mod:`~switchboard.tools.lifecycle_tools` (open, close, decline),
+:mod:`~switchboard.tools.tuneout_tools` (tune-outs) and :mod:`~switchboard.tools.presence_tools`
+(typing, streamed speech).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from switchboard import __version__
 from switchboard.host import Switchboard
 from switchboard.tools.channel_tools import register_channel_tools
 from switchboard.tools.lifecycle_tools import register_lifecycle_tools
+from switchboard.tools.presence_tools import register_presence_tools
+from switchboard.tools.tuneout_tools import register_tuneout_tools
 
 INSTRUCTIONS = """\
 Switchboard connects you to chat channels. Call `inbox` to read what people wrote (pass
@@ -36,4 +40,6 @@ def build_server(board: Switchboard, *, agent: str) -> MCPServer:
     desk = board.desk(agent)
     register_channel_tools(mcp, board, desk)
     register_lifecycle_tools(mcp, board, desk)
+    register_tuneout_tools(mcp, board, desk)
+    register_presence_tools(mcp, board, desk)
     return mcp
