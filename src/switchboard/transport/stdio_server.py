@@ -38,16 +38,36 @@ __all__ = ["stdio_server_link"]
 _READ_HIGH_WATER = 4 * 1024 * 1024
 
 
-class _ReadProtocol(asyncio.Protocol):
+class _Waker:
+    """One waiter a pipe protocol's callbacks wake (a read or a drain waiting for the pipe)."""
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | None = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def wait(self) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiter = waiter
+        try:
+            await waiter
+        finally:
+            self._waiter = None
+
+
+class _ReadProtocol(_Waker, asyncio.Protocol):
     """Collects chunks from a read pipe; wakes one waiter."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.chunks: deque[bytes] = deque()
         self.buffered = 0
         self.eof = False
         self.paused = False
         self.transport: asyncio.ReadTransport | None = None
-        self._waiter: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.ReadTransport, transport)
@@ -68,19 +88,6 @@ class _ReadProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.eof = True
         self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def wait(self) -> None:
-        waiter = asyncio.get_running_loop().create_future()
-        self._waiter = waiter
-        try:
-            await waiter
-        finally:
-            self._waiter = None
 
 
 class _PipeReceiveStream(ByteReceiveStream):
@@ -114,13 +121,13 @@ class _PipeReceiveStream(ByteReceiveStream):
         self._protocol._wake()
 
 
-class _WriteProtocol(asyncio.BaseProtocol):
+class _WriteProtocol(_Waker, asyncio.BaseProtocol):
     """Tracks flow control and loss of a write pipe."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.paused = False
         self.lost = False
-        self._waiter: asyncio.Future[None] | None = None
 
     def pause_writing(self) -> None:
         self.paused = True
@@ -133,19 +140,9 @@ class _WriteProtocol(asyncio.BaseProtocol):
         self.lost = True
         self._wake()
 
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
     async def drain(self) -> None:
         while self.paused and not self.lost:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiter = waiter
-            try:
-                await waiter
-            finally:
-                self._waiter = None
+            await self.wait()
 
 
 class _PipeSendStream(ByteSendStream):
