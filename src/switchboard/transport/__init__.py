@@ -38,7 +38,7 @@ from switchboard.transport.handlers import (
     NotificationHandler,
     RequestHandler,
 )
-from switchboard.transport.link import BatchLink, Link
+from switchboard.transport.link import BatchLink, Link, NamedLink
 from switchboard.transport.memory import MemoryLink, memory_link_pair
 from switchboard.transport.peer import Peer, PeerStatistics
 from switchboard.transport.pending import USE_DEFAULT, Timeout
@@ -64,6 +64,7 @@ __all__ = [
     "Link",
     "LinkClosedError",
     "MemoryLink",
+    "NamedLink",
     "NdjsonDecoder",
     "NdjsonStreamLink",
     "NotificationHandler",

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-__all__ = ["BatchLink", "Link"]
+from switchboard.transport.errors import LinkClosedError
+
+__all__ = ["BatchLink", "Link", "NamedLink"]
 
 
 @runtime_checkable
@@ -64,3 +66,26 @@ class BatchLink(Link, Protocol):
             LinkClosedError: the link is closed or broken.
         """
         ...
+
+
+class NamedLink:
+    """What links that wrap one connection share: a description and their closed errors."""
+
+    def __init__(self, description: str) -> None:
+        self._description = description
+        self._closed = False
+
+    @property
+    def description(self) -> str:
+        """What is at the other end, for logs."""
+        return self._description
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self._description}>"
+
+    def _closed_error(self, what: str) -> LinkClosedError:
+        return LinkClosedError(f"link {self._description} is closed ({what})")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise self._closed_error("closed locally")

@@ -16,15 +16,16 @@ from itertools import count
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from switchboard.transport.errors import FrameTooLargeError, LinkClosedError
+from switchboard.transport.errors import FrameTooLargeError
 from switchboard.transport.framing import DEFAULT_MAX_FRAME
+from switchboard.transport.link import NamedLink
 
 __all__ = ["MemoryLink", "memory_link_pair"]
 
 _pair_numbers = count(1)
 
 
-class MemoryLink:
+class MemoryLink(NamedLink):
     """One end of an in-memory link; build with :func:`memory_link_pair`."""
 
     def __init__(
@@ -35,27 +36,14 @@ class MemoryLink:
         description: str,
         max_frame: int,
     ) -> None:
+        super().__init__(description)
         self._tx = send_stream
         self._rx = receive_stream
-        self._description = description
         self._max_frame = max_frame
-        self._closed = False
-
-    @property
-    def description(self) -> str:
-        """Which end of which pair this is."""
-        return self._description
-
-    def __repr__(self) -> str:
-        return f"<MemoryLink {self._description}>"
-
-    def _closed_error(self, what: str) -> LinkClosedError:
-        return LinkClosedError(f"link {self._description} is closed ({what})")
 
     async def send(self, frame: bytes) -> None:
         """Hand one frame to the other end (waits while its buffer is full)."""
-        if self._closed:
-            raise self._closed_error("closed locally")
+        self._check_open()
         try:
             await self._tx.send(frame)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:

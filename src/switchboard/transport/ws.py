@@ -23,6 +23,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from switchboard.transport.errors import LinkClosedError
 from switchboard.transport.framing import DEFAULT_MAX_FRAME
+from switchboard.transport.link import NamedLink
 
 __all__ = ["WebSocketLink", "dial_websocket", "websocket_link_from_connection"]
 
@@ -35,29 +36,16 @@ def _close_reason(exc: ConnectionClosed) -> str:
     return f"close code {frame.code}" + (f": {frame.reason}" if frame.reason else "")
 
 
-class WebSocketLink:
+class WebSocketLink(NamedLink):
     """A link over one ``websockets`` asyncio connection (client or server side)."""
 
     def __init__(self, connection: Connection, *, description: str) -> None:
+        super().__init__(description)
         self._connection = connection
-        self._description = description
-        self._closed = False
-
-    @property
-    def description(self) -> str:
-        """``ws:<url or peer address>``."""
-        return self._description
-
-    def __repr__(self) -> str:
-        return f"<WebSocketLink {self._description}>"
-
-    def _closed_error(self, what: str) -> LinkClosedError:
-        return LinkClosedError(f"link {self._description} is closed ({what})")
 
     async def send(self, frame: bytes) -> None:
         """Send one frame as a text message."""
-        if self._closed:
-            raise self._closed_error("closed locally")
+        self._check_open()
         try:
             await self._connection.send(frame, text=True)
         except ConnectionClosed as exc:
@@ -65,8 +53,7 @@ class WebSocketLink:
 
     async def receive(self) -> bytes:
         """Return the next message, undecoded."""
-        if self._closed:
-            raise self._closed_error("closed locally")
+        self._check_open()
         try:
             message = await self._connection.recv(decode=False)
         except ConnectionClosed as exc:
