@@ -1,12 +1,20 @@
-"""A hand-rolled MCPL connector on bare asyncio, for defects the SDK cannot express.
+"""A hand-rolled MCPL connector on bare asyncio, for defects the SDK cannot express (or would
+express slowly: this program imports nothing from switchboard and starts in a tenth of the
+time an SDK connector needs).
 
-It imports nothing from switchboard. :class:`RawConnector` speaks NDJSON on stdin/stdout
-and, left alone, behaves: it answers ``initialize`` with a 0.5 manifest, becomes ready on
-the host's policy Request (answering the receipt first), registers two channels, serves
-``channels/publish``, ``channels/open`` and ``channels/close`` (by ``channelId``),
-``channels/list`` and ``mcpl/manifest`` within its grant, refuses a policy that grants and
-denies one path, and answers anything else ``-32601``. Subclasses override one method to plant
-their defect: :meth:`manifest`, :meth:`on_initialized`, :meth:`on_unparsable`.
+Left alone, :class:`RawConnector` behaves, and the server suite finds nothing wrong with it
+(``test_server_suite_defects`` runs the whole suite against it). It speaks NDJSON on
+stdin/stdout, answers ``initialize`` with a 0.5 manifest advertising all seven channel
+leaves, becomes ready on the host's policy Request (answering the receipt first), then
+registers two channels and keeps those the host accepted, matched by id. Within its grant
+it serves ``channels/publish`` (Request or Notification), ``channels/open``,
+``channels/close``, ``channels/acknowledge``, ``channels/list`` and ``mcpl/manifest``, takes
+``channels/typing`` and ``channels/outgoing/*`` as advisory, and when a published text asks
+a question someone called Echo answers it in the room (``channels/incoming``, quoting the
+published text). It refuses a policy that grants and denies one path, and answers anything
+else ``-32601``.
+
+Each step is a method a defect overrides to plant its one mistake.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ import asyncio
 import itertools
 import json
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["CHANNELS", "RawConnector", "RpcFailure"]
@@ -23,6 +33,21 @@ CHANNELS = [
     {"id": "raw:#one", "type": "raw", "label": "#one", "direction": "bidirectional"},
     {"id": "raw:#two", "type": "raw", "label": "#two", "direction": "bidirectional"},
 ]
+
+LEAVES = ("register", "lifecycle", "publish", "incoming", "streaming", "acknowledge", "typing")
+ADVERTISED = [f"channels.{leaf}" for leaf in LEAVES]
+"""The capability paths the manifest advertises (``"channels": true``)."""
+
+GATES = {
+    "channels/publish": "channels.publish",
+    "channels/open": "channels.lifecycle",
+    "channels/close": "channels.lifecycle",
+    "channels/list": "channels.register",
+    "channels/acknowledge": "channels.acknowledge",
+    "channels/typing": "channels.typing",
+    "channels/outgoing/chunk": "channels.streaming",
+    "channels/outgoing/complete": "channels.streaming",
+}
 
 
 class RpcFailure(Exception):
@@ -40,25 +65,38 @@ def _matches(pattern: str, path: str) -> bool:
     return len(want) == len(have) and all(w in ("*", h) for w, h in zip(want, have, strict=True))
 
 
+def now() -> str:
+    """The current time as ISO 8601 with ``Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def text_of(params: dict[str, Any]) -> str:
+    """The text blocks of ``params["content"]`` joined."""
+    content = params.get("content")
+    blocks = content if isinstance(content, list) else []
+    return "".join(b.get("text", "") for b in blocks if isinstance(b, dict))
+
+
 class RawConnector:
-    """A small, mostly conforming MCPL server over stdio."""
+    """A small, conforming MCPL server over stdio."""
 
     def __init__(self) -> None:
         self.grant: list[str] = []
+        self.ready = False
         self.channels: dict[str, dict[str, Any]] = {}
         self.ids = itertools.count(1)
-        self.published = itertools.count(1)
+        self.counter = itertools.count(1)
+        self.asked: dict[str, str] = {}  # request id -> method, for the answers we await
+        self.sent_descriptors: list[dict[str, Any]] = []
+        self.registered = False
+        self.later: list[Callable[[], None]] = []  # run once the current answer is written
         self.writer: asyncio.StreamWriter | None = None
 
-    # -- what subclasses change ------------------------------------------------------------
+    # -- the handshake and the policy ------------------------------------------------------
 
     def manifest(self) -> dict[str, Any]:
-        """The ``experimental.mcpl`` object (``None``-free)."""
-        return {
-            "version": "0.5",
-            "channels": {"register": True, "publish": True, "lifecycle": True},
-            "featureSets": {},
-        }
+        """The ``experimental.mcpl`` object."""
+        return {"version": "0.5", "channels": True, "featureSets": {}}
 
     def capabilities(self) -> dict[str, Any]:
         """The MCP ``capabilities`` of the ``initialize`` result."""
@@ -71,93 +109,203 @@ class RawConnector:
         """A line that is not JSON: answer a parse error and carry on."""
         self.send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse"}})
 
-    # -- plumbing --------------------------------------------------------------------------
+    def accept_policy(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The policy Request: take the grant (absent means nothing) and return the receipt."""
+        grant = params.get("effectiveCapabilities")
+        grant = [p for p in grant if isinstance(p, str)] if isinstance(grant, list) else []
+        denied = params.get("deniedCapabilities")
+        if isinstance(denied, list) and set(grant) & set(denied):
+            self.grant = []  # a malformed policy: refuse it and hold nothing
+            raise RpcFailure(-32602, "Malformed policy")
+        self.grant = grant
+        return self.receipt()
+
+    def receipt(self) -> dict[str, Any]:
+        """``accepted``, plus ``mode: "degraded"`` naming each declared set the grant cuts."""
+        sets = self.manifest().get("featureSets")
+        unavailable = []
+        for name, declared in sets.items() if isinstance(sets, dict) else ():
+            uses = declared.get("uses") if isinstance(declared, dict) else None
+            if not isinstance(uses, list) or not set(uses) <= set(ADVERTISED):
+                continue  # an invalid declaration degrades nothing: it never counted
+            missing = [path for path in uses if not self.allows(path)]
+            if missing:
+                entry = {"featureSet": name, "missingCapabilities": missing, "effect": "off"}
+                unavailable.append(entry)
+        if not unavailable:
+            return {"accepted": True}
+        return {"accepted": True, "mode": "degraded", "unavailableFeatures": unavailable}
+
+    def after_receipt(self) -> None:
+        """The receipt is on the wire: the connection is ready; register the channels once."""
+        self.ready = True
+        if self.allows("channels.register") and not self.registered:
+            self.registered = True
+            self.register()
+
+    # -- channels --------------------------------------------------------------------------
+
+    def descriptors(self) -> list[dict[str, Any]]:
+        """What ``channels/register`` carries."""
+        return CHANNELS
+
+    def register(self) -> None:
+        """Send ``channels/register``; the answer goes to :meth:`keep_accepted`."""
+        self.sent_descriptors = self.descriptors()
+        self.request("channels/register", {"channels": self.sent_descriptors})
+
+    def keep_accepted(self, results: list[Any]) -> None:
+        """Keep the descriptors the itemized answer accepted, matched by id."""
+        accepted = {r.get("id") for r in results if isinstance(r, dict) and r.get("accepted")}
+        self.channels.update((d["id"], d) for d in self.sent_descriptors if d["id"] in accepted)
+
+    def known(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The descriptor named by ``params["channelId"]``, or ``-32023``."""
+        channel = params.get("channelId")
+        if channel not in self.channels:
+            raise RpcFailure(-32023, "Unknown channel", {"channelId": channel})
+        return self.channels[channel]
+
+    def publish(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.known(params)
+        message_id = f"raw-m-{next(self.counter)}"
+        text = text_of(params)
+        if "?" in text:
+            channel = params["channelId"]
+            self.later.append(lambda: self.say(channel, f"Echo heard {message_id}: {text}"))
+        return {"delivered": True, "messageId": message_id}
+
+    def open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"channel": self.known(params)}
+
+    def close(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.known(params)
+        return {"closed": True}
+
+    def acknowledge(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.known(params)
+        return {"acknowledged": True}
+
+    def typing(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.known(params)
+        return {}
+
+    def chunk(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Streamed text is advisory: a conforming server never posts it."""
+        self.known(params)
+        return {}
+
+    def complete(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Advisory too: only ``channels/publish`` delivers."""
+        self.known(params)
+        return {}
+
+    def message(self, channel: str, text: str, **extra: Any) -> dict[str, Any]:
+        """One ``channels/incoming`` message."""
+        return {
+            "channelId": channel,
+            "messageId": f"raw-in-{next(self.counter)}",
+            "author": {"id": "echo", "name": "Echo"},
+            "timestamp": now(),
+            "content": [{"type": "text", "text": text}],
+            "tags": ["raw:echo"],
+            **extra,
+        }
+
+    def say(self, channel: str, text: str, **extra: Any) -> None:
+        """Report a message in ``channel`` to the host, when ready and granted."""
+        if self.ready and self.allows("channels.incoming") and channel in self.channels:
+            self.request("channels/incoming", {"messages": [self.message(channel, text, **extra)]})
+
+    # -- dispatch --------------------------------------------------------------------------
 
     def allows(self, path: str) -> bool:
         return any(_matches(pattern, path) for pattern in self.grant)
 
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.writer is not None
-        self.writer.write(json.dumps(message).encode() + b"\n")
+    def gate(self, method: str) -> None:
+        """``-32002`` unless the method's gate is granted."""
+        if not self.allows(GATES[method]):
+            raise RpcFailure(-32002, "Capability denied", {"capability": GATES[method]})
 
-    def register(self) -> None:
-        """Send ``channels/register`` (the answer is read but not needed)."""
-        self.send(
-            {
-                "jsonrpc": "2.0",
-                "id": f"raw-{next(self.ids)}",
-                "method": "channels/register",
-                "params": {"channels": CHANNELS},
-            }
-        )
-
-    def answer(self, method: str, params: Any) -> Any:
-        params = params if isinstance(params, dict) else {}
+    def answer(self, method: str, params: dict[str, Any]) -> Any:
         if method == "initialize":
             return {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),
                 "capabilities": self.capabilities(),
-                "serverInfo": {"name": "raw-defect", "version": "0"},
+                "serverInfo": {"name": "raw-defect", "version": "0.1.0"},
             }
         if method == "ping":
             return {}
         if method == "mcpl/manifest":
             return self.manifest()
         if method == "featureSets/update":
-            grant = params.get("effectiveCapabilities")
-            grant = [p for p in grant if isinstance(p, str)] if isinstance(grant, list) else []
-            denied = params.get("deniedCapabilities")
-            if isinstance(denied, list) and set(grant) & set(denied):
-                self.grant = []  # a malformed policy: refuse it and hold nothing
-                raise RpcFailure(-32602, "Malformed policy")
-            self.grant = grant
-            return {"accepted": True}
-        gates = {
-            "channels/publish": "channels.publish",
-            "channels/open": "channels.lifecycle",
-            "channels/close": "channels.lifecycle",
-            "channels/list": "channels.register",
-        }
-        if method not in gates:
+            return self.accept_policy(params)
+        if method not in GATES:
             raise RpcFailure(-32601, "Method not found")
-        if not self.allows(gates[method]):
-            raise RpcFailure(-32002, "Capability denied", {"capability": gates[method]})
+        self.gate(method)
         if method == "channels/list":
             return {"channels": list(self.channels.values())}
-        channel = params.get("channelId")
-        if channel not in self.channels:
-            raise RpcFailure(-32023, "Unknown channel", {"channelId": channel})
-        if method == "channels/open":
-            return {"channel": self.channels[channel]}
-        if method == "channels/close":
-            return {"closed": True}
-        return {"delivered": True, "messageId": f"raw-m-{next(self.published)}"}
+        handler = getattr(self, method.rsplit("/", 1)[1])
+        return handler(params)
+
+    def notified(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/initialized":
+            return
+        if method in GATES and method not in ("channels/open", "channels/close"):
+            try:
+                self.gate(method)
+                getattr(self, method.rsplit("/", 1)[1])(params)
+            except RpcFailure:
+                pass  # a refused Notification cannot be answered
+
+    def answered(self, method: str, message: dict[str, Any]) -> None:
+        """The host answered one of our requests."""
+        result = message.get("result")
+        if method == "channels/register" and isinstance(result, dict):
+            results = result.get("results")
+            self.keep_accepted(results if isinstance(results, list) else [])
+
+    def request(self, method: str, params: dict[str, Any]) -> None:
+        request_id = f"raw-{next(self.ids)}"
+        self.asked[request_id] = method
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+    def respond(self, request_id: Any, body: dict[str, Any]) -> None:
+        """Send the answer to the request ``request_id``."""
+        self.send({"jsonrpc": "2.0", "id": request_id, **body})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.writer is not None
+        self.writer.write(json.dumps(message).encode() + b"\n")
 
     async def handle(self, message: dict[str, Any]) -> None:
         method = message.get("method")
         if not isinstance(method, str):
-            result = message.get("result")
-            if isinstance(result, dict) and isinstance(result.get("results"), list):
-                for item in result["results"]:
-                    if isinstance(item, dict) and item.get("accepted") is True:
-                        found = [c for c in CHANNELS if c["id"] == item.get("id")]
-                        self.channels.update((c["id"], c) for c in found)
+            asked = self.asked.pop(str(message.get("id")), None)
+            if asked is not None:
+                self.answered(asked, message)
             return
+        params = message.get("params")
+        params = params if isinstance(params, dict) else {}
         if "id" not in message:
             if method == "notifications/initialized":
                 await self.on_initialized()
+            self.notified(method, params)
+            self.run_later()
             return
         try:
-            reply = {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "result": self.answer(method, message.get("params")),
-            }
+            body: dict[str, Any] = {"result": self.answer(method, params)}
         except RpcFailure as failure:
-            reply = {"jsonrpc": "2.0", "id": message["id"], "error": failure.error}
-        self.send(reply)
-        if method == "featureSets/update" and self.allows("channels.register"):
-            self.register()
+            body = {"error": failure.error}
+        self.respond(message["id"], body)
+        if method == "featureSets/update" and "result" in body:
+            self.after_receipt()
+        self.run_later()
+
+    def run_later(self) -> None:
+        later, self.later = self.later, []
+        for step in later:
+            step()
 
     async def serve(self) -> None:
         loop = asyncio.get_running_loop()
@@ -183,3 +331,7 @@ class RawConnector:
 
     def main(self) -> None:
         asyncio.run(self.serve())
+
+
+if __name__ == "__main__":
+    RawConnector().main()

@@ -8,7 +8,8 @@ to every server→host method —
   result);
 - ``channels/register`` and the Request form of ``channels/changed`` get one itemized
   ``{id, accepted, reason?}`` per descriptor; a check can ask the kit to refuse the first
-  valid descriptor (``capability_denied``) to see whether the server honours it;
+  valid descriptor (``capability_denied``) to see whether the server honours it, and to
+  list the results in reverse order (they are matched by ``id``, never by position);
 - ``channels/incoming`` gets one ``{messageId, accepted, conversationId?}`` per message,
   accepting only messages for channels the kit accepted;
 - ``push/event``, ``inference/request``, ``model/info``, ``channels/list`` and ``ping`` get
@@ -69,6 +70,7 @@ class HostAnswers:
         self.channels: dict[str, dict[str, Any]] = {}
         self.rejected: dict[str, str] = {}
         self.reject_first = False
+        self.reverse_results = False
         self.overrides: dict[str, Answer] = {}
 
     def accepted_ids(self) -> list[str]:
@@ -116,7 +118,10 @@ class HostAnswers:
         for channel_id in removed if isinstance(removed, list) else ():
             if isinstance(channel_id, str):
                 self.channels.pop(channel_id, None)
-        return {"results": [self._descriptor(item) for item in [*items, *updated]]}
+        results = [self._descriptor(item) for item in [*items, *updated]]
+        if self.reverse_results:
+            results.reverse()
+        return {"results": results}
 
     def _descriptor(self, item: Any) -> dict[str, Any]:
         item_id = item.get("id") if isinstance(item, dict) else None

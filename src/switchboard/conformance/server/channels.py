@@ -4,9 +4,10 @@ What this module knows:
 
 - ``server.channels.register_request_form``: ``channels/register`` is a Request with one
   well-formed descriptor per channel and unique ids;
-- ``server.channels.itemized_rejection_honoured``: when the kit refuses one descriptor,
-  the server sends no incoming message for it and answers a publish to it with ``-32023``
-  or ``-32017``;
+- ``server.channels.itemized_rejection_honoured``: when the kit refuses one descriptor
+  (listing the itemized results in reverse order, which a server matching them by ``id``
+  does not notice), the server sends no incoming message for it and answers a publish to
+  it with ``-32023`` or ``-32017``;
 - ``server.channels.changed_request_form``: ``channels/changed``, when sent, is a Request;
 - ``server.channels.incoming_is_request``: ``channels/incoming`` is a Request whose messages
   carry every required member, and the server goes on after the itemized answer;
@@ -14,8 +15,9 @@ What this module knows:
   ``{delivered: true, messageId}``; the Notification form is taken without an answer;
 - ``server.channels.publish_unknown_channel``: publishing to an unknown channel is
   ``-32023``;
-- ``server.channels.open`` and ``server.channels.close``: ``{channel}`` and
-  ``{closed: true}`` for a registered channel, errors for an unknown one.
+- ``server.channels.open`` and ``server.channels.close``: ``{channel}`` (the descriptor of
+  the channel named, not another) and ``{closed: true}`` for a registered channel, errors
+  for an unknown one.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -98,6 +100,7 @@ async def itemized_rejection_honoured(ctx: ServerContext) -> Verdict:
     marker = ctx.marker()
     async with ctx.connect() as session:
         session.host.reject_first = True
+        session.host.reverse_results = True
         await ready(session)
         await wait_channels(session)
         if not session.host.rejected:
@@ -268,6 +271,9 @@ async def open_channel(ctx: ServerContext) -> Verdict:
             problems.append(f"opening {channels[0]!r} got {opened.describe()}, not {{channel}}")
         else:
             problems.extend(descriptor_problems(channel))
+            got = channel.get("id") if isinstance(channel, dict) else None
+            if got != channels[0]:
+                problems.append(f"opening {channels[0]!r} returned the descriptor of {got!r}")
     if refused.ok or refused.code not in (-32023, -32024):
         problems.append(f"opening an unknown channel got {refused.describe()}")
     if problems:

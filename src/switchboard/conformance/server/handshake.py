@@ -7,7 +7,9 @@ What this module knows (mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04):
   and ``featureSets`` keyed by name, each with a description and ``uses`` drawn from the 17
   paths;
 - ``server.policy.idle_before_request``: after ``initialize`` and ``initialized`` the server
-  sends nothing privileged until a policy Request arrives;
+  sends nothing privileged until a policy Request arrives, nor while that Request is still
+  unanswered: the exchange completes with the receipt (mcpl-protocol.md 1.3), so a message
+  that reaches the kit before the receipt was sent too early;
 - ``server.policy.notification_never_ready``: a policy *Notification*, however generous,
   changes nothing.
 
@@ -61,12 +63,18 @@ async def _speaks_once_granted(session: HostSession) -> bool:
     return found is not None
 
 
+def _before_receipt(session: HostSession, after: int) -> list[str]:
+    """Privileged methods that arrived after wire position ``after`` but before the receipt."""
+    receipt = session.receipt_position
+    return sorted({m.method for m in session.privileged(after=after) if m.position < receipt})
+
+
 @SERVER_CHECKS.check(
     "server.policy.idle_before_request",
     requirements=("S-03",),
     level="MUST",
     section=HANDSHAKE,
-    title="nothing privileged is sent before the initial policy Request",
+    title="nothing privileged is sent before the initial policy Request is answered",
     applies=needs(),
 )
 async def idle_before_request(ctx: ServerContext) -> Verdict:
@@ -75,7 +83,12 @@ async def idle_before_request(ctx: ServerContext) -> Verdict:
         await session.watch()
         if session.privileged():
             fail(_privileged_report(session, "before any policy Request"))
-        if not await _speaks_once_granted(session):
+        position = session.link.received
+        spoke = await _speaks_once_granted(session)
+        early = _before_receipt(session, position)
+        if early:
+            fail(f"the server sent {', '.join(early)} before it answered the policy Request")
+        if not spoke:
             return not_exercised("the server sent nothing privileged even with a full grant")
     return passed(f"silent for {ctx.options.silence:g} s before the policy, active after it")
 

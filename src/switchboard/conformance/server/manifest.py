@@ -8,11 +8,15 @@ What this module knows:
 - ``server.manifest.revision_stable_across_restarts``: two fresh connections (two processes
   for a command) report the same revision;
 - ``server.manifest.fetch_returns_full_manifest``: ``mcpl/manifest``, when implemented,
-  returns the bare manifest, equal to the one at ``initialize`` (a server without it is
-  checked by ``every_request_answered``);
+  returns the bare manifest, equal to the one at ``initialize`` unless the server announced
+  a change meanwhile, with a revision that is its digest (a server without it is checked by
+  ``every_request_answered``);
 - ``server.manifest.changed_params_exact``: any ``mcpl/manifestChanged`` carries exactly
   ``{revision, domains}``, and when the manifest can be fetched the announced revision and
   domains match what changed;
+- ``server.manifest.bursts_coalesced``: announcements do not come in bursts; two less than
+  :data:`BURST_WINDOW` apart are one burst told piecemeal (the spec fixes no window, so the
+  kit's is short and the check is a SHOULD);
 - ``server.manifest.no_redundant_announcement``: nothing re-announces the ``initialize``
   revision;
 - ``server.state.rollback_unknown_checkpoint``: ``state/rollback`` of an unknown checkpoint
@@ -23,17 +27,22 @@ What it deliberately does not know: how the report shows any of it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from switchboard.protocol import DigestError, manifest_digest
 
 from ..outcomes import Verdict, fail, not_applicable, not_exercised, passed
 from .context import MANIFEST, SERVER_CHECKS, STATE, ServerContext
 from .scenarios import needs, observe_traffic, ready
+from .session import HostSession
 from .shapes import change_domains, manifest_changed_problems
 
-__all__: list[str] = []
+__all__ = ["BURST_WINDOW"]
+
+BURST_WINDOW: Final = 1.0
+"""Seconds: announcements closer together than this count as one burst (S-41)."""
 
 
 def _with_revision(manifest: Mapping[str, Any] | None) -> str | None:
@@ -109,12 +118,17 @@ async def fetch_returns_full_manifest(ctx: ServerContext) -> Verdict:
         return not_applicable("the server does not implement mcpl/manifest (-32601)")
     if not reply.ok:
         fail(f"mcpl/manifest got {reply.describe()}")
-    if reply.result != session.manifest:
+    if not isinstance(reply.result, dict):
+        fail(f"mcpl/manifest did not return a manifest object: {reply.describe()}")
+    announced = any(m.method == "mcpl/manifestChanged" for m in session.messages)
+    if reply.result != session.manifest and not announced:
         fail(f"mcpl/manifest differs from the initialize manifest: {reply.describe()}")
     if "revision" in reply.result:
         problem = _digest_problem(reply.result, "fetched")
         if problem is not None:
             fail(problem)
+    if announced:
+        return passed("the manifest changed (announced) since initialize; the fetched one holds")
     return passed("the fetched manifest equals the initialize manifest")
 
 
@@ -146,6 +160,41 @@ async def changed_params_exact(ctx: ServerContext) -> Verdict:
     if problems:
         fail("; ".join(problems))
     return passed(f"{len(changes)} announcements with exact params")
+
+
+def _arrivals(ctx: ServerContext, session: HostSession, method: str) -> list[float]:
+    """When each ``method`` message of ``session`` arrived, in seconds since the check began."""
+    connection = session.link.connection
+    received = [
+        frame.at
+        for frame in ctx.transcript.frames
+        if frame.connection == connection and frame.direction == "received"
+    ]
+    return [received[m.position - 1] for m in session.messages if m.method == method]
+
+
+@SERVER_CHECKS.check(
+    "server.manifest.bursts_coalesced",
+    requirements=("S-41",),
+    level="SHOULD",
+    section=MANIFEST,
+    title="a burst of manifest changes is announced with one notification",
+    applies=needs(),
+)
+async def bursts_coalesced(ctx: ServerContext) -> Verdict:
+    async with ctx.connect() as session:
+        await observe_traffic(session, ctx.marker())
+    arrivals = _arrivals(ctx, session, "mcpl/manifestChanged")
+    if not arrivals:
+        return not_exercised("the server announced no manifest change")
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
+    close = [gap for gap in gaps if gap < BURST_WINDOW]
+    if close:
+        fail(
+            f"{len(arrivals)} mcpl/manifestChanged, {len(close)} of them less than "
+            f"{BURST_WINDOW:g} s after the one before: a burst announced piecemeal"
+        )
+    return passed(f"{len(arrivals)} announcements, none within {BURST_WINDOW:g} s of another")
 
 
 @SERVER_CHECKS.check(

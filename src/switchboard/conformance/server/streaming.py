@@ -1,18 +1,21 @@
 """Server checks of streaming and delivery: only channels/publish delivers (S-33, S-34, S-35).
 
-What this module knows (mcpl-protocol.md 4.9, 4.11): stream chunks, ``complete`` and
+What this module knows (mcpl-protocol.md 4.9-4.11): stream chunks, ``complete``, typing and
 lifecycle notifications are advisory; a server must never post content because of them.
 
 The kit cannot look at the server's platform, so it looks for *traces* of delivery on the
-wire: a unique marker inside the streamed text that later shows up in anything the server
-sends (an echo of its own post as ``channels/incoming``, a ``push/event``, any report). To
-know whether the server leaves such traces at all, the check then publishes for real and
-watches for the publish's marker or its ``messageId`` coming back; a server that leaves no
-trace of a real delivery cannot be judged this way and the check says "not exercised".
+wire: a unique marker inside every streamed delta that later shows up in anything the server
+sends (an echo of its own post as ``channels/incoming``, a ``push/event``, any report), and
+any incoming message the server tags ``chat:from-self`` (its own post) while the kit has
+published nothing. To know whether the server leaves traces at all, the check then
+publishes for real and watches for the publish's marker or its ``messageId`` coming back; a
+server that leaves no trace of a real delivery cannot be judged this way and the check says
+"not exercised".
 
-- ``server.channels.no_delivery_side_effect``: with ``channels.streaming`` granted, chunks,
-  ``complete`` (and ``inference/lifecycle`` when advertised) leave no trace; without the
-  streaming grant, stray chunks and ``complete`` leave none either (S-35);
+- ``server.channels.no_delivery_side_effect``: with ``channels.streaming`` granted, typing
+  (when advertised), chunks, ``complete`` (and ``inference/lifecycle`` when advertised)
+  leave no trace; without the streaming grant, stray chunks and ``complete`` leave none
+  either (S-35);
 - ``server.channels.streaming_gaps_tolerated``: chunk indices 0, 5, 9 then ``complete``
   raise no error and leave the server answering.
 
@@ -38,13 +41,20 @@ async def _stream(
         "conversationId": "kit-conversation",
         "channelId": channel,
     }
-    text = f"{marker}: streamed text?"
-    parts = [text[i :: len(indices)] for i in range(len(indices))]
-    for index, delta in zip(indices, parts, strict=True):
+    # Each delta carries the marker, so any part posted on its own shows; the deltas
+    # concatenated in index order are the text ``complete`` carries.
+    deltas = [f"{marker} part {index}? " for index in indices]
+    for index, delta in zip(indices, deltas, strict=True):
         await session.notify("channels/outgoing/chunk", {**base, "index": index, "delta": delta})
+    text = "".join(deltas)
     await session.notify(
         "channels/outgoing/complete", {**base, "content": [{"type": "text", "text": text}]}
     )
+
+
+async def _typing(session: HostSession, channel: str, op: str) -> None:
+    if "channels.typing" in session.advertised:
+        await session.notify("channels/typing", {"channelId": channel, "op": op})
 
 
 def _traces(session: HostSession, needles: list[str], after: int) -> list[str]:
@@ -55,6 +65,33 @@ def _traces(session: HostSession, needles: list[str], after: int) -> list[str]:
             if m.position > after and any(m.mentions(n) for n in needles)
         }
     )
+
+
+def _own_posts(session: HostSession, after: int) -> int:
+    """Incoming messages after ``after`` the server itself tags as its own post."""
+    count = 0
+    for message in session.messages:
+        if message.method != "channels/incoming" or message.position <= after:
+            continue
+        items = message.params.get("messages") if isinstance(message.params, dict) else None
+        for item in items if isinstance(items, list) else ():
+            tags = item.get("tags") if isinstance(item, dict) else None
+            count += isinstance(tags, list) and "chat:from-self" in tags
+    return count
+
+
+def _delivery_problems(session: HostSession, marker: str, after: int, when: str) -> list[str]:
+    problems = [
+        f"{method} carried text streamed {when}: it was delivered"
+        for method in _traces(session, [marker], after)
+    ]
+    own = _own_posts(session, after)
+    if own:
+        problems.append(
+            f"{own} incoming messages tagged chat:from-self (the server's own posts) "
+            f"followed what the kit sent {when}, and the kit had published nothing"
+        )
+    return problems
 
 
 async def _lifecycle(session: HostSession, marker: str, phase: str) -> None:
@@ -83,7 +120,7 @@ async def _channel(session: HostSession) -> str:
     requirements=("S-33", "S-35"),
     level="MUST",
     section=STREAMING,
-    title="stream chunks, complete and lifecycle notifications never deliver content",
+    title="stream chunks, complete, typing and lifecycle notifications never deliver content",
     applies=needs("channels.publish"),
 )
 async def no_delivery_side_effect(ctx: ServerContext) -> Verdict:
@@ -94,26 +131,22 @@ async def no_delivery_side_effect(ctx: ServerContext) -> Verdict:
         lifecycle = "inferenceLifecycle" in session.advertised
         if lifecycle:
             await _lifecycle(session, streamed, "started")
+        await _typing(session, channel, "start")
         if "channels.streaming" in session.advertised:
             await _stream(session, channel, streamed, (0, 1, 2))
+        await _typing(session, channel, "stop")
         if lifecycle:
             await _lifecycle(session, streamed, "completed")
         await session.barrier()
         await session.watch()
-        problems = [
-            f"{method} carried the streamed text: the stream was delivered"
-            for method in _traces(session, [streamed], start)
-        ]
+        problems = _delivery_problems(session, streamed, start, "with the streaming grant")
         narrowed = sorted(session.advertised - {"channels.streaming"})
         await session.policy(narrowed, enabled=session.set_names())
         cut = session.link.received
         await _stream(session, channel, stray, (0, 1))
         await session.barrier()
         await session.watch()
-        problems.extend(
-            f"{method} carried text streamed without a streaming grant"
-            for method in _traces(session, [stray], cut)
-        )
+        problems.extend(_delivery_problems(session, stray, cut, "without a streaming grant"))
         if problems:
             fail("; ".join(problems))
         before_post = session.link.received
