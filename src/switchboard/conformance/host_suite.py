@@ -20,7 +20,7 @@ from typing import Final
 import anyio
 
 from .catalogue import Catalogue
-from .host import channels, policy, requests
+from .host import channels, general, hooks, manifest, policy, push, requests, streaming
 from .host.context import HOST_CHECKS, SECTIONS, HostContext, HostTarget
 from .registry import CheckRegistry
 from .report import Report
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 # Keep the check modules imported: importing them is what registers their checks.
-_CHECK_MODULES: Final = (policy, requests, channels)
+_CHECK_MODULES: Final = (policy, general, requests, push, hooks, channels, streaming, manifest)
 
 HOST_CHECKS.order_sections(SECTIONS)
 

@@ -3,7 +3,8 @@
 An :data:`Observer` is a plain callable ``(kind, server_id, detail)``. It must not block and
 must not raise; it is called from inside message handlers. Kinds: ``ready``, ``mcp-only``,
 ``register``, ``changed``, ``incoming``, ``push``, ``publish``, ``connector-exit``,
-``connector-restart``.
+``connector-restart``, ``manifest`` (a fetched manifest changed the grant) and ``lifecycle``
+(an open, close or reconciliation step; ``detail["event"]`` says which).
 """
 
 from __future__ import annotations

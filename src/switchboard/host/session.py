@@ -12,6 +12,12 @@ Readiness is set by the peer's reader the moment the receipt is read (``on_respo
 ``channels/register`` that the connector sends straight after its receipt is never rejected by a
 race between the handshake task and the dispatcher.
 
+After the handshake the manifest can change (MCPL §17): ``mcpl/manifestChanged`` goes to the
+session's :class:`~switchboard.host.manifest_watch.ManifestWatch`, which fetches and diffs it;
+the session adopts the narrowed grant (dropping this connection's registrations when
+``channels.register`` is revoked, as if it had never been advertised) and tells the connector
+with a ``featureSets/update`` Request.
+
 It knows nothing of supervision (see :mod:`switchboard.host.supervisor`) or of agents.
 """
 
@@ -28,30 +34,29 @@ import structlog
 from pydantic import ValidationError
 
 from switchboard import __version__
-from switchboard.channels import ChannelRef, ChannelRegistry, DescriptorLike, Rejected
+from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.config import ConnectorConfig
 from switchboard.host.events import Observer
 from switchboard.host.incoming import IncomingHandler
-from switchboard.host.outcome import PublishOutcome, PublishStatus, Refusal
+from switchboard.host.manifest_diff import Narrowing
+from switchboard.host.manifest_watch import ManifestWatch
+from switchboard.host.publish_request import publish_over
+from switchboard.host.registration import RegistrationHandler
 from switchboard.protocol import (
     CAPABILITY_PATHS,
     MCP_PROTOCOL_VERSION,
     METHOD_GATES,
     CapabilityDenied,
-    ChangedParams,
     FeatureSetNotEnabled,
     Grant,
     Manifest,
-    RegisterParams,
     UnknownFeatureSet,
     derive_enabled,
     effective_grant,
     host_advertisement,
     parse_manifest,
     parse_receipt,
-    validate_descriptors,
 )
-from switchboard.protocol.messages import ChannelDescriptor, DescriptorProblem
 from switchboard.store import MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,
@@ -61,6 +66,8 @@ from switchboard.transport import (
     RequestTimeoutError,
     RpcError,
 )
+
+__all__ = ["ConnectorSession", "SessionState", "publish_over"]
 
 log = structlog.get_logger(__name__)
 
@@ -108,21 +115,34 @@ class ConnectorSession:
             clock=clock,
             permits=self.channel_permitted,
         )
+        self._registration = RegistrationHandler(
+            server_id=self.server_id,
+            registry=registry,
+            observer=observer,
+            allows=lambda path: self.grant.allows(path),
+            permits=self.channel_permitted,
+        )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
-            "channels/register": self._register,
-            "channels/changed": self._changed_request,
-            "channels/list": self._list,
+            "channels/register": self._registration.register,
+            "channels/changed": self._registration.changed_request,
+            "channels/list": self._registration.list,
             "channels/incoming": self._incoming.handle,
             "push/event": self._push_event,
         }
         self.log = log.bind(server_id=self.server_id)
+        self.manifest_watch = ManifestWatch(self, min_interval=config.manifest_fetch_interval)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     @property
     def peer(self) -> Peer | None:
         return self._peer
+
+    @property
+    def mcpl_active(self) -> bool:
+        """Whether MCPL is in force on this connection (ready, not MCP-only, not closed)."""
+        return self.state is SessionState.READY
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
@@ -148,6 +168,7 @@ class ConnectorSession:
                         tg.cancel_scope.cancel()
 
                 tg.start_soon(read_until_closed)
+                tg.start_soon(self.manifest_watch.run)
                 await self._handshake(peer)
                 await anyio.sleep_forever()
         finally:
@@ -178,15 +199,9 @@ class ConnectorSession:
             self.log.info("manifest_diagnostic", note=note)
         grant = effective_grant(manifest.advertised, self.config.grant)
         status = derive_enabled(manifest.feature_sets, grant, self.config.enabled_feature_sets, ())
-        enabled = sorted(name for name, why in status.items() if why is None)
-        disabled = sorted(name for name, why in status.items() if why is not None)
-        params: dict[str, Any] = {
-            "effectiveCapabilities": sorted(grant.leaves()),
-            "deniedCapabilities": sorted((manifest.advertised & CAPABILITY_PATHS) - grant.leaves()),
-            "enabled": enabled,
-            "disabled": disabled,
-        }
-        pending = (grant, frozenset(enabled))
+        enabled = frozenset(name for name, why in status.items() if why is None)
+        params = _policy_params(manifest, grant, enabled)
+        pending = (grant, enabled)
 
         def receipt_read(value: Any) -> None:
             # Runs in the peer's reader, before any later inbound message is dispatched.
@@ -235,6 +250,69 @@ class ConnectorSession:
         self.state = SessionState.READY
         self._ready.set()
 
+    # -- manifest changes --------------------------------------------------------------------
+
+    def adopt_manifest(self, manifest: Manifest, narrowing: Narrowing) -> None:
+        """Put a changed manifest in force with its narrowed grant (host-first, MCPL §6.7).
+
+        Called in the peer's reader, so the narrowing holds before the next inbound message.
+        """
+        register_revoked = self.grant.allows("channels.register") and not (
+            narrowing.grant.allows("channels.register")
+        )
+        self.manifest = manifest
+        self.grant = narrowing.grant
+        self.enabled_feature_sets = narrowing.enabled
+        if register_revoked:
+            # Registrations were authorized under a grant that no longer holds: a revoked
+            # capability behaves as if it had never been advertised (MCPL §5.4).
+            gone = self._registry.remove_server(self.server_id)
+            if gone:
+                self._observer(
+                    "changed",
+                    self.server_id,
+                    {"added": [], "removed": [ref.channel_id for ref in gone]},
+                )
+        self._observer(
+            "manifest",
+            self.server_id,
+            {
+                "revision": manifest.revision,
+                "grant": sorted(self.grant.leaves()),
+                "impacts": [impact.to_json() for impact in narrowing.impacts],
+            },
+        )
+
+    async def tell_policy(self) -> None:
+        """Send the grant in force as a ``featureSets/update`` Request (after a narrowing).
+
+        A refusing receipt switches MCPL off for this connection (MCP-only), as at the
+        handshake; no answer leaves the narrowed grant in force, which is already safe.
+        """
+        peer, manifest = self._peer, self.manifest
+        if peer is None or manifest is None or not self.mcpl_active:
+            return
+        params = _policy_params(manifest, self.grant, self.enabled_feature_sets)
+        if self.legacy_policy:
+            await peer.notify("featureSets/update", params)
+            return
+
+        def receipt_read(value: Any) -> None:
+            receipt = parse_receipt(value if isinstance(value, Mapping) else {})
+            if not receipt.accepted:
+                self.state = SessionState.MCP_ONLY
+                self.grant = Grant.empty()
+                self.log.warning(
+                    "policy_change_refused",
+                    fallback=receipt.fallback,
+                    reason=receipt.raw.get("reason"),
+                )
+
+        try:
+            await peer.request("featureSets/update", params, on_response=receipt_read)
+        except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
+            self.log.warning("policy_change_unacknowledged", error=str(exc))
+
     # -- dispatch ----------------------------------------------------------------------------
 
     def gate_check(self, method: str) -> None:
@@ -246,19 +324,23 @@ class ConnectorSession:
             raise CapabilityDenied(gate)
 
     async def _on_request(self, method: str, params: Any) -> Any:
+        # The gate first: an ungranted privileged method (model/info, inference/request ...) is
+        # "capability denied" whether or not Switchboard implements it (MCPL §12, §5.4).
+        self.gate_check(method)
         handler = self._handlers.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
-        self.gate_check(method)
         return await handler(params)
 
     async def _on_notification(self, method: str, params: Any) -> None:
         if method == "channels/changed":
             try:
                 self.gate_check(method)
-                await self._changed(params, notification=True)
+                await self._registration.changed(params, notification=True)
             except (CapabilityDenied, ValidationError) as exc:
                 self.log.warning("changed_notification_dropped", reason=str(exc))
+        elif method == "mcpl/manifestChanged":
+            self.manifest_watch.announce(params)
         elif method == "notifications/message":
             self.log.info("connector_log", params=params)
         else:
@@ -273,70 +355,6 @@ class ConnectorSession:
         """Per-channel narrowing from the config (``channels`` glob patterns)."""
         patterns = self._channel_patterns
         return patterns is None or any(fnmatchcase(channel_id, p) for p in patterns)
-
-    def _authorize(self, descriptor: DescriptorLike) -> str | None:
-        if not self.grant.allows("channels.register"):
-            return "capability_denied"
-        if not self.channel_permitted(descriptor.id):
-            return "capability_denied"
-        return None
-
-    @staticmethod
-    def _items(raw: list[Any]) -> list[ChannelDescriptor | Rejected]:
-        items: list[ChannelDescriptor | Rejected] = []
-        for v in validate_descriptors(raw):
-            if isinstance(v, DescriptorProblem):
-                items.append(Rejected(v.id, v.reason))
-            else:
-                items.append(v)
-        return items
-
-    async def _register(self, params: Any) -> dict[str, Any]:
-        p = RegisterParams.model_validate(params)
-        change = self._registry.register(
-            self.server_id, self._items(p.channels), authorize=self._authorize
-        )
-        results = [_item(r) for r in change.results]
-        self._observer(
-            "register", self.server_id, {"accepted": [r.channel_id for r in change.added]}
-        )
-        return {"results": results}
-
-    async def _changed_request(self, params: Any) -> dict[str, Any]:
-        return await self._changed(params, notification=False)
-
-    async def _changed(self, params: Any, *, notification: bool) -> dict[str, Any]:
-        p = ChangedParams.model_validate(params)
-        change = self._registry.change(
-            self.server_id,
-            added=self._items(p.added or []),
-            removed=[str(x) for x in (p.removed or [])],
-            updated=self._items(p.updated or []),
-            authorize=self._authorize,
-        )
-        results = [_item(r) for r in change.results]
-        if notification:
-            for r in change.results:
-                if not r.accepted:
-                    self.log.warning(
-                        "changed_item_filtered",
-                        channel_id=r.id,
-                        reason=r.reason,
-                        form="notification",
-                    )
-        self._observer(
-            "changed",
-            self.server_id,
-            {
-                "added": [r.channel_id for r in change.added],
-                "removed": [r.channel_id for r in change.removed],
-            },
-        )
-        return {"results": results}
-
-    async def _list(self, params: Any) -> dict[str, Any]:
-        entries = self._registry.server_entries(self.server_id)
-        return {"channels": [_descriptor_wire(e.descriptor) for e in entries]}
 
     async def _push_event(self, params: Any) -> Any:
         return await self._incoming.push_event(params, self._check_feature_set)
@@ -358,86 +376,11 @@ class ConnectorSession:
         return ChannelRef(self.server_id, channel_id)
 
 
-def _item(r: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": r.id, "accepted": r.accepted}
-    if r.reason is not None:
-        out["reason"] = r.reason
-    return out
-
-
-def _descriptor_wire(descriptor: Any) -> dict[str, Any]:
-    dump = getattr(descriptor, "model_dump", None)
-    if dump is not None:
-        result: dict[str, Any] = dump(by_alias=True, exclude_none=True)
-        return result
-    return dict(descriptor)
-
-
-async def publish_over(
-    session: ConnectorSession, channel_id: str, content: list[dict[str, Any]], conversation_id: str
-) -> PublishOutcome:
-    """Send ``channels/publish`` as a Request and report what the connector said.
-
-    ``delivered`` only on ``{"delivered": true, "messageId": ...}``; an error answer is
-    ``failed``; silence, a lost link or a malformed answer is ``unknown`` (it may have gone out).
-    """
-    sid = session.server_id
-    peer = session.peer
-    if peer is None:
-        return PublishOutcome.refused(
-            Refusal.SERVER_GONE,
-            f"server {sid} is not connected",
-            server_id=sid,
-            channel_id=channel_id,
-        )
-    params = {"conversationId": conversation_id, "channelId": channel_id, "content": content}
-    timeout = session.config.publish_timeout
-    try:
-        if session.publish_notification_only:
-            await peer.notify("channels/publish", params)
-            return _unconfirmed(
-                sid, channel_id, "sent as a notification; this connector gives no receipt"
-            )
-        result = await peer.request("channels/publish", params, timeout=timeout)
-    except RpcError as exc:
-        if exc.code == METHOD_NOT_FOUND and not session.publish_notification_only:
-            # A connector that only takes the notification form (peers.md: mcpl-editor).
-            session.publish_notification_only = True
-            session.log.warning("publish_request_unsupported_using_notification")
-            await peer.notify("channels/publish", params)
-            return _unconfirmed(
-                sid, channel_id, "sent as a notification; this connector gives no receipt"
-            )
-        return PublishOutcome(
-            PublishStatus.FAILED,
-            sid,
-            channel_id,
-            reason=f"the connector refused the publish: {exc.message} (code {exc.code})",
-            detail={"code": exc.code, "data": exc.data},
-        )
-    except RequestTimeoutError:
-        return _unconfirmed(sid, channel_id, f"no answer from the connector within {timeout:g} s")
-    except LinkClosedError:
-        return _unconfirmed(
-            sid, channel_id, "the link to the connector was lost before it answered"
-        )
-    if isinstance(result, Mapping):
-        delivered = result.get("delivered")
-        message_id = result.get("messageId")
-        if delivered is True and isinstance(message_id, str | int):
-            return PublishOutcome(
-                PublishStatus.DELIVERED, sid, channel_id, message_id=str(message_id)
-            )
-        if delivered is False:
-            return PublishOutcome(
-                PublishStatus.FAILED,
-                sid,
-                channel_id,
-                reason="the connector reported that the message was not delivered",
-                detail={"result": dict(result)},
-            )
-    return _unconfirmed(sid, channel_id, "the connector's answer did not confirm delivery")
-
-
-def _unconfirmed(server_id: str, channel_id: str, reason: str) -> PublishOutcome:
-    return PublishOutcome(PublishStatus.UNKNOWN, server_id, channel_id, reason=reason)
+def _policy_params(manifest: Manifest, grant: Grant, enabled: frozenset[str]) -> dict[str, Any]:
+    """``featureSets/update`` params: the complete grant as explicit leaves, never a delta."""
+    return {
+        "effectiveCapabilities": sorted(grant.leaves()),
+        "deniedCapabilities": sorted((manifest.advertised & CAPABILITY_PATHS) - grant.leaves()),
+        "enabled": sorted(enabled),
+        "disabled": sorted(set(manifest.feature_sets) - enabled),
+    }

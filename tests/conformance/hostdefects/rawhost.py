@@ -1,21 +1,37 @@
-"""A minimal raw-asyncio MCPL host, correct unless told to break one rule.
+"""A minimal raw MCPL host (threads, standard library only), correct unless told to break one rule.
 
 It spawns the connector argv it is given, runs the handshake (``initialize``, then the
-``featureSets/update`` Request granting what the connector advertised), and answers what the
-connector sends: ``ping``, ``channels/register``, ``channels/changed``, ``channels/list``,
-``channels/incoming`` (per message, registered channels only), and ``-32002`` for anything
-privileged before the receipt or outside the grant, ``-32601`` for unknown methods. Junk
-lines are skipped. It knows nothing of the kit; the defects are switched on by
-:class:`Defects`.
+``featureSets/update`` Request granting the advertised channel leaves and ``pushEvents``; a
+connector without ``experimental.mcpl`` stays plain MCP), and answers what the connector
+sends: ``ping``, ``channels/register`` and ``channels/changed`` (Request or Notification, item
+by item), ``channels/list``, ``channels/incoming`` (per message, registered channels only),
+``push/event`` (feature sets checked, errors with the documented codes), ``-32002`` for
+anything privileged before the receipt or outside the grant, ``-32601`` for unknown methods.
+It "replies" to each admitted message by publishing an echo (streamed first when the
+connector advertised and was granted ``channels.streaming``), and follows manifest changes
+(:mod:`.rawmanifest`). Junk lines are skipped. It knows nothing of the kit; the defects are
+switched on by :class:`Defects`. Messages are read and answered on one reader thread;
+anything that waits for an answer (the handshake, a publish, a manifest fetch) runs on its own
+thread, so it starts in a few milliseconds (many of these hosts run per test).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
+import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
+
+from tests.conformance.hostdefects.rawgrant import (
+    descriptor_problem,
+    enabled,
+    feature_sets,
+    granted,
+)
+from tests.conformance.hostdefects.rawmanifest import ManifestFollower
 
 _GATES = {
     "channels/register": "channels.register",
@@ -23,8 +39,9 @@ _GATES = {
     "channels/list": "channels.register",
     "channels/incoming": "channels.incoming",
     "push/event": "pushEvents",
+    "model/info": "modelInfo",
+    "inference/request": "inferenceRequest",
 }
-_DIRECTIONS = {"inbound", "outbound", "bidirectional"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,27 +52,33 @@ class Defects:
     register_before_policy: bool = False
     register_result_empty: bool = False
     list_never_answered: bool = False
+    incoming_first_result_only: bool = False
+    manifest_not_fetched: bool = False
+    manifest_additions_granted: bool = False
+    manifest_fetch_unbounded: bool = False
+    manifest_revision_trusted: bool = False
+    manifest_garbage_drops_mcpl: bool = False
+    manifest_digest_enforced: bool = False
 
 
-def _granted(advertised: Any) -> list[str]:
-    mcpl = advertised if isinstance(advertised, dict) else {}
-    paths: list[str] = []
-    channels = mcpl.get("channels")
-    if isinstance(channels, dict):
-        paths += [f"channels.{k}" for k, v in channels.items() if v is True]
-    if mcpl.get("pushEvents") is True:
-        paths.append("pushEvents")
-    return sorted(paths)
+def _error(code: int, message: str, **data: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "data": data}}
 
 
-def _descriptor_problem(item: Any) -> str | None:
-    if not isinstance(item, dict) or not isinstance(item.get("id"), str):
-        return "malformed: no id"
-    if not isinstance(item.get("type"), str) or not isinstance(item.get("label"), str):
-        return "malformed: type and label are required"
-    if item.get("direction") not in _DIRECTIONS:
-        return "malformed: bad direction"
-    return None
+class Waiter:
+    """One outstanding request's answer, handed from the reader thread to the one waiting."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.response: dict[str, Any] = {}
+
+    def settle(self, response: dict[str, Any]) -> None:
+        self.response = response
+        self._event.set()
+
+    def wait(self) -> dict[str, Any]:
+        self._event.wait()
+        return self.response
 
 
 class RawHost:
@@ -64,22 +87,67 @@ class RawHost:
     def __init__(self, defects: Defects) -> None:
         self.defects = defects
         self.grant: set[str] = set()
+        self.enabled: set[str] = set()
+        self.manifest: dict[str, Any] | None = None
         self.ready = False
         self.channels: dict[str, Any] = {}
         self.next_id = 0
-        self.waiting: dict[int, asyncio.Future[Any]] = {}
-        self.writer: asyncio.StreamWriter | None = None
+        self.waiting: dict[int, Waiter] = {}
+        self.on_response: dict[int, Callable[[dict[str, Any]], None]] = {}
+        self.writer: IO[bytes] | None = None
+        self.lock = threading.Lock()
+        self.manifests = ManifestFollower(self)
+
+    # -- wire --------------------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.writer is not None
-        self.writer.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        frame = json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
+        with self.lock:
+            try:
+                self.writer.write(frame)
+                self.writer.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the connector is gone; the reader ends the host
 
-    async def request(self, method: str, params: Any) -> Any:
-        self.next_id += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.waiting[self.next_id] = future
-        self.send({"id": self.next_id, "method": method, "params": params})
-        return await future
+    def request(
+        self,
+        method: str,
+        params: Any,
+        on_response: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its response (never on the reader thread).
+
+        ``on_response`` runs on the reader thread, before the next message is read.
+        """
+        waiter = Waiter()
+        with self.lock:
+            self.next_id += 1
+            ident = self.next_id
+            self.waiting[ident] = waiter
+            if on_response is not None:
+                self.on_response[ident] = on_response
+        self.send({"id": ident, "method": method, "params": params})
+        return waiter.wait()
+
+    def spawn(self, work: Callable[..., Any], *args: Any) -> None:
+        threading.Thread(target=work, args=args, daemon=True).start()
+
+    # -- policy ------------------------------------------------------------------------------
+
+    def policy_params(self) -> dict[str, Any]:
+        sets = feature_sets(self.manifest)
+        return {
+            "effectiveCapabilities": sorted(self.grant),
+            "enabled": sorted(self.enabled),
+            "disabled": sorted(set(sets) - self.enabled),
+        }
+
+    def read_receipt(self, response: dict[str, Any]) -> None:
+        if (response.get("result") or {}).get("accepted") is not True:
+            self.ready, self.grant, self.enabled = False, set(), set()
+
+    # -- answering ---------------------------------------------------------------------------
 
     def answer(self, method: str, params: Any) -> dict[str, Any]:
         gate = _GATES.get(method)
@@ -88,8 +156,7 @@ class RawHost:
             and not (method == "channels/register" and self.defects.register_before_policy)
             and (not self.ready or gate not in self.grant)
         ):
-            message = f"capability {gate} not granted"
-            return {"error": {"code": -32002, "message": message, "data": {"capability": gate}}}
+            return _error(-32002, f"capability {gate} not granted", capability=gate)
         params = params if isinstance(params, dict) else {}
         if method == "ping":
             return {"result": {}}
@@ -99,24 +166,28 @@ class RawHost:
                 return {"result": {}}
             return {"result": {"results": results}}
         if method == "channels/changed":
-            updated = [self._update(d) for d in params.get("updated", [])]
-            return {"result": {"results": updated}}
+            return {"result": {"results": self._changed(params)}}
         if method == "channels/list":
             return {"result": {"channels": list(self.channels.values())}}
         if method == "channels/incoming":
-            results = []
-            for m in params.get("messages", []):
-                mid = m.get("messageId") if isinstance(m, dict) else None
-                known = isinstance(m, dict) and m.get("channelId") in self.channels
-                item: dict[str, Any] = {"messageId": mid, "accepted": known}
-                if not known:
-                    item["reason"] = "unknown channel"
-                results.append(item)
-            return {"result": {"results": results}}
+            return {"result": {"results": self._incoming(params)}}
+        if method == "push/event":
+            return self._push(params)
         return {"error": {"code": -32601, "message": f"Method not found: {method}"}}
 
+    def _push(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = params.get("featureSet")
+        sets = feature_sets(self.manifest)
+        if name not in sets:
+            return _error(-32003, "Unknown feature set", featureSet=name)
+        if name not in self.enabled:
+            return _error(-32001, "Feature set not enabled", featureSet=name)
+        if "pushEvents" not in (sets[name] or []):
+            return _error(-32002, "declaration mismatch", capability="pushEvents")
+        return {"result": {"accepted": True}}
+
     def _add(self, item: Any) -> dict[str, Any]:
-        problem = _descriptor_problem(item)
+        problem = descriptor_problem(item)
         cid = item.get("id") if isinstance(item, dict) else None
         if problem is not None or not isinstance(cid, str):
             return {"id": cid, "accepted": False, "reason": problem}
@@ -129,21 +200,73 @@ class RawHost:
             return {"id": cid, "accepted": False, "reason": "unknown channel"}
         return self._add(item)
 
+    def _changed(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        results = [self._update(d) for d in params.get("updated", [])]
+        return results + [self._add(d) for d in params.get("added", [])]
+
+    def _incoming(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        results = []
+        for m in params.get("messages", []):
+            mid = m.get("messageId") if isinstance(m, dict) else None
+            known = isinstance(m, dict) and m.get("channelId") in self.channels
+            item: dict[str, Any] = {"messageId": mid, "accepted": known}
+            if known:
+                self.spawn(self._echo, m)
+            else:
+                item["reason"] = "unknown channel"
+            results.append(item)
+        return results[:1] if self.defects.incoming_first_result_only else results
+
+    def _echo(self, message: dict[str, Any]) -> None:
+        """The raw host's "agent": publish an echo, streamed first when granted."""
+        channel = message["channelId"]
+        if "channels.publish" not in self.grant:
+            return
+        text = "echo: " + "".join(
+            str(b.get("text", "")) for b in message.get("content", []) if isinstance(b, dict)
+        )
+        content = [{"type": "text", "text": text}]
+        if "channels.streaming" in self.grant:
+            head = {
+                "inferenceId": f"raw-{message.get('messageId')}",
+                "conversationId": "c",
+                "channelId": channel,
+            }
+            parts = [text[: len(text) // 2], text[len(text) // 2 :]]
+            for index, delta in enumerate(parts):
+                chunk = {**head, "index": index, "delta": delta}
+                self.send({"method": "channels/outgoing/chunk", "params": chunk})
+            complete = {**head, "content": content}
+            self.send({"method": "channels/outgoing/complete", "params": complete})
+        publish = {"conversationId": "c", "channelId": channel, "content": content}
+        self.request("channels/publish", publish)
+
+    def notification(self, method: str, params: Any) -> None:
+        if method == "channels/changed" and self.ready and "channels.register" in self.grant:
+            self._changed(params if isinstance(params, dict) else {})
+        elif method == "mcpl/manifestChanged" and self.ready:
+            self.manifests.announced(params)
+
     def dispatch(self, message: dict[str, Any]) -> None:
         method = message.get("method")
         if not isinstance(method, str):
-            future = self.waiting.pop(message.get("id"), None)  # type: ignore[arg-type]
-            if future is not None and not future.done():
-                future.set_result(message)
+            ident = message.get("id")
+            callback = self.on_response.pop(ident, None)  # type: ignore[arg-type]
+            if callback is not None:
+                callback(message)
+            waiter = self.waiting.pop(ident, None)  # type: ignore[arg-type]
+            if waiter is not None:
+                waiter.settle(message)
             return
         if "id" not in message:
+            self.notification(method, message.get("params"))
             return
         if method == "channels/list" and self.defects.list_never_answered:
             return
         self.send({"id": message["id"], **self.answer(method, message.get("params"))})
 
-    async def read(self, reader: asyncio.StreamReader) -> None:
-        while line := await reader.readline():
+    def read(self, reader: IO[bytes]) -> None:
+        for line in reader:
             try:
                 message = json.loads(line)
             except ValueError:
@@ -151,11 +274,13 @@ class RawHost:
             if isinstance(message, dict):
                 try:
                     self.dispatch(message)
-                except (TypeError, AttributeError):
+                except (TypeError, AttributeError, KeyError):
                     continue
+        for waiter in list(self.waiting.values()):
+            waiter.settle({})  # the connection is over: nobody waits forever
 
-    async def handshake(self) -> None:
-        init = await self.request(
+    def handshake(self) -> None:
+        init = self.request(
             "initialize",
             {
                 "protocolVersion": "2025-06-18",
@@ -166,33 +291,37 @@ class RawHost:
         result = init.get("result") or {}
         mcpl = result.get("capabilities", {}).get("experimental", {}).get("mcpl")
         self.send({"method": "notifications/initialized", "params": {}})
-        grant = _granted(mcpl)
-        params = {"effectiveCapabilities": grant, "enabled": [], "disabled": []}
+        if not isinstance(mcpl, dict):
+            return  # a plain MCP server: no MCPL at all
+        self.manifest = mcpl
+        grant = granted(mcpl)
+        sets = enabled(feature_sets(mcpl), grant)
         if self.defects.policy_as_notification:
-            self.send({"method": "featureSets/update", "params": params})
-            self.grant, self.ready = set(grant), True
+            self.grant, self.enabled, self.ready = grant, sets, True
+            self.send({"method": "featureSets/update", "params": self.policy_params()})
             return
-        receipt = await self.request("featureSets/update", params)
-        if (receipt.get("result") or {}).get("accepted") is True:
-            self.grant, self.ready = set(grant), True
+        self.grant, self.enabled = grant, sets
+        params = self.policy_params()
+        self.grant, self.enabled = set(), set()
 
+        def receipt(response: dict[str, Any]) -> None:
+            if (response.get("result") or {}).get("accepted") is True:
+                self.grant, self.enabled, self.ready = grant, sets, True
 
-async def _serve(argv: list[str], defects: Defects) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
-    )
-    assert process.stdin is not None
-    assert process.stdout is not None
-    host = RawHost(defects)
-    host.writer = process.stdin
-    reading = asyncio.create_task(host.read(process.stdout))
-    await host.handshake()
-    await reading
+        self.request("featureSets/update", params, on_response=receipt)
 
 
 def run(defects: Defects) -> None:
     """Serve the connector named by this program's arguments, with ``defects``."""
-    asyncio.run(_serve(sys.argv[1:], defects))
+    process = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    host = RawHost(defects)
+    host.writer = process.stdin
+    reader = threading.Thread(target=host.read, args=(process.stdout,), daemon=True)
+    reader.start()
+    host.spawn(host.handshake)
+    reader.join()
 
 
 if __name__ == "__main__":

@@ -2,16 +2,24 @@
 
 Not a defect: the reference host the suite must pass. It writes a one-connector config to a
 temporary directory (``agent.transport = "none"``, no restarts, the connector command being
-the argv it was given) and runs ``python -m switchboard run --config FILE``.
+the argv it was given) and runs Switchboard on it.
+
+By default the host runs in this process: ``Switchboard.started(config)``, which is what
+``switchboard run`` does minus the agent-facing MCP server (with ``agent.transport = "none"``
+that server serves nothing, and importing it costs about a second per check). ``--full`` as
+the first argument runs ``python -m switchboard run --config FILE`` instead, exactly as an
+operator would.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import FrameType
 
 
 def write_config(directory: Path, connector: list[str]) -> Path:
@@ -37,11 +45,39 @@ def write_config(directory: Path, connector: list[str]) -> Path:
     return path
 
 
-def main(connector: list[str]) -> int:
+def run_in_process(config_path: Path) -> int:
+    """Run the host on ``config_path`` until the kit ends this process."""
+    import anyio
+
+    from switchboard.config import load_config
+    from switchboard.host import Switchboard
+    from switchboard.logging import configure
+
+    config = load_config(config_path)
+    configure(config.log_level)
+
+    async def serve() -> None:
+        async with Switchboard.started(config):
+            await anyio.sleep_forever()
+
+    anyio.run(serve)
+    return 0
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)  # unwinds, so the temporary directory is removed
+
+
+def main(argv: list[str]) -> int:
+    full = argv[:1] == ["--full"]
+    connector = argv[1:] if full else argv
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     with tempfile.TemporaryDirectory(prefix="switchboard-host-") as tmp:
         config = write_config(Path(tmp), connector)
-        command = [sys.executable, "-m", "switchboard", "run", "--config", str(config)]
-        return subprocess.call(command)
+        if full:
+            command = [sys.executable, "-m", "switchboard", "run", "--config", str(config)]
+            return subprocess.call(command)
+        return run_in_process(config)
 
 
 if __name__ == "__main__":

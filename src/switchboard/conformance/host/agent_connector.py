@@ -12,9 +12,10 @@ It imports nothing from switchboard, so it starts fast.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
+import socket
 import sys
+import threading
 from collections.abc import Sequence
 
 __all__ = ["connector_argv", "main"]
@@ -35,36 +36,37 @@ def connector_argv(port: int, check_id: str, *, host: str = "127.0.0.1") -> list
     ]
 
 
-async def _stdin_to_socket(writer: asyncio.StreamWriter) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    while data := await reader.read(_CHUNK):
-        writer.write(data)
-        await writer.drain()
-
-
-async def _socket_to_stdout(reader: asyncio.StreamReader) -> None:
-    out = sys.stdout.fileno()
-    while data := await reader.read(_CHUNK):
-        view = memoryview(data)
-        while view:
-            written = os.write(out, view)
-            view = view[written:]
-
-
-async def _relay(host: str, port: int) -> None:
-    reader, writer = await asyncio.open_connection(host, port)
-    tasks = [
-        asyncio.create_task(_stdin_to_socket(writer)),
-        asyncio.create_task(_socket_to_stdout(reader)),
-    ]
+def _stdin_to_socket(sock: socket.socket, done: threading.Event) -> None:
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        while data := os.read(0, _CHUNK):
+            sock.sendall(data)
+    except OSError:
+        pass
     finally:
-        for task in tasks:
-            task.cancel()
-        writer.close()
+        done.set()
+
+
+def _socket_to_stdout(sock: socket.socket, done: threading.Event) -> None:
+    try:
+        while data := sock.recv(_CHUNK):
+            view = memoryview(data)
+            while view:
+                written = os.write(1, view)
+                view = view[written:]
+    except OSError:
+        pass
+    finally:
+        done.set()
+
+
+def _relay(host: str, port: int) -> None:
+    """Copy bytes both ways until either side ends (threads: no event loop to import)."""
+    sock = socket.create_connection((host, port))
+    done = threading.Event()
+    for copy in (_stdin_to_socket, _socket_to_stdout):
+        threading.Thread(target=copy, args=(sock, done), daemon=True).start()
+    done.wait()
+    sock.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -75,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(None if argv is None else list(argv))
     host, _, port = str(args.connect).rpartition(":")
     try:
-        asyncio.run(_relay(host or "127.0.0.1", int(port)))
+        _relay(host or "127.0.0.1", int(port))
     except (OSError, ValueError) as exc:
         sys.stderr.write(f"agent_connector ({args.check}): {exc}\n")
         return 1

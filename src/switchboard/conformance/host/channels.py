@@ -1,10 +1,12 @@
-"""Host checks of channels (mcpl-protocol.md 4.3-4.9, H-38..H-52).
+"""Host checks of channels (mcpl-protocol.md 4.3-4.9; H-38..H-43, H-46, H-52, H-56).
 
 What this module knows: that ``channels/register`` and ``channels/changed`` Requests are
-answered item by item (a malformed or unknown item rejected alone, with a reason); that
-``channels/incoming`` is checked per message against the channels actually registered; that
-``channels/list`` is answered; and that no ``channels/outgoing/*`` ever reaches a connector
-that did not advertise ``channels.streaming``.
+answered item by item (a malformed or unknown item rejected alone, with a reason), and that a
+``channels/changed`` Notification, which cannot carry results, is still filtered item by item;
+that ``channels/incoming`` is checked per message against the channels actually registered,
+with one result per message in a batch, and that tags no ontology describes do not fail it;
+that ``channels/list`` is answered; and that no ``channels/outgoing/*`` ever reaches a
+connector that did not advertise ``channels.streaming``.
 
 What it deliberately does not know: how the host is started or how results are reported.
 """
@@ -171,3 +173,58 @@ async def no_streaming_undeclared(ctx: HostContext) -> Verdict:
         if published is None:
             return not_exercised("the host published nothing to the kit's channel")
         return passed("the host published without streaming")
+
+
+@HOST_CHECKS.check(
+    "host.channels.changed_notification_filtered",
+    requirements=("H-40",),
+    level="MUST",
+    section=CHANNELS,
+    title="a channels/changed Notification is filtered item by item: the good channel works",
+)
+async def changed_notification_filtered(ctx: HostContext) -> Verdict:
+    async with ctx.launch() as kit:
+        await _ready(kit)
+        malformed = {"id": "kit-bad", "type": "chat"}  # no label, no direction
+        await kit.notify("channels/changed", {"added": [descriptor("kit-good"), malformed]})
+        await kit.call("ping", {})  # the notification has been read before this answer
+        good = await kit.call(
+            "channels/incoming", {"messages": [incoming_message("kit-good", "m-good")]}
+        )
+        bad = await kit.call(
+            "channels/incoming", {"messages": [incoming_message("kit-bad", "m-bad")]}
+        )
+        if bad.code not in (-32023, -32017):
+            by_id = itemized(bad, ["m-bad"], key="messageId")
+            if by_id["m-bad"]["accepted"] is not False:
+                return failed("a message on the Notification's malformed channel was admitted")
+        by_id = itemized(good, ["m-good"], key="messageId")
+        if by_id["m-good"]["accepted"] is not True:
+            return failed(f"the Notification's good channel does not work: {good.describe()}")
+        return passed("the malformed item was filtered out alone; the good channel admits messages")
+
+
+@HOST_CHECKS.check(
+    "host.channels.incoming_result_per_message",
+    requirements=("H-43", "H-56"),
+    level="MUST",
+    section=CHANNELS,
+    title="a channels/incoming batch gets one result per message; undescribed tags are fine",
+)
+async def incoming_result_per_message(ctx: HostContext) -> Verdict:
+    async with ctx.launch() as kit:
+        await _ready(kit)
+        await kit.call("channels/register", {"channels": [descriptor("kit-room")]})
+        tagged = {
+            **incoming_message("kit-room", "m-1"),
+            "tags": ["kit:undescribed", "vendor:x=1", "chat:mention"],
+        }
+        reply = await kit.call(
+            "channels/incoming", {"messages": [tagged, incoming_message("kit-unknown", "m-2")]}
+        )
+        by_id = itemized(reply, ["m-1", "m-2"], key="messageId")
+        if by_id["m-1"]["accepted"] is not True:
+            return failed(f"the message on the registered channel was refused: {by_id['m-1']!r}")
+        if by_id["m-2"]["accepted"] is not False:
+            return failed("the message on a channel never registered was admitted")
+        return passed("two messages, two results, mixed; undescribed tags did not fail the call")

@@ -35,16 +35,21 @@ from ..registry import CheckRegistry
 from ..server.options import SuiteOptions
 from ..transcript import RecordingLink, Transcript
 from .agent_connector import connector_argv
-from .session import CHANNELS_ONLY, KitConnector
+from .session import ACCEPTED, CHANNELS_ONLY, KitConnector
 
 __all__ = [
     "CHANNELS",
     "CONNECTOR_PLACEHOLDER",
+    "GENERAL",
     "HANDSHAKE",
+    "HOOKS",
     "HOST_CHECKS",
+    "MANIFEST",
     "POLICY",
+    "PUSH",
     "REQUESTS",
     "SECTIONS",
+    "STREAMING",
     "HostContext",
     "HostTarget",
 ]
@@ -140,9 +145,17 @@ class HostContext:
 
     @asynccontextmanager
     async def launch(
-        self, advertisement: Mapping[str, Any] = CHANNELS_ONLY, *, hold_policy: bool = False
+        self,
+        advertisement: Mapping[str, Any] | None = CHANNELS_ONLY,
+        *,
+        hold_policy: bool = False,
+        receipt: Mapping[str, Any] = ACCEPTED,
+        extra_fields: Mapping[str, Any] | None = None,
+        hold_hooks: bool = False,
     ) -> AsyncIterator[KitConnector]:
         """Start a fresh host, accept its connector connection, and serve it as the kit.
+
+        The keyword arguments are those of :class:`~.session.KitConnector`.
 
         Raises:
             CheckFailed: the host never started the connector within the start timeout.
@@ -176,7 +189,15 @@ class HostContext:
                     )
                 raw = tcp_link_from_stream(stream, description=f"host#{connection}")
                 link = RecordingLink(raw, self.transcript, connection)
-                kit = KitConnector(link, self.options, advertisement, hold_policy=hold_policy)
+                kit = KitConnector(
+                    link,
+                    self.options,
+                    advertisement,
+                    hold_policy=hold_policy,
+                    receipt=receipt,
+                    extra_fields=extra_fields,
+                    hold_hooks=hold_hooks,
+                )
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(kit.peer.run)
                     try:
@@ -193,9 +214,14 @@ class HostContext:
 HANDSHAKE: Final = "Handshake and policy"
 POLICY: Final = "Grant"
 REQUESTS: Final = "Requests and robustness"
+PUSH: Final = "Feature sets and push events"
+HOOKS: Final = "Hooks and inference"
 CHANNELS: Final = "Channels"
+STREAMING: Final = "Publishing and streaming"
+MANIFEST: Final = "Manifest changes"
+GENERAL: Final = "General"
 
-SECTIONS: Final = (HANDSHAKE, POLICY, REQUESTS, CHANNELS)
+SECTIONS: Final = (HANDSHAKE, POLICY, REQUESTS, PUSH, HOOKS, CHANNELS, STREAMING, MANIFEST, GENERAL)
 
 HOST_CHECKS: Final[CheckRegistry[HostContext]] = CheckRegistry("host")
 """Every check of the host suite, in report order once all check modules are imported."""

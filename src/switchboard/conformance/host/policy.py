@@ -3,7 +3,8 @@
 What this module knows: what a host must do between ``initialize`` and readiness — advertise
 MCPL, send ``featureSets/update`` as a Request (even with nothing grantable) before anything
 privileged, reject privileged requests until the receipt — and what its grant may contain
-(only advertised paths, never a path it also denies), and that it refuses methods outside it.
+(only advertised paths, never a path it also denies), and that it refuses methods outside it,
+whatever tags they carry (tags never admit anything).
 
 What it deliberately does not know: how the host is started or how results are reported.
 """
@@ -19,6 +20,7 @@ from ..outcomes import Verdict, fail, failed, passed
 from ..server.session import Reply
 from .channels import descriptor, incoming_message
 from .context import HANDSHAKE, HOST_CHECKS, POLICY, HostContext
+from .probes import push_params
 from .session import HostMessage, KitConnector
 
 __all__ = ["PRIVILEGED_TO_SERVER", "refused_as_denied"]
@@ -59,15 +61,6 @@ def refused_as_denied(reply: Reply, capability: str | None = None) -> str | None
     if not isinstance(named, str) or (capability is not None and named != capability):
         return f"{reply.method} got -32002 without data.capability={capability!r}"
     return None
-
-
-def _push_params() -> dict[str, Any]:
-    return {
-        "featureSet": "kit",
-        "eventId": "kit-event-1",
-        "timestamp": "2026-01-01T00:00:00Z",
-        "payload": {"type": "text", "text": "a push from the conformance kit"},
-    }
 
 
 def _string_list(policy: HostMessage, key: str) -> list[str]:
@@ -160,7 +153,7 @@ async def privileged_rejected_before_ready(ctx: HostContext) -> Verdict:
         await _initial_policy(kit, as_request=False)
         replies = [
             await kit.call("channels/register", {"channels": [descriptor("kit-early")]}),
-            await kit.call("push/event", _push_params()),
+            await kit.call("push/event", push_params()),
             await kit.call("model/info", {}),
         ]
         problems = [r.describe() for r in replies if r.ok or r.failure is not None]
@@ -212,17 +205,17 @@ async def effective_and_denied_disjoint(ctx: HostContext) -> Verdict:
 
 @HOST_CHECKS.check(
     "host.grant.ungated_methods_refused",
-    requirements=("H-20",),
+    requirements=("H-20", "H-37"),
     level="MUST",
     section=POLICY,
-    title="after the receipt, methods outside the grant get -32002",
+    title="after the receipt, methods outside the grant get -32002, whatever their tags say",
 )
 async def ungated_methods_refused(ctx: HostContext) -> Verdict:
     async with ctx.launch(_REGISTER_ONLY) as kit:
         if await kit.ready() is None:
             return failed("the host never sent a policy Request to answer")
         checks = [
-            (await kit.call("push/event", _push_params()), "pushEvents"),
+            (await kit.call("push/event", push_params(tags=["chat:mention"])), "pushEvents"),
             (
                 await kit.call(
                     "channels/incoming", {"messages": [incoming_message("kit-none", "m-1")]}
@@ -233,4 +226,4 @@ async def ungated_methods_refused(ctx: HostContext) -> Verdict:
         problems = [p for p in (refused_as_denied(r, c) for r, c in checks) if p]
         if problems:
             return failed("; ".join(problems))
-        return passed("push/event and channels/incoming were refused with -32002")
+        return passed("push/event (tagged chat:mention) and channels/incoming got -32002")

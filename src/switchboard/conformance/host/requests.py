@@ -1,8 +1,8 @@
 """Host checks of request handling and robustness (mcpl-protocol.md 6.6, H-17).
 
 What this module knows: that a host answers every request a connector sends — known,
-unknown (with ``-32601``) or outside its grant — and that junk on the wire does not end the
-session.
+unknown (with ``-32601``) or outside its grant (``model/info`` without ``modelInfo`` with an
+error, never a result) — and that junk on the wire does not end the session.
 
 What it deliberately does not know: how the host is started or how results are reported.
 """
@@ -28,10 +28,10 @@ _JUNK: Final = (
 
 @HOST_CHECKS.check(
     "host.requests.every_request_answered",
-    requirements=("H-17",),
+    requirements=("H-17", "H-18"),
     level="MUST",
     section=REQUESTS,
-    title="every request gets a result or an error; an unknown method gets -32601",
+    title="every request gets a result or an error; unknown -32601, model/info ungranted an error",
 )
 async def every_request_answered(ctx: HostContext) -> Verdict:
     async with ctx.launch() as kit:
@@ -45,7 +45,12 @@ async def every_request_answered(ctx: HostContext) -> Verdict:
             return failed("; ".join(silent))
         if unknown.code != -32601:
             return failed(f"an unknown method got {unknown.describe()}, not -32601")
-        return passed("every request was answered; the unknown method with -32601")
+        if replies[0].ok:
+            return failed(f"model/info without modelInfo granted got {replies[0].describe()}")
+        return passed(
+            "every request was answered; the unknown method with -32601, "
+            f"model/info with {replies[0].describe()}"
+        )
 
 
 @HOST_CHECKS.check(

@@ -3,12 +3,18 @@
 What this module knows:
 
 - the connector's half of the handshake: it answers ``initialize`` with a manifest of the
-  check's choosing, and answers the host's ``featureSets/update`` Request with an accepted
-  receipt — at once, or only when the check releases it (to act *before* the policy);
+  check's choosing (or with none at all, as a plain MCP server), and answers each of the
+  host's ``featureSets/update`` Requests with the check's receipt (accepted by default) — at
+  once, or only when the check releases it (to act *before* the policy, or while a narrowing
+  is still unacknowledged);
+- the connector's half of §17: it announces changes with ``mcpl/manifestChanged`` and answers
+  ``mcpl/manifest`` with whatever the check serves (``-32601`` until it serves something);
+- ``context/beforeInference`` answered with no injections, or never (to see a host's timeout);
+- optionally an unknown member added to every result it sends (to see the host tolerate it);
 - every request and notification the host sends, recorded at the wire with its position and
   whether it carried an id (:class:`HostMessage`), before anything answers it;
-- calls to the host that never raise (:class:`~..server.session.Reply`), raw frames, and
-  waiting for a host message that matches a predicate.
+- calls and notifications to the host that never raise (:class:`~..server.session.Reply`),
+  raw frames, and waiting for a host message that matches a predicate.
 
 What it deliberately does not know: what any check concludes from the traffic.
 """
@@ -36,7 +42,7 @@ from ..server.options import SuiteOptions
 from ..server.session import Reply
 from ..transcript import RecordingLink
 
-__all__ = ["CHANNELS_ONLY", "HostMessage", "KitConnector", "manifest_of"]
+__all__ = ["ACCEPTED", "CHANNELS_ONLY", "HostMessage", "KitConnector", "manifest_of"]
 
 CHANNELS_ONLY: Final[Mapping[str, Any]] = {
     "version": MCPL_VERSION,
@@ -44,12 +50,18 @@ CHANNELS_ONLY: Final[Mapping[str, Any]] = {
 }
 """The default advertisement: channels without streaming (so H-46 is observable)."""
 
+ACCEPTED: Final[Mapping[str, Any]] = {"accepted": True}
+"""The default receipt: the policy accepted, nothing degraded."""
 
-def manifest_of(mcpl: Mapping[str, Any]) -> dict[str, Any]:
-    """An ``initialize`` result carrying ``mcpl`` as its manifest."""
+
+def manifest_of(mcpl: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An ``initialize`` result carrying ``mcpl`` as its manifest (none: a plain MCP server)."""
+    capabilities: dict[str, Any] = {}
+    if mcpl is not None:
+        capabilities["experimental"] = {"mcpl": dict(mcpl)}
     return {
         "protocolVersion": MCP_PROTOCOL_VERSION,
-        "capabilities": {"experimental": {"mcpl": dict(mcpl)}},
+        "capabilities": capabilities,
         "serverInfo": {"name": "switchboard-conformance-connector", "version": "0"},
     }
 
@@ -79,23 +91,36 @@ class KitConnector:
     Args:
         link: the recorded link to the host.
         options: the suite's timing.
-        advertisement: the ``experimental.mcpl`` object the kit answers ``initialize`` with.
+        advertisement: the ``experimental.mcpl`` object the kit answers ``initialize`` with;
+            ``None`` answers as a plain MCP server.
         hold_policy: leave the policy Request unanswered until :meth:`release_policy`.
+        receipt: the answer to every policy Request.
+        extra_fields: members added to every object result the kit sends.
+        hold_hooks: never answer ``context/beforeInference`` (to see the host time out);
+            otherwise it is answered at once with no injections.
     """
 
     def __init__(
         self,
         link: RecordingLink,
         options: SuiteOptions,
-        advertisement: Mapping[str, Any] = CHANNELS_ONLY,
+        advertisement: Mapping[str, Any] | None = CHANNELS_ONLY,
         *,
         hold_policy: bool = False,
+        receipt: Mapping[str, Any] = ACCEPTED,
+        extra_fields: Mapping[str, Any] | None = None,
+        hold_hooks: bool = False,
     ) -> None:
         self.link = link
+        self.hold_hooks = hold_hooks
         self.options = options
         self.advertisement = advertisement
+        self.receipt = dict(receipt)
+        self.extra_fields = dict(extra_fields or {})
         self.messages: list[HostMessage] = []
         self.receipt_sent = False
+        self.served_manifest: Any = None
+        self._serving_manifest = False
         self._release = anyio.Event()
         if not hold_policy:
             self._release.set()
@@ -140,30 +165,59 @@ class KitConnector:
         """Every method the host sent so far, in wire order."""
         return [m.method for m in self.messages]
 
+    def sent(self, method: str, *, after: int = 0) -> list[HostMessage]:
+        """The host's messages of ``method`` at wire positions after ``after``."""
+        return [m for m in self.messages if m.method == method and m.position > after]
+
     # -- answering -------------------------------------------------------------------------
 
     async def _answer(self, method: str, params: Any) -> Any:
+        if method == "featureSets/update":
+            release = self._release
+            return Deferred(lambda: self._receipt(release))
+        if method == "context/beforeInference" and self.hold_hooks:
+            return Deferred(anyio.sleep_forever)
+        return self._with_extra(self._result_for(method))
+
+    def _result_for(self, method: str) -> Any:
         if method == "initialize":
             return manifest_of(self.advertisement)
-        if method == "featureSets/update":
-            return Deferred(self._receipt)
         if method == "ping":
             return {}
         if method == "channels/publish":
             return {"delivered": True, "messageId": f"kit-{len(self.messages)}"}
         if method in ("channels/open", "channels/close"):
             return {}
+        if method == "context/beforeInference":
+            return {"featureSet": "kit", "contextInjections": []}
+        if method == "mcpl/manifest" and self._serving_manifest:
+            return self.served_manifest
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
-    async def _receipt(self) -> dict[str, Any]:
-        await self._release.wait()
+    def _with_extra(self, result: Any) -> Any:
+        if self.extra_fields and isinstance(result, dict):
+            return {**result, **self.extra_fields}
+        return result
+
+    async def _receipt(self, release: anyio.Event) -> Any:
+        await release.wait()
         self.receipt_sent = True
         self._wake()
-        return {"accepted": True}
+        return self._with_extra(dict(self.receipt))
 
     def release_policy(self) -> None:
-        """Answer the held policy Request (and any later one) with an accepted receipt."""
+        """Answer the held policy Requests (and any later one) with the receipt."""
         self._release.set()
+
+    def hold_policy(self) -> None:
+        """Leave every policy Request from now on unanswered until :meth:`release_policy`."""
+        if self._release.is_set():
+            self._release = anyio.Event()
+
+    def serve_manifest(self, manifest: Any) -> None:
+        """Answer ``mcpl/manifest`` with ``manifest`` from now on (any JSON value)."""
+        self.served_manifest = manifest
+        self._serving_manifest = True
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -179,6 +233,14 @@ class KitConnector:
         except LinkClosedError:
             return Reply(method, failure=f"the connection closed before {method} was answered")
         return Reply(method, result=result)
+
+    async def notify(self, method: str, params: Any = None) -> bool:
+        """Send a notification; ``False`` when the connection is closed."""
+        try:
+            await self.peer.notify(method, params)
+        except LinkClosedError:
+            return False
+        return True
 
     async def send_raw(self, data: bytes) -> bool:
         """Write ``data`` as one frame, JSON or not; ``False`` when the connection is closed."""

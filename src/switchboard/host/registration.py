@@ -1,0 +1,136 @@
+"""``channels/register``, ``channels/changed`` and ``channels/list`` for one connection.
+
+What this module knows (MCPL §14.5; mcpl-protocol.md 4.3-4.5): each descriptor is validated
+and authorized on its own, against the grant as it stands when the message arrives and the
+configured per-channel narrowing, and the answer has one result per submitted item; a
+``channels/changed`` Notification cannot carry results, so what it filters out is logged item
+by item; ``channels/list`` answers with this connection's accepted channels only.
+
+What it deliberately does not know: the method gate (the session checks it before calling in),
+readiness, or what happens to a channel after it is registered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from switchboard.channels import ChannelRegistry, DescriptorLike, Rejected
+from switchboard.host.events import Observer
+from switchboard.protocol import ChangedParams, RegisterParams, validate_descriptors
+from switchboard.protocol.messages import ChannelDescriptor, DescriptorProblem
+
+__all__ = ["RegistrationHandler"]
+
+log = structlog.get_logger(__name__)
+
+_DENIED = "capability_denied"
+
+
+class RegistrationHandler:
+    """Registers, updates and lists one connector's channels.
+
+    Args:
+        server_id: the connection's server id.
+        registry: where channels are kept.
+        observer: told ``register`` and ``changed`` host events.
+        allows: whether the grant in force allows a capability path, asked per descriptor.
+        permits: the per-channel narrowing of the config.
+    """
+
+    def __init__(
+        self,
+        *,
+        server_id: str,
+        registry: ChannelRegistry,
+        observer: Observer,
+        allows: Callable[[str], bool],
+        permits: Callable[[str], bool],
+    ) -> None:
+        self._server_id = server_id
+        self._registry = registry
+        self._observer = observer
+        self._allows = allows
+        self._permits = permits
+        self._log = log.bind(server_id=server_id)
+
+    def _authorize(self, descriptor: DescriptorLike) -> str | None:
+        if not self._allows("channels.register"):
+            return _DENIED
+        if not self._permits(descriptor.id):
+            return _DENIED
+        return None
+
+    @staticmethod
+    def _items(raw: list[Any]) -> list[ChannelDescriptor | Rejected]:
+        items: list[ChannelDescriptor | Rejected] = []
+        for v in validate_descriptors(raw):
+            if isinstance(v, DescriptorProblem):
+                items.append(Rejected(v.id, v.reason))
+            else:
+                items.append(v)
+        return items
+
+    async def register(self, params: Any) -> dict[str, Any]:
+        p = RegisterParams.model_validate(params)
+        change = self._registry.register(
+            self._server_id, self._items(p.channels), authorize=self._authorize
+        )
+        results = [_item(r) for r in change.results]
+        self._observer(
+            "register", self._server_id, {"accepted": [r.channel_id for r in change.added]}
+        )
+        return {"results": results}
+
+    async def changed_request(self, params: Any) -> dict[str, Any]:
+        return await self.changed(params, notification=False)
+
+    async def changed(self, params: Any, *, notification: bool) -> dict[str, Any]:
+        p = ChangedParams.model_validate(params)
+        change = self._registry.change(
+            self._server_id,
+            added=self._items(p.added or []),
+            removed=[str(x) for x in (p.removed or [])],
+            updated=self._items(p.updated or []),
+            authorize=self._authorize,
+        )
+        results = [_item(r) for r in change.results]
+        if notification:
+            for r in change.results:
+                if not r.accepted:
+                    self._log.warning(
+                        "changed_item_filtered",
+                        channel_id=r.id,
+                        reason=r.reason,
+                        form="notification",
+                    )
+        self._observer(
+            "changed",
+            self._server_id,
+            {
+                "added": [r.channel_id for r in change.added],
+                "removed": [r.channel_id for r in change.removed],
+            },
+        )
+        return {"results": results}
+
+    async def list(self, params: Any) -> dict[str, Any]:
+        entries = self._registry.server_entries(self._server_id)
+        return {"channels": [_descriptor_wire(e.descriptor) for e in entries]}
+
+
+def _item(r: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": r.id, "accepted": r.accepted}
+    if r.reason is not None:
+        out["reason"] = r.reason
+    return out
+
+
+def _descriptor_wire(descriptor: Any) -> dict[str, Any]:
+    dump = getattr(descriptor, "model_dump", None)
+    if dump is not None:
+        result: dict[str, Any] = dump(by_alias=True, exclude_none=True)
+        return result
+    return dict(descriptor)
