@@ -37,6 +37,14 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class SubscriptionAllow(_Strict):
+    """A subscription allow-list: these channels are opened whenever they are discovered."""
+
+    allow: list[str] = Field(
+        default_factory=list, description="channel ids or raw address ids (address.channelId)"
+    )
+
+
 class ConnectorConfig(_Strict):
     """One MCPL connector: how to reach it and what it may do."""
 
@@ -57,6 +65,16 @@ class ConnectorConfig(_Strict):
     backoff_initial: float = Field(default=0.5, gt=0)
     backoff_max: float = Field(default=30.0, gt=0)
     max_frame_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    subscription: Literal["initially-open", "auto"] | SubscriptionAllow = Field(
+        default="initially-open",
+        description="which channels open when discovered: those the connector marks "
+        "initiallyOpen, all (auto), or also an allow-list (docs/lifecycle.md)",
+    )
+    manifest_fetch_interval: float = Field(
+        default=1.0,
+        ge=0,
+        description="least seconds between two mcpl/manifest fetches on one connection (§17.8)",
+    )
 
     @model_validator(mode="after")
     def _one_way_in(self) -> ConnectorConfig:
@@ -70,6 +88,9 @@ class ConnectorConfig(_Strict):
 class StoreConfig(_Strict):
     path: str = "switchboard.sqlite"
     synchronous: Literal["normal", "full"] = "normal"
+    snapshot_every: int = Field(
+        default=10_000, ge=1, description="decision events between two decision-log snapshots"
+    )
 
 
 class AgentConfig(_Strict):
@@ -77,6 +98,15 @@ class AgentConfig(_Strict):
     transport: Literal["stdio", "http", "none"] = "stdio"
     host: str = "127.0.0.1"
     port: int = 8765
+    home: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the channel plain speech goes to, named as channel_list names it; "
+        "resolved at the start of each turn (None: the channel of the turn's messages)",
+    )
+    prose: Literal["locus", "explicit", "hybrid", "disabled"] = Field(
+        default="explicit", description="how the speak tool routes prose without a >> target"
+    )
 
 
 class Config(_Strict):

@@ -10,11 +10,17 @@ from typing import Any
 
 import anyio
 
-from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import Switchboard
-from switchboard.store import MessageStore
-from switchboard.transport import METHOD_NOT_FOUND, Peer, RpcError, memory_link_pair
-from tests.helpers import Recorder
+from switchboard.config import AgentConfig, Config, ConnectorConfig, StoreConfig
+from switchboard.host import SessionState, Switchboard
+from switchboard.store import DecisionLog, MessageStore
+from switchboard.transport import (
+    METHOD_NOT_FOUND,
+    Deferred,
+    Peer,
+    RpcError,
+    memory_link_pair,
+)
+from tests.helpers import Recorder, Seen
 
 ALL_CHANNELS = {
     "register": True,
@@ -97,9 +103,18 @@ class FakeConnector:
 
 @asynccontextmanager
 async def board_with(
-    tmp_path: Path, fake: FakeConnector, *, recorder: Recorder | None = None, **config: Any
+    tmp_path: Path,
+    fake: FakeConnector,
+    *,
+    recorder: Recorder | None = None,
+    decisions: DecisionLog | None = None,
+    **config: Any,
 ) -> AsyncIterator[Switchboard]:
-    """A Switchboard serving ``fake`` (server id ``s1``) over an in-memory link."""
+    """A Switchboard serving ``fake`` (server id ``s1``) over an in-memory link.
+
+    With ``decisions`` (a log the caller opened and closes), the board records its decisions
+    there and restores from it before serving.
+    """
     config.setdefault("command", ["unused"])
     cc = ConnectorConfig(id="s1", **config)
     store = await MessageStore.open(tmp_path / "host.sqlite")
@@ -107,7 +122,10 @@ async def board_with(
         Config(connectors=[cc], store=StoreConfig(path=str(tmp_path / "host.sqlite"))),
         store,
         observer=recorder or Recorder(),
+        decisions=decisions,
     )
+    if decisions is not None:
+        await board.restore()
     host_link, connector_link = memory_link_pair()
     peer = Peer(
         connector_link,
@@ -129,3 +147,302 @@ async def board_with(
             tg.cancel_scope.cancel()
     finally:
         await store.aclose()
+
+
+@asynccontextmanager
+async def board_of(
+    tmp_path: Path,
+    fakes: dict[str, FakeConnector],
+    *,
+    agent: AgentConfig | None = None,
+    recorder: Recorder | None = None,
+) -> AsyncIterator[Switchboard]:
+    """A Switchboard serving each fake under its server id (the dict key), all ready.
+
+    ``agent`` is the ``[agent]`` config (home channel, prose mode). End one server's
+    connection with :func:`drop_server`.
+    """
+    connectors = [ConnectorConfig(id=sid, command=["unused"]) for sid in fakes]
+    path = tmp_path / "host.sqlite"
+    store = await MessageStore.open(path)
+    config = Config(
+        connectors=connectors, store=StoreConfig(path=str(path)), agent=agent or AgentConfig()
+    )
+    board = Switchboard(config, store, observer=recorder or Recorder())
+    try:
+        async with anyio.create_task_group() as tg:
+            for cc in connectors:
+                fake = fakes[cc.id]
+                host_link, connector_link = memory_link_pair()
+                fake.peer = Peer(
+                    connector_link,
+                    on_request=fake.on_request,
+                    on_notification=fake.on_notification,
+                    name=f"fake-{cc.id}",
+                )
+                tg.start_soon(fake.peer.run)
+                tg.start_soon(board.serve_link, cc, host_link)
+            with anyio.fail_after(10):
+                for sid in fakes:
+                    while sid not in board.sessions:
+                        await anyio.lowlevel.checkpoint()
+                    await board.sessions[sid].wait_ready()
+            yield board
+            tg.cancel_scope.cancel()
+    finally:
+        await store.aclose()
+
+
+async def drop_server(board: Switchboard, fake: FakeConnector, server_id: str) -> None:
+    """End ``server_id``'s connection and wait until the host dropped its channels."""
+    assert fake.peer is not None
+    await fake.peer.aclose()
+    with anyio.fail_after(10):
+        while server_id in board.registry.servers() or (
+            board.sessions[server_id].state is not SessionState.CLOSED
+        ):
+            await anyio.lowlevel.checkpoint()
+
+
+# -- presence (typing, streams): a stepped timer and waits on what a fake was sent ------------
+
+
+class Ticker:
+    """A sleep function that returns only when the test calls :meth:`tick`: time is stepped."""
+
+    def __init__(self) -> None:
+        self._tick = anyio.Event()
+        self.sleeping = 0  # timers asleep on the current tick
+
+    async def sleep(self, seconds: float) -> None:
+        tick = self._tick
+        self.sleeping += 1
+        try:
+            await tick.wait()
+        finally:
+            if self._tick is tick:  # cancelled before its tick came
+                self.sleeping -= 1
+
+    async def tick(self, sleepers: int = 1) -> None:
+        """Wait until ``sleepers`` timers sleep on this tick, then wake each of them once."""
+        with anyio.fail_after(5):
+            while self.sleeping < sleepers:
+                await anyio.lowlevel.checkpoint()
+        tick, self._tick = self._tick, anyio.Event()
+        self.sleeping = 0
+        tick.set()
+
+
+@asynccontextmanager
+async def typing_running(board: Switchboard, ticker: Ticker) -> AsyncIterator[Ticker]:
+    """Run ``board``'s typing keeper with ``ticker`` as its clock (the test steps time)."""
+    board.typing.sleep = ticker.sleep
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(board.typing.run)
+        with anyio.fail_after(5):
+            while not board.typing.running:
+                await anyio.lowlevel.checkpoint()
+        yield ticker
+        tg.cancel_scope.cancel()
+
+
+def notes(fake: FakeConnector, method: str) -> list[Any]:
+    """The params of every ``method`` notification ``fake`` received, in order."""
+    return [p for m, p in fake.notifications if m == method]
+
+
+async def noted(fake: FakeConnector, method: str, count: int) -> list[Any]:
+    """Wait until ``fake`` received ``count`` notifications of ``method``; return them all."""
+    with anyio.fail_after(5):
+        while len(got := notes(fake, method)) < count:
+            await anyio.lowlevel.checkpoint()
+    return got
+
+
+async def barrier(board: Switchboard, fake: FakeConnector, server_id: str = "s1") -> None:
+    """Return once ``fake`` received everything the host sent it before this call."""
+    peer = board.sessions[server_id].peer
+    assert peer is not None
+    before = len(notes(fake, "test/barrier"))
+    await peer.notify("test/barrier", {})
+    await noted(fake, "test/barrier", before + 1)
+
+
+# -- tune-outs (H2b): a board with a durable decision log, restartable on the same files ------
+
+
+@asynccontextmanager
+async def board_with_log(
+    tmp_path: Path,
+    fake: FakeConnector,
+    *,
+    clock: Callable[[], float] | None = None,
+    recorder: Recorder | None = None,
+    **config: Any,
+) -> AsyncIterator[Switchboard]:
+    """Like :func:`board_with`, with a decision log in the same file, restored before the
+    connector is served. Calling it again on the same ``tmp_path`` (with a new fake) is a
+    restart of Switchboard."""
+    import time  # local imports: this region belongs to the tune-out tests
+
+    from switchboard.store import DecisionLog
+
+    config.setdefault("command", ["unused"])
+    cc = ConnectorConfig(id="s1", **config)
+    path = tmp_path / "host.sqlite"
+    store = await MessageStore.open(path)
+    decisions = await DecisionLog.open(path)
+    board = Switchboard(
+        Config(connectors=[cc], store=StoreConfig(path=str(path))),
+        store,
+        observer=recorder or Recorder(),
+        clock=clock or time.time,
+        decisions=decisions,
+    )
+    try:
+        await board.restore()
+        host_link, connector_link = memory_link_pair()
+        fake.peer = Peer(
+            connector_link,
+            on_request=fake.on_request,
+            on_notification=fake.on_notification,
+            name="fake",
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(fake.peer.run)
+            tg.start_soon(board.serve_link, cc, host_link)
+            with anyio.fail_after(10):
+                while "s1" not in board.sessions:
+                    await anyio.lowlevel.checkpoint()
+                await board.sessions["s1"].wait_ready()
+            yield board
+            tg.cancel_scope.cancel()
+    finally:
+        await decisions.aclose()
+        await store.aclose()
+
+
+class ManualClock:
+    """A clock the test moves by hand (``clock.now += 60``)."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def addressed_message(cid: str, mid: str) -> dict[str, Any]:
+    """A message that addresses the agent (tag ``chat:mention``, which implies addressed)."""
+    return {**message(cid, mid, f"@agent {mid}"), "tags": ["chat:mention"]}
+
+
+async def send_accepted(fake: FakeConnector, *messages: dict[str, Any]) -> None:
+    """Send ``messages`` in one ``channels/incoming`` and check every one was accepted."""
+    answer = await fake.call("channels/incoming", {"messages": list(messages)})
+    assert all(r["accepted"] for r in answer["results"]), answer
+
+
+async def register_admitted(board: Switchboard, fake: FakeConnector, *ids: str) -> None:
+    """Register channels ``ids`` and wait until the host gave each its initial record."""
+    from switchboard.channels import ChannelRef  # local: this region is the tune-out tests'
+
+    await fake.call("channels/register", {"channels": [descriptor(i) for i in ids]})
+    with anyio.fail_after(5):
+        while any(board.lifecycle.record(ChannelRef("s1", i)) is None for i in ids):
+            await anyio.lowlevel.checkpoint()
+
+
+# -- lifecycle (H2a): a fake that answers channels/open, channels/close, channels/acknowledge ---
+
+
+@dataclass
+class LifecycleScript:
+    """How a fake answers lifecycle requests; install it with :meth:`install`.
+
+    Attributes:
+        answer_as: channel id -> the id an open is answered for (a substituted answer).
+        refuse_open: ids whose open is refused with -32024.
+        refuse_close: ids whose close is refused with -32023.
+        hold_open: id -> an event the open's answer waits for (a request in flight).
+        before_answer: awaited with (method, id) before an open or close is answered.
+        history: the ``history`` an open answers with when the open asks for it.
+        acknowledged: the ``acknowledged`` of an acknowledge answer.
+        opened: ids of every open received, in order (``closed`` likewise).
+    """
+
+    answer_as: dict[str, Any] = field(default_factory=dict)
+    refuse_open: set[str] = field(default_factory=set)
+    refuse_close: set[str] = field(default_factory=set)
+    hold_open: dict[str, anyio.Event] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    acknowledged: bool = True
+    before_answer: Callable[[str, str], Awaitable[None]] | None = None
+    opened: list[str] = field(default_factory=list)
+    closed: list[str] = field(default_factory=list)
+
+    def install(self, fake: FakeConnector) -> FakeConnector:
+        fake.extra["channels/open"] = self._open
+        fake.extra["channels/close"] = self._close
+        fake.extra["channels/acknowledge"] = self._acknowledge
+        return fake
+
+    async def _open(self, method: str, params: Any) -> Any:
+        cid = params["channelId"]
+        self.opened.append(cid)
+        held = self.hold_open.get(cid)
+        if held is not None:  # answer later, without holding up the fake's other requests
+            return Deferred(self._answer_open(method, params, held))
+        return await self._answer_open(method, params, None)
+
+    async def _answer_open(self, method: str, params: Any, held: anyio.Event | None) -> Any:
+        cid = params["channelId"]
+        if held is not None:
+            await held.wait()
+        if self.before_answer is not None:
+            await self.before_answer(method, cid)
+        if cid in self.refuse_open:
+            raise RpcError(-32024, "cannot open")
+        result: dict[str, Any] = {"channel": descriptor(self.answer_as.get(cid, cid))}
+        if "history" in params:
+            limit = params["history"]["limit"]
+            result["history"] = self.history[-limit:]
+            result["historyTruncated"] = len(self.history) > limit
+        if result["channel"]["id"] is None:
+            result["channel"] = {"type": "test"}
+        return result
+
+    async def _close(self, method: str, params: Any) -> Any:
+        cid = params["channelId"]
+        self.closed.append(cid)
+        if self.before_answer is not None:
+            await self.before_answer(method, cid)
+        if cid in self.refuse_close:
+            raise RpcError(-32023, "unknown channel")
+        return {"closed": True}
+
+    async def _acknowledge(self, method: str, params: Any) -> Any:
+        if not self.acknowledged:
+            return {"acknowledged": False, "reason": "reactions are off here"}
+        return {"acknowledged": True, "representation": f"reacted {params.get('value')}"}
+
+
+def lifecycle_event(name: str) -> Callable[[Seen], bool]:
+    """A :meth:`Recorder.wait_for` predicate for the host event ``lifecycle``/``name``."""
+    return lambda e: e.kind == "lifecycle" and e.detail.get("event") == name
+
+
+async def register_settled(
+    fake: FakeConnector, recorder: Recorder, channels: list[dict[str, Any]]
+) -> Any:
+    """Register ``channels`` and wait until the host admitted and reconciled them."""
+    after = len(recorder.events)
+    answer = await fake.call("channels/register", {"channels": channels})
+    await recorder.wait_for(
+        lambda e: (
+            e.kind == "lifecycle" and e.detail.get("event") in ("reconciled", "reconcile-skipped")
+        ),
+        after=after,
+        within=10,
+    )
+    return answer

@@ -22,9 +22,10 @@ async def test_the_tools_have_typed_input_schemas_and_output_schemas(tmp_path: P
         Client(build_server(board, agent="a"), mode="legacy") as client,
     ):
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert {"channel_list", "channel_publish", "inbox"} <= set(tools)
+    assert {"channel_list", "channel_publish", "inbox", "speak", "think"} <= set(tools)
     publish = tools["channel_publish"]
-    assert publish.input_schema["required"] == ["channel", "text"]
+    assert {"channel", "text", "server_id"} <= set(publish.input_schema["properties"])
+    assert tools["speak"].input_schema["required"] == ["text"]
     assert publish.output_schema is not None
     assert tools["inbox"].input_schema["properties"]["wait_seconds"]["maximum"] == 300
 

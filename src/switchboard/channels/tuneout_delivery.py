@@ -128,12 +128,12 @@ def tune_out_end_text(name_alone: str | None, tool: str | None = None) -> str:
     closes = tool == "channel_close"
     if name_alone is not None:
         text = (
-            f"To resume normal attention, call tune_out with channelId {_q(name_alone)} and "
+            f"To resume normal attention, call tune_out with channel {_q(name_alone)} and "
             'mode "cancel"; cancelling hands over the diverted backlog'
         )
         return text + (", and channel_close can close the channel after that." if closes else ".")
     text = (
-        "No channelId picks this channel alone, so tune_out cannot cancel its tune-out: it "
+        "No channel name picks this channel alone, so tune_out cannot cancel its tune-out: it "
         "ends by itself when its time runs out or at the first wake past its wake budget, and "
         "its backlog is handed over then."
     )
@@ -152,7 +152,7 @@ def tuned_out_refusal_text(shown: str, name_alone: str | None, tool: str) -> str
         tool: ``channel_open``, ``channel_close`` or ``channel_decline``.
     """
     return (
-        f"Channel {shown} is tuned out: its messages go to the subconscious reader, and "
+        f"Channel {shown} is tuned out: its messages wait in a backlog instead of your inbox, and "
         f"{tool} does not change that. {tune_out_end_text(name_alone, tool)}"
     )
 
@@ -160,6 +160,6 @@ def tuned_out_refusal_text(shown: str, name_alone: str | None, tool: str) -> str
 def tuned_out_meanwhile_text(shown: str, name_alone: str | None, tool: str) -> str:
     """The failure of an open or close whose channel was tuned out during the round trip."""
     return (
-        f"Channel {shown} was tuned out meanwhile: its messages go to the subconscious reader, "
-        f"and {tool} does not change that. {tune_out_end_text(name_alone, tool)}"
+        f"Channel {shown} was tuned out meanwhile: its messages wait in a backlog instead of "
+        f"your inbox, and {tool} does not change that. {tune_out_end_text(name_alone, tool)}"
     )

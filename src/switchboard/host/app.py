@@ -27,10 +27,17 @@ from switchboard.channels import (
 )
 from switchboard.config import Config, ConnectorConfig
 from switchboard.host.agents import AgentDesk
+from switchboard.host.context import ContextHooks
+from switchboard.host.defaults import DefaultChannel
 from switchboard.host.events import Observer, null_observer
+from switchboard.host.lifecycle_host import LifecycleHost
 from switchboard.host.outcome import PublishOutcome, Refusal
 from switchboard.host.session import ConnectorSession, SessionState, publish_over
+from switchboard.host.streams import OutgoingStreams
 from switchboard.host.supervisor import Supervisor
+from switchboard.host.tuneout_inbox import TuneOutInbox
+from switchboard.host.tuneouts import TuneOutHost
+from switchboard.host.typing_keeper import TypingKeeper
 from switchboard.store import DecisionLog, MessageStore, StoredMessage
 from switchboard.transport import Link
 
@@ -83,6 +90,30 @@ class Switchboard:
         self._inbox_locks: dict[str, anyio.Lock] = {}
         self._configured = frozenset(c.id for c in config.connectors)
         self._desks: dict[str, AgentDesk] = {}
+        #: The default publish channel (channel-registry.md §8.7), process-global.
+        self.default_channel = DefaultChannel(self.registry)
+        self.listen(self.default_channel.observe)
+        # -- presence (H1b): typing indicators, outgoing streams, beforeInference context
+        self.typing = TypingKeeper(self.registry, self.sessions)
+        self.listen(self.typing.observe)
+        self.streams = OutgoingStreams(self.registry, self.sessions)
+        self.context_hooks = ContextHooks()
+        # -- lifecycle (H2a): desired state, decisions, reconciliation, speech into closed channels
+        self.lifecycle = LifecycleHost(self, observer=self._observer, clock=clock, sink=decisions)
+        self.lifecycle.on_close = self.typing.stop_soon
+        # -- tune-outs (H2b): epochs, diversion from the owner's inbox, owed backlogs
+        self.tuneouts = TuneOutHost(
+            registry=self.registry,
+            store=store,
+            journal=lambda: self.lifecycle.journal,
+            lifecycle=lambda: self.lifecycle.book,
+            gate=self.lifecycle.gate,
+            reconcile=lambda ref: self.lifecycle.reconciler.reconcile([ref]),
+            clock=clock,
+        )
+        self.lifecycle.journal.join("tuneouts", self.tuneouts.state)
+        self.lifecycle.covered_by_tune_out = self.tuneouts.covers
+        self._tuneout_inbox = TuneOutInbox(self.tuneouts)
         self.supervisor = Supervisor(
             registry=self.registry,
             make_session=self._make_session,
@@ -111,7 +142,7 @@ class Switchboard:
         """The per-agent state (turns, own channels, locus) of ``agent``, made on first use."""
         desk = self._desks.get(agent)
         if desk is None:
-            desk = self._desks[agent] = AgentDesk(agent)
+            desk = self._desks[agent] = AgentDesk(agent, self.config.agent)
         return desk
 
     def _make_session(self, config: ConnectorConfig) -> ConnectorSession:
@@ -134,13 +165,17 @@ class Switchboard:
         session = self._make_session(config)
         self._adopt(session)
         try:
-            await session.run(link)
+            async with self.lifecycle.serving(config.id):
+                await session.run(link)
         finally:
             self.registry.remove_server(config.id)
 
     async def run(self) -> None:
         """Supervise every configured connector until cancelled."""
         async with anyio.create_task_group() as tg:
+            tg.start_soon(self.typing.run)
+            tg.start_soon(self.lifecycle.run)
+            tg.start_soon(self.tuneouts.run_timer)
             for connector in self.config.connectors:
                 tg.start_soon(self.supervisor.supervise, connector)
 
@@ -170,6 +205,8 @@ class Switchboard:
 
     async def restore(self) -> None:
         """Rebuild what the decision log holds (desired states, tune-outs) before connecting."""
+        await self.lifecycle.restore()
+        await self.tuneouts.restore_owed(self.decisions)
 
     # -- channels ----------------------------------------------------------------------------
 
@@ -191,16 +228,23 @@ class Switchboard:
             )
         return views
 
-    async def before_inference(self, desk: AgentDesk) -> list[dict[str, Any]]:
+    async def before_inference(
+        self, desk: AgentDesk, user_message: str | None = None
+    ) -> list[dict[str, Any]]:
         """Context the connectors add at the start of ``desk``'s turn (``context/beforeInference``).
 
-        Called by the ``inbox`` tool when a read begins a turn.
+        Called by the ``inbox`` tool when a read begins a turn, with the text of the messages
+        that began it (sent only to servers granted ``observe``). The agent's streamed speech
+        still open is abandoned, its automatic typing moves to the new turn's locus, and every
+        server granted the hook is asked (see :mod:`switchboard.host.context`).
         """
-        return []
+        await self.streams.abort_all(desk.name)
+        await self.typing.turn_began(desk.name, desk.locus(self.registry, self.default_channel).ref)
+        return await self.context_hooks.gather(self, desk, user_message=user_message)
 
     def desired_state(self, ref: ChannelRef) -> str:
         """The recorded desired lifecycle state of ``ref``, or ``"unknown"`` when none is."""
-        return "unknown"
+        return self.lifecycle.desired_state(ref)
 
     def session_for(self, server_id: str) -> ConnectorSession | None:
         return self.sessions.get(server_id)
@@ -291,6 +335,11 @@ class Switchboard:
                 server_id=ref.server_id,
                 channel_id=ref.channel_id,
             )
+        # Lifecycle (§8.3): queued work settles, a default-closed channel opens first.
+        cleared = await self.lifecycle.speech.clear(entry)
+        if isinstance(cleared, PublishOutcome):
+            return cleared
+        session = self.sessions.get(ref.server_id, session)
         content = [{"type": "text", "text": text}]
         outcome = await publish_over(session, ref.channel_id, content, conversation_id)
         self._observer(
@@ -308,11 +357,6 @@ class Switchboard:
         """Messages since ``agent``'s cursor (waiting up to ``wait_seconds`` for the first)."""
         lock = self._inbox_locks.setdefault(agent, anyio.Lock())
         async with lock:
-            cursor = await self.store.get_cursor(agent)
-            if wait_seconds > 0 and self.store.latest_seq <= cursor:
-                await self.store.wait_for_new(cursor, wait_seconds)
-            messages = await self.store.read(cursor, limit)
-            if messages:
-                cursor = messages[-1].seq
-                await self.store.set_cursor(agent, cursor)
-            return InboxRead(messages, cursor, self.store.latest_seq > cursor)
+            # Tune-outs (H2b): owed backlogs first; what a tune-out withholds is skipped.
+            page = await self._tuneout_inbox.read(agent, wait_seconds=wait_seconds, limit=limit)
+            return InboxRead(page.messages, page.cursor, self.store.latest_seq > page.cursor)

@@ -30,6 +30,11 @@ class Refusal(StrEnum):
     SERVER_CONNECTING = "server-connecting"
     NOT_GRANTED = "not-granted"
     EMPTY_CONTENT = "empty-content"
+    NO_CHANNEL = "no-channel"
+    """No channel was named and there is none to default to (the turn has no channel)."""
+    CHANNEL_NOT_OPEN = "channel-not-open"
+    """Speech would have opened the channel first, and it could not be opened (or its open was
+    answered for another channel); ``detail["lifecycle"]`` says which (channel-registry.md §8.3)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,35 +1,52 @@
-"""The channel tools: channel_list, channel_publish and inbox.
+"""The channel tools: channel_list, channel_publish, inbox, speak and think.
 
 Each tool is a typed ``MCPServer`` tool whose refusals say what to call instead (see
-:mod:`switchboard.tools.server`).
+:mod:`switchboard.tools.server`). The rules live in the host (:mod:`switchboard.host.agents`
+for turns and the locus, :mod:`~switchboard.host.publishing`, :mod:`~switchboard.host.speech`,
+:mod:`~switchboard.host.views`); this module turns arguments into calls and outcomes into
+results. Who is calling, and which channels are the turn's own, come from the desk the server
+was built for, never from tool input.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
+import structlog
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from switchboard.host import AgentDesk, PublishStatus, Refusal, Switchboard
+from switchboard.channels import ChannelRef
+from switchboard.host import AgentDesk, PublishOutcome, PublishStatus, Refusal, Switchboard
+from switchboard.host.publishing import publish_for_agent
+from switchboard.host.speech import SpokenSegment, speak
+from switchboard.host.views import channel_rows
 from switchboard.tools.results import (
     ChannelInfo,
     ChannelListResult,
     InboxMessage,
     InboxResult,
     PublishResult,
+    SegmentResult,
+    SpeakResult,
+    ThinkResult,
     ok,
     refusal,
 )
 
+log = structlog.get_logger(__name__)
+
 #: Longest an inbox call may wait for new messages, in seconds.
 MAX_WAIT_SECONDS = 300.0
 
+THOUGHT_NOTED = "Thought recorded privately: it was not sent anywhere."
+
 _NEXT_STEP: dict[Refusal, str] = {
-    Refusal.UNKNOWN_CHANNEL: "call channel_list and pass one of the names it shows",
-    Refusal.AMBIGUOUS_CHANNEL: "call channel_publish again with one of the candidate names, or "
-    "pass server_id",
+    Refusal.UNKNOWN_CHANNEL: "call channel_list and pass one of the names it shows as channel",
+    Refusal.AMBIGUOUS_CHANNEL: "call channel_publish again with channel set to one of the "
+    "candidates' names; for a candidate whose name is null, pass its channel_id as channel "
+    "and its server_id as server_id",
     Refusal.INBOUND_ONLY: "pick a channel whose direction is outbound or bidirectional "
     "(see channel_list)",
     Refusal.SERVER_GONE: "wait for the server to come back (channel_list shows its state), "
@@ -37,60 +54,136 @@ _NEXT_STEP: dict[Refusal, str] = {
     Refusal.SERVER_CONNECTING: "retry in a few seconds; channel_list shows when the server is "
     "ready",
     Refusal.NOT_GRANTED: "publish to a channel on another server; this one may not publish",
-    Refusal.EMPTY_CONTENT: "call channel_publish with the text you want to send",
+    Refusal.EMPTY_CONTENT: "call channel_publish with the words to send as text",
+    Refusal.NO_CHANNEL: "call channel_publish again with channel set to a name from channel_list",
+    Refusal.CHANNEL_NOT_OPEN: "call channel_list to see the channel's state; call channel_open "
+    "for it (its result says why it cannot open), or write somewhere else",
 }
+_GONE_NEXT = (
+    "call channel_list and pass another channel's name as channel; this one is reachable "
+    "again once its server registers it again"
+)
+_OTHER_NEXT = "call channel_list to check the channel and its server, then try again"
+
+
+def _next_step(outcome: PublishOutcome) -> str:
+    if outcome.refusal is Refusal.UNKNOWN_CHANNEL and outcome.detail.get("gone"):
+        return _GONE_NEXT
+    if outcome.refusal is None:
+        return _OTHER_NEXT
+    return _NEXT_STEP.get(outcome.refusal, _OTHER_NEXT)
+
+
+def _shown(board: Switchboard, desk: AgentDesk, ref: ChannelRef | None) -> str | None:
+    """The name shown for ``ref`` in the agent's current turn."""
+    return None if ref is None else board.registry.names.name_shown(ref, desk.own)
+
+
+def _locus_shown(board: Switchboard, desk: AgentDesk) -> str | None:
+    return _shown(board, desk, desk.locus(board.registry, board.default_channel).ref)
+
+
+def _segment(board: Switchboard, desk: AgentDesk, s: SpokenSegment) -> SegmentResult:
+    channel = None
+    if s.ref is not None:
+        names = board.registry.names
+        channel = names.prose_target_for(s.ref, desk.own) or names.name_shown(s.ref, desk.own)
+    return SegmentResult(
+        status=s.status,
+        target=s.target,
+        channel=channel,
+        server_id=None if s.ref is None else s.ref.server_id,
+        channel_id=None if s.ref is None else s.ref.channel_id,
+        message_id=s.message_id,
+        refusal=s.refusal,
+        reason=s.reason,
+        kept_as_draft=s.kept,
+    )
 
 
 def register_channel_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) -> None:
     """Add the channel tools for the agent ``desk`` serves to ``mcp``."""
     agent = desk.name
 
-    @mcp.tool(description="List the channels you can reach, with the name that picks each one.")
+    @mcp.tool(
+        description="List the channels you can reach: for each, the name that picks it alone "
+        "(pass it as channel), the >> target that reaches it in speak, and its state."
+    )
     async def channel_list() -> ChannelListResult:
         servers = {c.id: "disconnected" for c in board.config.connectors}
         for sid, session in board.sessions.items():
             servers[sid] = session.state.value
-        return ChannelListResult(
-            channels=[ChannelInfo.of(v) for v in board.channel_views()], servers=servers
-        )
+        rows = channel_rows(board.registry, desk.own, board.desired_state)
+        return ChannelListResult(channels=[ChannelInfo.of(r) for r in rows], servers=servers)
 
     @mcp.tool(
         description="Write text into a channel. `channel` is a name from channel_list (an id, "
-        "a qualified serverId:channelId, a #label or @person). The result says whether the "
-        "connector confirmed delivery."
+        "a qualified serverId:channelId, a raw id, a #label or an @person); without it the "
+        "text goes where your plain speech goes (this turn's locus, see inbox). The result "
+        "says whether the connector confirmed delivery."
     )
     async def channel_publish(
         channel: Annotated[
-            str, Field(min_length=1, description="Which channel, as channel_list names it.")
-        ],
-        text: Annotated[str, Field(description="What to say.")],
+            str | None,
+            Field(min_length=1, description="Which channel, as channel_list names it."),
+        ] = None,
+        text: Annotated[str | None, Field(description="What to say.")] = None,
+        content: Annotated[str | None, Field(description="Alias for text.")] = None,
         server_id: Annotated[
-            str | None, Field(description="The server, when a name is shared by several.")
+            str | None,
+            Field(min_length=1, description="The server, when a channel id is shared."),
+        ] = None,
+        channelId: Annotated[  # the reference's name, accepted as an alias
+            str | None, Field(min_length=1, description="Alias for channel.")
         ] = None,
     ) -> Annotated[CallToolResult, PublishResult]:
-        outcome = await board.publish(channel, text, server_id=server_id)
-        if outcome.refusal is not None:
+        if channel is not None and channelId is not None and channel != channelId:
             return refusal(
-                outcome.refusal.value,
-                outcome.reason or "the publish was refused",
-                _NEXT_STEP[outcome.refusal],
+                "conflicting-arguments",
+                "channel and channelId name different channels, so nothing was posted.",
+                "call channel_publish again with only channel",
                 sent=False,
-                **outcome.detail,
             )
-        result = PublishResult.of(outcome)
+        if text is not None and content is not None and text != content:
+            return refusal(
+                "conflicting-arguments",
+                "text and content differ, so nothing was posted.",
+                "call channel_publish again with only text",
+                sent=False,
+            )
+        words = text if text is not None else (content or "")
+        published = await publish_for_agent(
+            board, desk, words, channel=channel or channelId, server_id=server_id
+        )
+        outcome = published.outcome
+        if outcome.refusal is not None:
+            data = {
+                **outcome.detail,
+                "sent": False,
+                "server_id": outcome.server_id,
+                "channel_id": outcome.channel_id,
+                "defaulted": published.defaulted,
+            }
+            reason = outcome.reason or "the publish was refused"
+            return refusal(outcome.refusal.value, reason, _next_step(outcome), **data)
+        shown = None
+        if outcome.server_id is not None and outcome.channel_id is not None:
+            shown = _shown(board, desk, ChannelRef(outcome.server_id, outcome.channel_id))
+        result = PublishResult.of(outcome, channel=shown, defaulted=published.defaulted)
         if outcome.status is PublishStatus.FAILED:
+            data = {**outcome.detail, "sent": False, **result.model_dump(mode="json")}
             return refusal(
                 "connector-failed",
                 outcome.reason or "the connector did not deliver the message",
                 "check the channel with channel_list; change the text or pick another channel",
-                sent=False,
-                **result.model_dump(mode="json"),
+                **data,
             )
         return ok(result)
 
     @mcp.tool(
         description="Read the messages that arrived since your last read. Pass wait_seconds to "
-        "wait for new ones when there are none yet."
+        "wait for new ones when there are none yet. A read that returns messages begins your "
+        "next turn: `turn` numbers it and `locus` says where plain speech goes during it."
     )
     async def inbox(
         wait_seconds: Annotated[
@@ -99,7 +192,49 @@ def register_channel_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
         ] = 0.0,
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many messages.")] = 50,
     ) -> InboxResult:
-        read = await board.read_inbox(agent, wait_seconds=wait_seconds, limit=limit)
+        context: list[dict[str, Any]] = []
+        async with desk.reading:
+            read = await board.read_inbox(agent, wait_seconds=wait_seconds, limit=limit)
+            messages = [InboxMessage.of(m) for m in read.messages]
+            if read.messages:
+                turn = desk.begin_turn(read.messages, board.registry)
+                log.debug("turn_began", agent=agent, turn=turn.number, locus=turn.locus.source)
+                said = "\n".join(m.text for m in messages if m.text)
+                context = await board.before_inference(desk, user_message=said or None)
         return InboxResult(
-            messages=[InboxMessage.of(m) for m in read.messages], cursor=read.cursor, more=read.more
+            messages=messages,
+            cursor=read.cursor,
+            more=read.more,
+            turn=desk.turn.number,
+            locus=_locus_shown(board, desk),
+            context=context,
         )
+
+    @mcp.tool(
+        name="speak",
+        description="Speak in prose. A line starting with >> and a target (>>#general, "
+        ">>@carol, a name from channel_list) sends the lines after it there; >>skip_reply "
+        "keeps words private; {{unsent}} brings back words that were not sent. The result "
+        "says what became of each segment.",
+    )
+    async def speak_tool(
+        text: Annotated[str, Field(min_length=1, description="What to say, with >> lines.")],
+    ) -> SpeakResult:
+        speech = await speak(board, desk, text)
+        return SpeakResult(
+            segments=[_segment(board, desk, s) for s in speech.segments],
+            mode=speech.mode.value,
+            sticky=speech.sticky,
+            turn=desk.turn.number,
+            locus=_locus_shown(board, desk),
+        )
+
+    @mcp.tool(
+        description="Think privately: the note is recorded for you and sent nowhere. It does "
+        "not end your turn."
+    )
+    async def think(
+        content: Annotated[str | None, Field(description="The thought.")] = None,
+    ) -> ThinkResult:
+        log.debug("agent_thought", agent=agent, length=len(content or ""))
+        return ThinkResult(noted=True, note=THOUGHT_NOTED)

@@ -4,6 +4,9 @@ Results are pydantic models, so every tool has an output schema and returns stru
 content. A refusal is a ``CallToolResult`` with ``isError: true``: its text tells the agent what
 happened and what to call instead, and its structured content carries the same facts as data
 (``refusal``, ``message``, ``next``, plus details such as candidates).
+
+Other tool modules put their own result models beside their tools; the helpers here
+(:func:`refusal`, :func:`ok`) are for every tool.
 """
 
 from __future__ import annotations
@@ -13,12 +16,21 @@ from typing import Any, Literal
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from switchboard.host import ChannelView, PublishOutcome
+from switchboard.host import PublishOutcome
+from switchboard.host.speech import SegmentStatus
+from switchboard.host.views import ChannelRow
 from switchboard.store import StoredMessage
 
 
 class ChannelInfo(BaseModel):
-    name: str = Field(description="The name that picks this channel alone; pass it to tools.")
+    name: str | None = Field(
+        description="The channel id or serverId:channelId that picks this channel alone; "
+        "pass it as `channel`. null when no string does: then pass channel_id with server_id."
+    )
+    prose_target: str | None = Field(
+        description="What to write after >> in speak to reach this channel; null when speech "
+        "cannot go there (an inbound-only channel)."
+    )
     server_id: str
     channel_id: str
     label: str
@@ -30,16 +42,17 @@ class ChannelInfo(BaseModel):
     )
 
     @classmethod
-    def of(cls, view: ChannelView) -> ChannelInfo:
+    def of(cls, row: ChannelRow) -> ChannelInfo:
         return cls(
-            name=view.name,
-            server_id=view.server_id,
-            channel_id=view.channel_id,
-            label=view.label,
-            type=view.type,
-            direction=view.direction,
-            open=view.open,
-            desired=view.desired,
+            name=row.name,
+            prose_target=row.prose_target,
+            server_id=row.ref.server_id,
+            channel_id=row.ref.channel_id,
+            label=row.label,
+            type=row.type,
+            direction=row.direction,
+            open=row.open,
+            desired=row.desired,
         )
 
 
@@ -50,19 +63,30 @@ class ChannelListResult(BaseModel):
 
 class PublishResult(BaseModel):
     status: Literal["delivered", "failed", "unknown"]
+    channel: str | None = Field(
+        default=None, description="The channel it went to, named as channel_list names it."
+    )
     server_id: str | None
     channel_id: str | None
     message_id: str | None = Field(default=None, description="The connector's id, if delivered.")
     reason: str | None = None
+    defaulted: bool = Field(
+        default=False,
+        description="No channel was named: it went to the turn's locus (or the default).",
+    )
 
     @classmethod
-    def of(cls, outcome: PublishOutcome) -> PublishResult:
+    def of(
+        cls, outcome: PublishOutcome, *, channel: str | None = None, defaulted: bool = False
+    ) -> PublishResult:
         return cls(
             status=outcome.status.value,
+            channel=channel,
             server_id=outcome.server_id,
             channel_id=outcome.channel_id,
             message_id=outcome.message_id,
             reason=outcome.reason,
+            defaulted=defaulted,
         )
 
 
@@ -78,6 +102,11 @@ class InboxMessage(BaseModel):
     text: str = Field(description="The message's text blocks joined; other blocks are in content.")
     content: list[dict[str, Any]]
     tags: list[str] | None = None
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description="The connector's metadata; Switchboard's own notices (a tune-out's end) "
+        "carry their kind and reason here.",
+    )
 
     @classmethod
     def of(cls, m: StoredMessage) -> InboxMessage:
@@ -98,6 +127,7 @@ class InboxMessage(BaseModel):
             text=text,
             content=m.content,
             tags=m.tags,
+            metadata=m.metadata,
         )
 
 
@@ -105,6 +135,51 @@ class InboxResult(BaseModel):
     messages: list[InboxMessage]
     cursor: int = Field(description="The sequence number of the last message returned.")
     more: bool = Field(description="True when more messages are waiting: call inbox again.")
+    turn: int = Field(
+        description="Your current turn: a read that returns messages begins the next one."
+    )
+    locus: str | None = Field(
+        description="Where plain speech and channel_publish without a channel go now; null "
+        "when this turn has no channel."
+    )
+    context: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Context the connectors add when this read begins a turn.",
+    )
+
+
+class SegmentResult(BaseModel):
+    status: SegmentStatus = Field(
+        description="delivered; failed (nothing was sent); unknown (sent, not confirmed: do "
+        "not resend blindly); bounced (no target, or one that does not pick one channel); "
+        "private (>>skip_reply); withheld (prose routing disabled); empty (a target line "
+        "with no words)."
+    )
+    target: str | None = Field(description="The >> target as written; null for plain prose.")
+    channel: str | None = Field(description="Where it went or was meant to go, as a >> target.")
+    server_id: str | None = None
+    channel_id: str | None = None
+    message_id: str | None = None
+    refusal: str | None = None
+    reason: str | None = None
+    kept_as_draft: bool = Field(
+        default=False, description="Its words were kept: write {{unsent}} to send them later."
+    )
+
+
+class SpeakResult(BaseModel):
+    segments: list[SegmentResult]
+    mode: Literal["locus", "explicit", "hybrid", "disabled"]
+    sticky: str | None = Field(
+        description="The target plain prose goes to for the rest of this turn, if any."
+    )
+    turn: int
+    locus: str | None
+
+
+class ThinkResult(BaseModel):
+    noted: bool
+    note: str
 
 
 def refusal(kind: str, message: str, next_step: str, **data: Any) -> CallToolResult:

@@ -26,7 +26,9 @@ from switchboard.tools.tuneout_tools import register_tuneout_tools
 INSTRUCTIONS = """\
 Switchboard connects you to chat channels. Call `inbox` to read what people wrote (pass
 wait_seconds to wait for new messages), `channel_list` to see the channels and the name that
-picks each one, and `channel_publish` to write into a channel."""
+picks each one, and `channel_publish` to write into a channel (or `speak`, prose whose
+`>>target` lines route each part). A read that returns messages begins your next turn: replies
+without a named channel go where that turn's `locus` says."""
 
 
 def build_server(board: Switchboard, *, agent: str) -> MCPServer:

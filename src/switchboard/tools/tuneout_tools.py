@@ -1,11 +1,286 @@
-"""The tune-out tools: tune_out and its cancel (channel-registry.md §6)."""
+"""The tune-out tools: tune_out, tune_out_status and tune_out_backlog (channel-registry.md §6).
+
+- ``tune_out`` starts a tune-out for the calling agent (``mode: "start"``) of one channel, or
+  of every channel but one (``scope: "all-except"``), with an optional duration, wake budget,
+  reader agent and backlog cap; or ends one (``mode: "cancel"``), as its owner or its reader
+  (a reader may leave a digest of what it read).
+- ``tune_out_status`` lists the tune-outs the agent owns or reads.
+- ``tune_out_backlog`` lets the reader (or the owner) page through what a tune-out withheld.
+
+Names are resolved like every tool's (the turn's own channels first); the schema has no
+server id, so a channel that no name picks alone cannot be tuned out by name. A tune-out whose
+server no longer registers its channel can still be cancelled by the name it was started with.
+
+The lifecycle tools (``channel_open``, ``channel_close``, ``channel_decline``) refuse a
+tuned-out channel themselves, saying how its tune-out ends (``board.tuneouts.refusal_text``).
+"""
 
 from __future__ import annotations
 
-from mcp.server.mcpserver import MCPServer
+from datetime import UTC, datetime
+from typing import Annotated, Literal
 
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult
+from pydantic import BaseModel, Field
+
+from switchboard.channels import (
+    AmbiguousName,
+    ChannelNameError,
+    ChannelRef,
+    TuneOutScope,
+    TuneOutTerms,
+    qualified_name,
+)
+from switchboard.channels.decisions import ScopeKind
+from switchboard.channels.tuneout import DEFAULT_BACKLOG_CAP, ActiveTuneOut
+from switchboard.channels.wording import Caller
 from switchboard.host import AgentDesk, Switchboard
+from switchboard.host.tuneout_inbox import TuneOutInbox
+from switchboard.host.tuneouts import TuneOutHost, TuneOutRefusal
+from switchboard.tools.results import InboxMessage, ok, refusal
+
+__all__ = [
+    "TuneOutBacklogResult",
+    "TuneOutInfo",
+    "TuneOutResult",
+    "TuneOutStatusResult",
+    "register_tuneout_tools",
+]
+
+TUNE_OUT = Caller("nothing changed", "channel", None)
+"""tune_out and its kin: one ``channel`` argument, no server id."""
+
+Scope = Literal["channel", "all-except"]
+
+
+def _iso(at: float | None) -> str | None:
+    if at is None:
+        return None
+    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
+
+
+class TuneOutInfo(BaseModel):
+    epoch_id: str = Field(description="This tune-out's id.")
+    owner: str = Field(description="The agent whose attention it governs.")
+    reader: str | None = Field(description="The agent that may read what it withholds.")
+    scope: Scope = Field(description="channel, or all-except (every channel but `channel`).")
+    channel: str = Field(description="The channel tuned out, or the one kept (all-except).")
+    server_id: str
+    channel_id: str
+    started_at: str
+    expires_at: str | None = Field(description="When it ends by itself; null: until cancelled.")
+    wake_budget: int | None = Field(description="Wakes allowed; the next one ends it.")
+    wakes: int = Field(description="Wakes so far: reads that withheld a message addressing you.")
+    backlog_cap: int = Field(description="The most withheld messages handed over raw at the end.")
+
+    @classmethod
+    def of(cls, held: ActiveTuneOut, host: TuneOutHost) -> TuneOutInfo:
+        epoch = held.epoch
+        ref = epoch.scope.ref
+        return cls(
+            epoch_id=epoch.epoch_id,
+            owner=epoch.owner,
+            reader=epoch.reader,
+            scope="channel" if epoch.scope.kind is ScopeKind.CHANNEL else "all-except",
+            channel=host.registry.names.name_shown(ref),
+            server_id=ref.server_id,
+            channel_id=ref.channel_id,
+            started_at=_iso(epoch.started_at) or "",
+            expires_at=_iso(epoch.expires_at),
+            wake_budget=epoch.max_wakes,
+            wakes=held.wake_count,
+            backlog_cap=epoch.backlog_cap,
+        )
+
+
+class TuneOutResult(BaseModel):
+    status: Literal["started", "cancelled"]
+    tune_out: TuneOutInfo
+    replaced: str | None = Field(
+        default=None, description="The id of your earlier tune-out this one replaced."
+    )
+    note: str
+
+
+class TuneOutStatusResult(BaseModel):
+    tune_outs: list[TuneOutInfo] = Field(description="The tune-outs you own or read.")
+
+
+class TuneOutBacklogResult(BaseModel):
+    tune_out: TuneOutInfo
+    messages: list[InboxMessage] = Field(description="Withheld messages, oldest first.")
+    cursor: int = Field(description="Pass as after_seq to read on.")
+    more: bool
+
+
+def _refused(exc: TuneOutRefusal) -> CallToolResult:
+    return refusal(exc.kind, exc.message, exc.next_step, **exc.data)
+
+
+def _name_refused(exc: ChannelNameError) -> CallToolResult:
+    kind = "ambiguous-channel" if isinstance(exc, AmbiguousName) else "unknown-channel"
+    return refusal(kind, str(exc), "call channel_list and pass a name it shows")
+
+
+def _by_epoch_name(host: TuneOutHost, agent: str, name: str, kind: ScopeKind) -> ChannelRef | None:
+    """The one ref among ``agent``'s tune-outs of ``kind`` that ``name`` spells, if any."""
+    hits = {
+        h.epoch.scope.ref
+        for h in host.of_agent(agent)
+        if h.epoch.scope.kind is kind
+        and name in (h.epoch.scope.ref.channel_id, qualified_name(h.epoch.scope.ref))
+    }
+    return hits.pop() if len(hits) == 1 else None
 
 
 def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) -> None:
     """Add these tools for the agent ``desk`` serves to ``mcp``."""
+    agent = desk.name
+    host = board.tuneouts
+    inbox = TuneOutInbox(host)
+
+    def locate(channel: str, kind: ScopeKind, *, ours: bool = False) -> ChannelRef | CallToolResult:
+        """The channel ``channel`` names; with ``ours``, also one of the agent's tune-outs'
+        channels that is no longer registered, by its id or qualified name."""
+        try:
+            return board.registry.names.resolve(channel, own=desk.own, caller=TUNE_OUT).ref
+        except ChannelNameError as exc:
+            ref = _by_epoch_name(host, agent, channel, kind) if ours else None
+            return ref if ref is not None else _name_refused(exc)
+
+    def mine(channel: str, scope: Scope) -> ActiveTuneOut | CallToolResult:
+        kind = ScopeKind(scope)
+        ref = locate(channel, kind, ours=True)
+        if isinstance(ref, CallToolResult):
+            return ref
+        held = host.find(agent, TuneOutScope(ref, kind))
+        if held is not None:
+            return held
+        shown = board.registry.names.quoted_shown(ref, desk.own)
+        other = host.holding(ref) if kind is ScopeKind.CHANNEL else None
+        what = f"channel {shown}" if kind is ScopeKind.CHANNEL else f"every channel but {shown}"
+        if other is not None:
+            message = f"The tune-out of {what} is agent {other.epoch.owner!r}'s, not yours"
+        else:
+            message = f"You have no tune-out of {what} (as its owner or its reader)"
+        return refusal(
+            "not-tuned-out",
+            f"{message}, so nothing changed.",
+            "call tune_out_status to see your tune-outs",
+        )
+
+    @mcp.tool(
+        description="Tune out a channel: it stays open, but its messages stop reaching your "
+        "inbox until the tune-out ends (by cancel, when its duration runs out, or at the first "
+        "message addressing you past its wake budget). Then the withheld messages (up to "
+        "backlog_cap) come first in your next inbox read. scope all-except tunes out every "
+        "channel except `channel`. mode cancel ends your tune-out (or one you read, "
+        "optionally leaving a digest of what you read)."
+    )
+    async def tune_out(
+        channel: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="The channel to tune out (scope all-except: the one to keep), as "
+                "channel_list names it.",
+            ),
+        ],
+        mode: Annotated[Literal["start", "cancel"], Field(description="start or cancel")] = (
+            "start"
+        ),
+        scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
+        duration_minutes: Annotated[
+            float | None, Field(gt=0, description="Ends by itself after this long.")
+        ] = None,
+        wake_budget: Annotated[
+            int | None,
+            Field(
+                ge=0,
+                description="Wakes it lets pass (inbox reads that withheld a message "
+                "addressing you); the next one ends it.",
+            ),
+        ] = None,
+        reader: Annotated[
+            str | None, Field(min_length=1, description="An agent that may read the backlog.")
+        ] = None,
+        backlog_cap: Annotated[
+            int | None, Field(ge=0, le=500, description="Most messages handed over raw.")
+        ] = None,
+        digest: Annotated[
+            str | None,
+            Field(description="cancel only: a summary of what was withheld, for the owner."),
+        ] = None,
+    ) -> Annotated[CallToolResult, TuneOutResult]:
+        if mode == "cancel":
+            held = mine(channel, scope)
+            if isinstance(held, CallToolResult):
+                return held
+            try:
+                settled = await host.cancel(held.epoch.epoch_id, agent, digest)
+            except TuneOutRefusal as exc:
+                return _refused(exc)
+            whose = "your" if held.epoch.owner == agent else f"{held.epoch.owner}'s"
+            return ok(
+                TuneOutResult(
+                    status="cancelled",
+                    tune_out=TuneOutInfo.of(held, host),
+                    note=f"Cancelled; {whose} withheld messages come first in "
+                    f"{whose} next inbox read (withheld range ends at seq {settled.end_seq}).",
+                )
+            )
+        kind = ScopeKind(scope)
+        ref = locate(channel, kind)
+        if isinstance(ref, CallToolResult):
+            return ref
+        terms = TuneOutTerms(
+            reader=reader,
+            backlog_cap=DEFAULT_BACKLOG_CAP if backlog_cap is None else backlog_cap,
+            max_wakes=wake_budget,
+            duration=None if duration_minutes is None else duration_minutes * 60.0,
+        )
+        try:
+            started = await host.start(agent, TuneOutScope(ref, kind), terms)
+        except TuneOutRefusal as exc:
+            return _refused(exc)
+        info = TuneOutInfo.of(started.held, host)
+        end = "when cancelled" if info.expires_at is None else f"at {info.expires_at}"
+        return ok(
+            TuneOutResult(
+                status="started",
+                tune_out=info,
+                replaced=None if started.replaced is None else started.replaced.epoch_id,
+                note=f"Tuned out; it ends {end}, or at the first message addressing you past "
+                "its wake budget. Its messages wait in a backlog meanwhile.",
+            )
+        )
+
+    @mcp.tool(description="List the tune-outs you own or read.")
+    async def tune_out_status() -> TuneOutStatusResult:
+        return TuneOutStatusResult(
+            tune_outs=[TuneOutInfo.of(h, host) for h in host.of_agent(agent)]
+        )
+
+    @mcp.tool(
+        description="Read what a tune-out you read (or own) has withheld so far, oldest first. "
+        "Pass the returned cursor as after_seq to read on."
+    )
+    async def tune_out_backlog(
+        channel: Annotated[str, Field(min_length=1, description="As given to tune_out.")],
+        scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
+        after_seq: Annotated[int, Field(ge=0, description="Read past this seq.")] = 0,
+        limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
+    ) -> Annotated[CallToolResult, TuneOutBacklogResult]:
+        held = mine(channel, scope)
+        if isinstance(held, CallToolResult):
+            return held
+        page = await inbox.backlog(held, after_seq, limit)
+        return ok(
+            TuneOutBacklogResult(
+                tune_out=TuneOutInfo.of(held, host),
+                messages=[InboxMessage.of(m) for m in page.messages],
+                cursor=page.cursor,
+                more=page.more,
+            )
+        )
