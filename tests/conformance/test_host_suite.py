@@ -129,6 +129,29 @@ async def test_switchboard_run_as_an_operator_starts_it_passes_the_manifest_chec
 
 
 @pytest.mark.slow
+async def test_a_host_that_dials_its_connector_at_the_kits_url_is_checked_the_same_way() -> None:
+    """URL mode: ``{url}`` is the kit's own listener; Switchboard dials it over TCP."""
+    only = [
+        "host.handshake.advertises_mcpl",
+        "host.policy.initial_update_is_request",
+        "host.manifest.removals_host_first",
+    ]
+    command = (sys.executable, "-m", "tests.conformance.hostdefects.switchboard_host")
+    target = HostTarget((*command, "--url", "{url}"), cwd=str(REPO))
+    seen = await outcomes(target, only=only)
+    assert seen == dict.fromkeys(only, Outcome.PASS)
+
+
+def test_a_host_command_must_say_where_the_kit_goes() -> None:
+    with pytest.raises(ValueError, match=r"\{connector\} or \{url\}"):
+        HostTarget(("myhost", "--verbose"))
+    assert HostTarget(("h", "--dial={url}")).argv(["c"], url="tcp://x:1") == [
+        "h",
+        "--dial=tcp://x:1",
+    ]
+
+
+@pytest.mark.slow
 async def test_the_clean_raw_host_passes_so_each_defect_is_its_only_difference() -> None:
     seen = await outcomes(host("rawhost"))
     assert of(seen, Outcome.FAIL) == set()

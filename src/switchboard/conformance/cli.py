@@ -5,7 +5,7 @@ Usage (``argv`` is what follows ``conformance server`` or ``conformance host``):
     switchboard conformance server [--json] [--junit FILE] [--only CHECK]... \\
         [--timeout S] [--silence S] [--list] (--url URL | -- CMD ARGS...)
     switchboard conformance host [--json] [--junit FILE] [--only CHECK]... \\
-        [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...   # one ARG is {connector}
+        [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...   # one ARG is {connector} or {url}
 
 The report goes to stdout (terminal text, or JSON with ``--json``); ``--junit FILE`` also
 writes JUnit XML. The exit status is 1 when a MUST check failed, 2 on a usage error, else 0.
@@ -109,7 +109,8 @@ def _host_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="switchboard conformance host",
         description="Check an MCPL host against MCPL 0.5, the kit playing a connector. "
-        "The host command must contain {connector}, replaced by the kit connector's argv.",
+        "The host command must contain {connector}, replaced by the kit connector's argv, or "
+        "{url}, replaced by tcp://127.0.0.1:PORT for a host that dials its connectors.",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--junit", metavar="FILE", help="also write a JUnit XML report")

@@ -6,7 +6,8 @@ then the report with the catalogue's coverage of host requirements.
 
 The kit plays the connector. A host is a command template in which ``{connector}`` stands
 for the argv of the kit's connector (a relay to the kit's TCP listener), for example
-``["python", "-m", "myhost", "--connector", "{connector}"]``.
+``["python", "-m", "myhost", "--connector", "{connector}"]``; or, for a host that dials its
+connectors, one in which ``{url}`` stands for the kit's ``tcp://127.0.0.1:PORT``.
 
 What it deliberately does not know: terminal, JSON or JUnit output, or the command line.
 """
@@ -64,14 +65,14 @@ async def run_host_suite(
     """Run the host checks against ``target`` and return the report.
 
     Args:
-        target: a command list containing ``{connector}``, or a :class:`HostTarget`.
+        target: a command list containing ``{connector}`` or ``{url}``, or a :class:`HostTarget`.
         only: run just these check ids (in report order); ``None`` runs them all.
         options: timing and concurrency (default concurrency: 4 host processes at once).
         registry: the checks to draw from (default: :data:`HOST_CHECKS`).
 
     Raises:
         KeyError: ``only`` names an unknown check id.
-        ValueError: the command is empty or lacks ``{connector}``.
+        ValueError: the command is empty or lacks ``{connector}`` and ``{url}``.
     """
     host = HostTarget.of(target)
     options = options or SuiteOptions()

@@ -8,7 +8,8 @@ By default the host runs in this process: ``Switchboard.started(config)``, which
 ``switchboard run`` does minus the agent-facing MCP server (with ``agent.transport = "none"``
 that server serves nothing, and importing it costs about a second per check). ``--full`` as
 the first argument runs ``python -m switchboard run --config FILE`` instead, exactly as an
-operator would.
+operator would. ``--url URL`` (the kit's ``{url}``) makes the connector one Switchboard dials
+over TCP instead of one it spawns.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from types import FrameType
 
 
 def write_config(directory: Path, connector: list[str]) -> Path:
-    """A Switchboard config at ``directory`` with one connector spawned by ``connector``."""
+    """A Switchboard config at ``directory`` with one connector spawned by ``connector``, or
+    dialled at the URL ``connector[1]`` when ``connector`` is ``["--url", URL]``."""
+    reach = (
+        f"url = {json.dumps(connector[1])}"
+        if connector[:1] == ["--url"]
+        else f"command = {json.dumps(connector)}"
+    )
     path = directory / "host.toml"
     path.write_text(
         "\n".join(
@@ -35,7 +42,7 @@ def write_config(directory: Path, connector: list[str]) -> Path:
                 'transport = "none"',
                 "[[connectors]]",
                 'id = "kit"',
-                f"command = {json.dumps(connector)}",
+                reach,
                 "restart = false",
                 "",
             ]

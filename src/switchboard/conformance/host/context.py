@@ -4,7 +4,9 @@ What this module knows:
 
 - :class:`HostTarget`, a host named by a command template in which the element
   ``{connector}`` stands for the argv of the kit's connector (several elements; an element
-  that merely *contains* ``{connector}`` gets the argv joined by spaces, shell-quoted);
+  that merely *contains* ``{connector}`` gets the argv joined by spaces, shell-quoted), or in
+  which ``{url}`` stands for ``tcp://127.0.0.1:PORT``, the kit's own listener, for a host that
+  dials its connectors rather than spawning them (URL mode: no relay in between);
 - how one check launches the host: a TCP listener on 127.0.0.1 (port 0), the host process
   started in its own session with the relay argv substituted, the first connection the relay
   makes (within the start timeout), wrapped so every frame lands in the check's transcript,
@@ -50,11 +52,13 @@ __all__ = [
     "REQUESTS",
     "SECTIONS",
     "STREAMING",
+    "URL_PLACEHOLDER",
     "HostContext",
     "HostTarget",
 ]
 
 CONNECTOR_PLACEHOLDER: Final = "{connector}"
+URL_PLACEHOLDER: Final = "{url}"
 
 # How long an ended host gets after SIGTERM before SIGKILL.
 _SHUTDOWN_GRACE = 2.0
@@ -65,7 +69,8 @@ class HostTarget:
     """A host under test, given as a command template.
 
     Attributes:
-        command: the host's argv; one element is, or contains, ``{connector}``.
+        command: the host's argv; one element is, or contains, ``{connector}`` (the host
+            spawns the kit's connector) or ``{url}`` (the host dials the kit).
         env: variables merged over this process's environment for the host.
         cwd: the host's working directory.
     """
@@ -77,15 +82,19 @@ class HostTarget:
     def __post_init__(self) -> None:
         if not self.command:
             raise ValueError("the host command cannot be empty")
-        if not any(CONNECTOR_PLACEHOLDER in part for part in self.command):
-            raise ValueError(f"the host command must contain {CONNECTOR_PLACEHOLDER}")
+        if not any(
+            CONNECTOR_PLACEHOLDER in part or URL_PLACEHOLDER in part for part in self.command
+        ):
+            raise ValueError(
+                f"the host command must contain {CONNECTOR_PLACEHOLDER} or {URL_PLACEHOLDER}"
+            )
 
     @classmethod
     def of(cls, target: HostTarget | Sequence[str]) -> HostTarget:
         """Accept a target or a command list.
 
         Raises:
-            ValueError: an empty command, or one without ``{connector}``.
+            ValueError: an empty command, or one without ``{connector}`` or ``{url}``.
         """
         if isinstance(target, HostTarget):
             return target
@@ -93,13 +102,14 @@ class HostTarget:
             raise ValueError("give the host command as a list of arguments")
         return cls(command=tuple(target))
 
-    def argv(self, connector: Sequence[str]) -> list[str]:
-        """The host's argv with the connector's argv substituted."""
+    def argv(self, connector: Sequence[str], url: str = "") -> list[str]:
+        """The host's argv with the connector's argv and the kit's URL substituted."""
         out: list[str] = []
         for part in self.command:
             if part == CONNECTOR_PLACEHOLDER:
                 out.extend(connector)
             else:
+                part = part.replace(URL_PLACEHOLDER, url)
                 out.append(part.replace(CONNECTOR_PLACEHOLDER, shlex.join(connector)))
         return out
 
@@ -165,7 +175,9 @@ class HostContext:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
         async with listener:
             port = listener.extra(anyio.abc.SocketAttribute.local_port)
-            argv = self.target.argv(connector_argv(port, self.check_id))
+            argv = self.target.argv(
+                connector_argv(port, self.check_id), url=f"tcp://127.0.0.1:{port}"
+            )
             env = None if self.target.env is None else {**os.environ, **self.target.env}
             process = await anyio.open_process(
                 argv,
