@@ -114,11 +114,17 @@ class SpeechGate:
         host = self._host
         ref = entry.ref
         if not host.queue.pending(ref):
-            # The common case, decided as plan_speech decides it: an open channel whose
-            # record does not want it closed takes the words now.
-            record = host.book.record(ref)
-            wants_closed = record is not None and record.state is DesiredState.CLOSED
-            if not wants_closed and host.marks.get(entry).open:
+            # The common cases, decided as plan_speech decides them (the caller has checked
+            # that the server is up and the channel takes words): an open channel whose record
+            # does not want it closed takes the words now, and so does any channel of a server
+            # whose lifecycle the host does not direct, unless its last open was answered for
+            # another channel.
+            transport = host.marks.get(entry)
+            if transport.open:
+                record = host.book.record(ref)
+                if record is None or record.state is not DesiredState.CLOSED:
+                    return entry
+            if not transport.answered_elsewhere and not host.directs(ref.server_id):
                 return entry
         waited = False
         for _ in range(_MAX_ROUNDS):
