@@ -37,7 +37,12 @@ OPTIONS: Final = SuiteOptions(silence=0.8, concurrency=2, start_timeout=40, chec
 FULL_RUN_OPTIONS: Final = SuiteOptions(silence=0.8, concurrency=6, start_timeout=40)
 SUITES_AT_ONCE: Final = 6
 RAW_BASE: Final = "rawkit"
-BASES: Final = {"rawkit", "sdk", "expected", "__init__"}
+ROLLBACK_BASE: Final = "rollkit"
+ROLLBACK_CHECKS: Final = [
+    "server.state.rollback_result_shape",
+    "server.state.rollback_unknown_checkpoint",
+]
+BASES: Final = {"rawkit", "rollkit", "sdk", "expected", "__init__"}
 
 
 def _target(name: str) -> ServerTarget:
@@ -48,7 +53,7 @@ def _target(name: str) -> ServerTarget:
 async def _run_all() -> dict[str, Report]:
     reports: dict[str, Report] = {}
     limiter = anyio.CapacityLimiter(SUITES_AT_ONCE)
-    runs: dict[str, list[str] | None] = {RAW_BASE: None}
+    runs: dict[str, list[str] | None] = {RAW_BASE: None, ROLLBACK_BASE: ROLLBACK_CHECKS}
     runs.update((name, defect.only) for name, defect in DEFECTS.items())
 
     async def run(name: str, only: list[str] | None) -> None:
@@ -97,6 +102,16 @@ def test_the_unbroken_raw_connector_fails_no_check(reports: dict[str, Report]) -
     assert failures == {}
     assert report.exit_code == 0
     assert len(report.ids(Outcome.PASS)) >= 25
+
+
+def test_a_connector_that_rolls_back_correctly_passes_both_state_checks(
+    reports: dict[str, Report],
+) -> None:
+    """S-44, S-45: the control for the rollback defects."""
+    report = reports[ROLLBACK_BASE]
+    assert {r.check_id: r.outcome for r in report.results} == dict.fromkeys(
+        ROLLBACK_CHECKS, Outcome.PASS
+    )
 
 
 def _fails_exactly(name: str, defect: Defect, report: Report) -> None:

@@ -35,6 +35,7 @@ from .server import (
     observed,
     policy,
     requests,
+    state,
     streaming,
 )
 from .server.context import SECTIONS, SERVER_CHECKS, ServerContext
@@ -66,6 +67,7 @@ _CHECK_MODULES: Final = (
     channels,
     streaming,
     manifest,
+    state,
 )
 
 SERVER_CHECKS.order_sections(SECTIONS)

@@ -119,6 +119,11 @@ DEFECTS: Final[dict[str, Defect]] = {
     "unknown_method_silent": _d("requests", {_ANSWERED}, _MALFORMED),
     "dies_on_malformed_json": _d("requests", {_MALFORMED}, _ANSWERED, _ADVERTISEMENT),
     "string_id_dropped": _d("requests", {_ANSWERED}, _MALFORMED),
+    "rollback_result_bare": _d(
+        "requests",
+        {"server.state.rollback_result_shape"},
+        "server.state.rollback_unknown_checkpoint",
+    ),
     # manifest
     "revision_not_digest": _d(
         "manifest",

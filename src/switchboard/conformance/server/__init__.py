@@ -4,6 +4,7 @@ Modules: :mod:`.options` (timing), :mod:`.answers` (how the kit answers the serv
 :mod:`.session` (one connection), :mod:`.context` (what a check gets, and the registry),
 :mod:`.shapes` (pure shape rules), :mod:`.scenarios` (shared steps), and one module per
 group of checks (:mod:`.handshake`, :mod:`.policy`, :mod:`.grant`, :mod:`.requests`,
-:mod:`.observed`, :mod:`.hooks`, :mod:`.channels`, :mod:`.streaming`, :mod:`.manifest`).
+:mod:`.observed`, :mod:`.hooks`, :mod:`.channels`, :mod:`.streaming`, :mod:`.manifest`,
+:mod:`.state`).
 Import :mod:`switchboard.conformance.server_suite` to get the complete registry.
 """

@@ -222,7 +222,7 @@ async def no_redundant_announcement(ctx: ServerContext) -> Verdict:
     return passed("no announcement of the revision the host already has")
 
 
-def _rollback_set(manifest: Mapping[str, Any] | None) -> str | None:
+def rollback_set(manifest: Mapping[str, Any] | None) -> str | None:
     if manifest is None:
         return "the server advertises no capabilities.experimental.mcpl (MCP-only)"
     sets = manifest.get("featureSets")
@@ -239,7 +239,7 @@ def _rollback_set(manifest: Mapping[str, Any] | None) -> str | None:
     level="MUST",
     section=STATE,
     title="state/rollback to an unknown checkpoint is -32005 with data.checkpoint",
-    applies=_rollback_set,
+    applies=rollback_set,
 )
 async def rollback_unknown_checkpoint(ctx: ServerContext) -> Verdict:
     checkpoint = ctx.marker("checkpoint")
