@@ -205,8 +205,8 @@ class Switchboard:
 
     async def restore(self) -> None:
         """Rebuild what the decision log holds (desired states, tune-outs) before connecting."""
-        await self.lifecycle.restore()
-        await self.tuneouts.restore_owed(self.decisions)
+        restored = await self.lifecycle.restore()
+        await self.tuneouts.restore_owed(restored.tail)
 
     # -- channels ----------------------------------------------------------------------------
 

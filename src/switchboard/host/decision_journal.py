@@ -111,12 +111,15 @@ class Restored:
         events: Events replayed after the snapshot.
         skipped: Records after the snapshot that were not well-formed events.
         seconds: How long the restore took.
+        tail: Every record logged after the snapshot, as stored (parts that keep records of
+            their own beside decision events read them here instead of loading the log again).
     """
 
     snapshot_seq: int
     events: int
     skipped: int
     seconds: float
+    tail: tuple[Mapping[str, Any], ...] = ()
 
 
 class DecisionJournal:
@@ -271,7 +274,7 @@ class DecisionJournal:
             self.take_snapshot()  # a long tail (a log never compacted) is replayed only once
         seconds = time.perf_counter() - started
         skipped = len(loaded.tail) - len(events)
-        self.restored = Restored(upto, len(events), skipped, seconds)
+        self.restored = Restored(upto, len(events), skipped, seconds, tuple(loaded.tail))
         log.info(
             "decisions_restored",
             snapshot_seq=upto,

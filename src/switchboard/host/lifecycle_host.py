@@ -59,7 +59,12 @@ from switchboard.channels.decisions import (
 from switchboard.channels.lifecycle import SelectedForOpening, SubscriptionPolicy
 from switchboard.channels.lifecycle_speech import ChannelFacts, Reach
 from switchboard.config import Config
-from switchboard.host.decision_journal import DecisionJournal, DecisionNotRecorded, DecisionSink
+from switchboard.host.decision_journal import (
+    DecisionJournal,
+    DecisionNotRecorded,
+    DecisionSink,
+    Restored,
+)
 from switchboard.host.events import Observer
 from switchboard.host.lifecycle_admission import admit_channels, subscription_policy
 from switchboard.host.lifecycle_answers import LifecycleAnswer, Origin
@@ -166,9 +171,9 @@ class LifecycleHost:
         """Rebuild the book from :meth:`take_snapshot`'s value (None: start empty)."""
         self.book = book_from_snapshot(state)
 
-    async def restore(self) -> None:
+    async def restore(self) -> Restored:
         """Rebuild the book (and every joined part) from the decision log."""
-        await self.journal.restore()
+        return await self.journal.restore()
 
     # -- reading -----------------------------------------------------------------------------
 

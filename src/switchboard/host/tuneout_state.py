@@ -14,7 +14,7 @@ batch and applies it to every part once committed.
 
 Replay after a restart: the journal restores the snapshot, then applies the decision events
 logged after it (wakes of stale epochs are ignored by the book). It decodes decision events
-only, so :meth:`TuneOutState.restore_owed` reads the host records of that tail itself, then
+only, so :meth:`TuneOutState.restore_owed` applies the host records of the tail it read, then
 forgets the delivered epochs whose range each owner's cursor has passed.
 
 What it deliberately does not know: how decisions are made, the inbox, names and the clock.
@@ -22,7 +22,7 @@ What it deliberately does not know: how decisions are made, the inbox, names and
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -31,7 +31,6 @@ import structlog
 from switchboard.channels import TuneOutBook, TuneOutStarted, TuneOutWake
 from switchboard.channels.decision_events import decode_event
 from switchboard.host.tuneout_records import Delivered, OwedBacklogs, Settled, decode_host_record
-from switchboard.store import DecisionLog
 
 __all__ = ["DecisionRecorder", "TuneOutState"]
 
@@ -108,16 +107,14 @@ class TuneOutState:
                 self.apply(host)
 
     async def restore_owed(
-        self, decisions: DecisionLog | None, cursor: Callable[[str], Awaitable[int]]
+        self, tail: Sequence[Mapping[str, Any]], cursor: Callable[[str], Awaitable[int]]
     ) -> None:
-        """Apply the host records logged after the snapshot; then forget, per owner, the
-        delivered epochs whose range ``cursor(owner)`` has passed."""
-        if decisions is not None:
-            loaded = await decisions.load()
-            for data in loaded.tail:
-                host = decode_host_record(data)
-                if host is not None:
-                    self.apply(host)
+        """Apply the host records logged after the snapshot (``tail``); then forget, per
+        owner, the delivered epochs whose range ``cursor(owner)`` has passed."""
+        for data in tail:
+            host = decode_host_record(data)
+            if host is not None:
+                self.apply(host)
         for owner in self.owed.owners():
             self.owed.forget_passed(owner, await cursor(owner))
         log.debug("tuneouts_restored", epochs=len(self.book), owed=len(self.owed))

@@ -28,9 +28,18 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import structlog
@@ -64,7 +73,7 @@ from switchboard.host.tuneout_words import (
     not_recorded,
     overlap_refusal,
 )
-from switchboard.store import DecisionLog, MessageStore
+from switchboard.store import MessageStore
 
 __all__ = ["DecisionRecorder", "StartedTuneOut", "TuneOutHost", "TuneOutRefusal"]
 
@@ -361,10 +370,11 @@ class TuneOutHost:
         """Make the timer look at the deadlines again (after the clock moved, in tests)."""
         self.state.changed()
 
-    async def restore_owed(self, decisions: DecisionLog | None) -> None:
-        """After the journal restored the state: read the owed backlogs logged after the
-        snapshot (the journal replays decision events only); forget those already passed."""
-        await self.state.restore_owed(decisions, self.store.get_cursor)
+    async def restore_owed(self, tail: Sequence[Mapping[str, Any]]) -> None:
+        """After the journal restored the state: apply the owed backlogs logged after the
+        snapshot (``tail``, the records the journal read; it replays decision events only);
+        forget those already passed."""
+        await self.state.restore_owed(tail, self.store.get_cursor)
 
     async def run_timer(self) -> None:
         """End epochs when their duration runs out, until cancelled."""
