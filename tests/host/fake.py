@@ -368,6 +368,7 @@ class LifecycleScript:
         before_answer: awaited with (method, id) before an open or close is answered.
         history: the ``history`` an open answers with when the open asks for it.
         acknowledged: the ``acknowledged`` of an acknowledge answer.
+        declare: id -> fields an open's answer declares over the plain descriptor.
         opened: ids of every open received, in order (``closed`` likewise).
     """
 
@@ -377,6 +378,7 @@ class LifecycleScript:
     hold_open: dict[str, anyio.Event] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
     acknowledged: bool = True
+    declare: dict[str, dict[str, Any]] = field(default_factory=dict)
     before_answer: Callable[[str, str], Awaitable[None]] | None = None
     opened: list[str] = field(default_factory=list)
     closed: list[str] = field(default_factory=list)
@@ -403,7 +405,8 @@ class LifecycleScript:
             await self.before_answer(method, cid)
         if cid in self.refuse_open:
             raise RpcError(-32024, "cannot open")
-        result: dict[str, Any] = {"channel": descriptor(self.answer_as.get(cid, cid))}
+        answered = self.answer_as.get(cid, cid)
+        result: dict[str, Any] = {"channel": descriptor(answered, **self.declare.get(cid, {}))}
         if "history" in params:
             limit = params["history"]["limit"]
             result["history"] = self.history[-limit:]

@@ -260,3 +260,21 @@ async def test_no_acknowledgment_is_sent_without_its_grant(tmp_path: Path) -> No
     assert answer.acknowledgment_error is not None
     assert "channels.acknowledge" in answer.acknowledgment_error
     assert fake.got("channels/acknowledge") == []
+
+
+async def test_an_open_answer_declares_the_channel_anew_and_a_bad_declaration_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """§5.6: a matching open answer's declaration updates the registration, validated and
+    authorized as a channels/changed update; a malformed one is ignored."""
+    script, rec = LifecycleScript(), Recorder()
+    script.declare = {"g": {"label": "#renamed"}, "h": {"direction": "both", "label": "#bad"}}
+    fake = script.install(FakeConnector())
+    async with board_with(tmp_path, fake, recorder=rec) as board:
+        await register_settled(fake, rec, [descriptor("g"), descriptor("h")])
+        await board.lifecycle.open(G)
+        await board.lifecycle.open(ChannelRef("s1", "h"))
+        renamed = board.registry.resolve("#renamed").ref
+        h_label = board.registry.resolve("h").descriptor.label
+    assert renamed == G
+    assert h_label == "#h"

@@ -217,7 +217,7 @@ class Reconciler:
                 if answer.get("history") is not None or answer.get("historyTruncated"):
                     got_history = _history(answer)
                     truncated = answer.get("historyTruncated") is True or None
-                overtaken |= self._judge_open(entry, answer)
+                overtaken |= self._judge_open(session, entry, answer)
             else:
                 await self._close(session, entry)
                 overtaken |= self._judge_close(entry)
@@ -256,8 +256,14 @@ class Reconciler:
             ) from exc
         return result if isinstance(result, Mapping) else {}
 
-    def _judge_open(self, entry: ChannelEntry, answer: Mapping[str, Any]) -> bool:
-        """Apply an open's answer; True when a later decision overtook it. May raise."""
+    def _judge_open(
+        self, session: ConnectorSession, entry: ChannelEntry, answer: Mapping[str, Any]
+    ) -> bool:
+        """Apply an open's answer; True when a later decision overtook it. May raise.
+
+        A matching answer's declaration (its ``channel`` object) updates the registration,
+        validated and authorized as a ``channels/changed`` update is (§5.6).
+        """
         ref = entry.ref
         channel = answer.get("channel")
         answered = channel.get("id") if isinstance(channel, Mapping) else None
@@ -273,6 +279,8 @@ class Reconciler:
             raise LifecycleError(
                 LifecycleErrorKind.SUBSTITUTED, ref, substituted_clause(ref, answered)
             )
+        if verdict.transport.open and isinstance(channel, Mapping) and len(channel) > 1:
+            session.apply_declaration(dict(channel))
         return verdict.error is LifecycleErrorKind.OVERTAKEN
 
     async def _close(self, session: ConnectorSession, entry: ChannelEntry) -> None:

@@ -116,6 +116,25 @@ class RegistrationHandler:
         )
         return {"results": results}
 
+    def apply_declaration(self, declared: Any) -> bool:
+        """Apply the descriptor a ``channels/open`` answer returned for one of this
+        connection's channels (channel-registry.md §5.6): validated and authorized like an
+        update in ``channels/changed``. A bad or unauthorized declaration changes nothing.
+
+        Returns:
+            Whether the registration took the declaration.
+        """
+        change = self._registry.change(
+            self._server_id, updated=self._items([declared]), authorize=self._authorize
+        )
+        taken = bool(change.updated)
+        if not taken:
+            self._log.info(
+                "open_declaration_ignored",
+                reason=change.results[0].reason if change.results else None,
+            )
+        return taken
+
     async def list(self, params: Any) -> dict[str, Any]:
         entries = self._registry.server_entries(self._server_id)
         return {"channels": [_descriptor_wire(e.descriptor) for e in entries]}

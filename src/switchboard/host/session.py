@@ -375,6 +375,11 @@ class ConnectorSession:
     def ref(self, channel_id: str) -> ChannelRef:
         return ChannelRef(self.server_id, channel_id)
 
+    def apply_declaration(self, declared: Any) -> bool:
+        """Take the descriptor a ``channels/open`` answer returned (see
+        :meth:`RegistrationHandler.apply_declaration`)."""
+        return self._registration.apply_declaration(declared)
+
 
 def _policy_params(manifest: Manifest, grant: Grant, enabled: frozenset[str]) -> dict[str, Any]:
     """``featureSets/update`` params: the complete grant as explicit leaves, never a delta."""
