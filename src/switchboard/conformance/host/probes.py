@@ -23,7 +23,7 @@ from typing import Any, Final
 from switchboard.protocol import CAPABILITY_PATHS, MCPL_VERSION, METHOD_GATES, Grant
 
 from ..outcomes import fail
-from ..server.session import Reply
+from ..reply import Reply
 from .session import HostMessage
 
 __all__ = [

@@ -13,7 +13,7 @@ What this module knows:
 - optionally an unknown member added to every result it sends (to see the host tolerate it);
 - every request and notification the host sends, recorded at the wire with its position and
   whether it carried an id (:class:`HostMessage`), before anything answers it;
-- calls and notifications to the host that never raise (:class:`~..server.session.Reply`),
+- calls and notifications to the host that never raise (:class:`~..reply.Reply`),
   raw frames, and waiting for a host message that matches a predicate.
 
 What it deliberately does not know: what any check concludes from the traffic.
@@ -34,12 +34,11 @@ from switchboard.transport import (
     Deferred,
     LinkClosedError,
     Peer,
-    RequestTimeoutError,
     RpcError,
 )
 
+from ..reply import Reply, ask, tell
 from ..server.options import SuiteOptions
-from ..server.session import Reply
 from ..transcript import RecordingLink
 
 __all__ = ["ACCEPTED", "CHANNELS_ONLY", "HostMessage", "KitConnector", "manifest_of"]
@@ -223,24 +222,11 @@ class KitConnector:
 
     async def call(self, method: str, params: Any = None) -> Reply:
         """Send a request and return the host's answer, whatever it is."""
-        wait = self.options.request_timeout
-        try:
-            result = await self.peer.request(method, params, timeout=wait)
-        except RpcError as exc:
-            return Reply(method, error={"code": exc.code, "message": exc.message, "data": exc.data})
-        except RequestTimeoutError:
-            return Reply(method, failure=f"no answer to {method} within {wait:g} s")
-        except LinkClosedError:
-            return Reply(method, failure=f"the connection closed before {method} was answered")
-        return Reply(method, result=result)
+        return await ask(self.peer, method, params, self.options.request_timeout)
 
     async def notify(self, method: str, params: Any = None) -> bool:
         """Send a notification; ``False`` when the connection is closed."""
-        try:
-            await self.peer.notify(method, params)
-        except LinkClosedError:
-            return False
-        return True
+        return await tell(self.peer, method, params)
 
     async def send_raw(self, data: bytes) -> bool:
         """Write ``data`` as one frame, JSON or not; ``False`` when the connection is closed."""

@@ -35,14 +35,21 @@ from switchboard.protocol import (
     advertised_paths,
     parse_feature_sets,
 )
-from switchboard.transport import LinkClosedError, Peer, RequestTimeoutError, RpcError
+from switchboard.transport import LinkClosedError, Peer
 
 from ..outcomes import NotApplicable, fail
+from ..reply import Reply, ask, tell
 from ..transcript import RecordingLink
 from .answers import PRIVILEGED_FROM_SERVER, HostAnswers
 from .options import SuiteOptions
 
-__all__ = ["KIT_ADVERTISEMENT", "HostSession", "Reply", "ServerMessage", "kit_version"]
+__all__ = [
+    "KIT_ADVERTISEMENT",
+    "HostSession",
+    "Reply",
+    "ServerMessage",
+    "kit_version",
+]
 
 KIT_ADVERTISEMENT: Final[Mapping[str, Any]] = {
     "version": MCPL_VERSION,
@@ -91,42 +98,6 @@ class ServerMessage:
     def mentions(self, needle: str) -> bool:
         """Whether ``needle`` occurs anywhere in the params."""
         return needle in json.dumps(self.params, ensure_ascii=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """The server's answer to one kit request; never an exception.
-
-    Attributes:
-        method: the method asked.
-        result: the result, when the answer was one.
-        error: the error object (``code``, ``message``, ``data``), when the answer was one.
-        failure: why there was no answer at all (a timeout, a closed connection).
-    """
-
-    method: str
-    result: Any = None
-    error: Mapping[str, Any] | None = None
-    failure: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the answer was a result."""
-        return self.error is None and self.failure is None
-
-    @property
-    def code(self) -> int | None:
-        """The error code, when the answer was an error."""
-        return None if self.error is None else self.error.get("code")
-
-    def describe(self) -> str:
-        """The answer in a few words, for failure messages."""
-        if self.failure is not None:
-            return self.failure
-        if self.error is not None:
-            return f"error {self.code} {self.error.get('message', '')!r}"
-        text = json.dumps(self.result, ensure_ascii=False)
-        return f"result {text if len(text) <= 200 else text[:200] + '...'}"
 
 
 class HostSession:
@@ -213,23 +184,11 @@ class HostSession:
     ) -> Reply:
         """Send a request and return the answer, whatever it is."""
         wait = self.options.request_timeout if timeout is None else timeout
-        try:
-            result = await self.peer.request(method, params, timeout=wait, on_response=on_response)
-        except RpcError as exc:
-            return Reply(method, error={"code": exc.code, "message": exc.message, "data": exc.data})
-        except RequestTimeoutError:
-            return Reply(method, failure=f"no answer to {method} within {wait:g} s")
-        except LinkClosedError:
-            return Reply(method, failure=f"the connection closed before {method} was answered")
-        return Reply(method, result=result)
+        return await ask(self.peer, method, params, wait, on_response=on_response)
 
     async def notify(self, method: str, params: Any = None) -> bool:
         """Send a notification; ``False`` when the connection is closed."""
-        try:
-            await self.peer.notify(method, params)
-        except LinkClosedError:
-            return False
-        return True
+        return await tell(self.peer, method, params)
 
     async def raw_request(self, request_id: str, method: str, params: Any = None) -> Any:
         """Send a request with a string id by hand; return the answer object or ``None``."""
