@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 
 from switchboard.channels import LifecycleBook
-from switchboard.channels.decision_events import DesiredStateSet, decode_events
+from switchboard.channels.lifecycle.events import DesiredStateSet, decode_events
 from switchboard.logging import configure
 from switchboard.store.eventlog import DecisionLog, LoadedLog
 from switchboard.store.schema import Synchronous

@@ -42,11 +42,11 @@ from pathlib import Path
 import anyio
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.decision_events import DesiredStateSet
-from switchboard.channels.decisions import DesiredState, Source
+from switchboard.channels.lifecycle.decisions import DesiredState, Source
+from switchboard.channels.lifecycle.events import DesiredStateSet
 from switchboard.config import Config, StoreConfig
 from switchboard.host import Switchboard
-from switchboard.host.decision_journal import DEFAULT_SNAPSHOT_EVERY
+from switchboard.host.lifecycle.journal import DEFAULT_SNAPSHOT_EVERY
 from switchboard.logging import configure
 from switchboard.protocol.messages import ChannelDescriptor
 from switchboard.store import DecisionLog, MessageStore

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import pytest
 
-from switchboard.conformance.catalogue import (
+from switchboard.conformance.common.catalogue import (
     DEFAULT_CATALOGUE_PATH,
     Catalogue,
     CatalogueError,

@@ -14,7 +14,8 @@ from typing import Final
 import anyio
 import pytest
 
-from switchboard.conformance.catalogue import load_catalogue
+from switchboard.conformance.common.catalogue import load_catalogue
+from switchboard.conformance.common.outcomes import Outcome
 from switchboard.conformance.host_suite import (
     HOST_CHECKS,
     HostTarget,
@@ -22,7 +23,6 @@ from switchboard.conformance.host_suite import (
     host_check_ids,
     run_host_suite,
 )
-from switchboard.conformance.outcomes import Outcome
 
 pytestmark = [pytest.mark.anyio]
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from switchboard.conformance.common.outcomes import CheckFailed
 from switchboard.conformance.host.manifest import BASE_MANIFEST, with_revision
 from switchboard.conformance.host.probes import (
     BARE_PARENTS,
@@ -17,7 +18,6 @@ from switchboard.conformance.host.probes import (
     push_params,
 )
 from switchboard.conformance.host.session import HostMessage, manifest_of
-from switchboard.conformance.outcomes import CheckFailed
 from switchboard.protocol import Grant, PushEventParams, manifest_digest
 
 

@@ -18,8 +18,8 @@ from typing import Final
 import anyio
 import pytest
 
-from switchboard.conformance.outcomes import Outcome
-from switchboard.conformance.report import Report
+from switchboard.conformance.common.outcomes import Outcome
+from switchboard.conformance.common.report import Report
 from switchboard.conformance.server_suite import (
     ServerTarget,
     SuiteOptions,

@@ -16,9 +16,9 @@ from typing import Final
 import anyio
 import pytest
 
-from switchboard.conformance.junit import render_junit, write_junit
-from switchboard.conformance.outcomes import Outcome
-from switchboard.conformance.report import Report, render_json, render_text
+from switchboard.conformance.common.junit import render_junit, write_junit
+from switchboard.conformance.common.outcomes import Outcome
+from switchboard.conformance.common.report import Report, render_json, render_text
 from switchboard.conformance.server.context import SECTIONS
 from switchboard.conformance.server_suite import SuiteOptions, run_server_suite, server_check_ids
 

@@ -10,10 +10,9 @@ from typing import Any
 import anyio
 import pytest
 
-from switchboard.conformance.catalogue import link_errors, load_catalogue
-from switchboard.conformance.host_suite import HOST_CHECKS
-from switchboard.conformance.junit import render_junit
-from switchboard.conformance.outcomes import (
+from switchboard.conformance.common.catalogue import link_errors, load_catalogue
+from switchboard.conformance.common.junit import render_junit
+from switchboard.conformance.common.outcomes import (
     CheckResult,
     FrameRecord,
     Level,
@@ -23,14 +22,15 @@ from switchboard.conformance.outcomes import (
     fail,
     passed,
 )
-from switchboard.conformance.registry import Check, CheckRegistry
-from switchboard.conformance.report import Report, render_json, render_text
-from switchboard.conformance.runner import run_checks
+from switchboard.conformance.common.registry import Check, CheckRegistry
+from switchboard.conformance.common.report import Report, render_json, render_text
+from switchboard.conformance.common.runner import run_checks
+from switchboard.conformance.common.suite_coverage import suite_coverage
+from switchboard.conformance.common.transcript import RecordingLink, Transcript
+from switchboard.conformance.host_suite import HOST_CHECKS
 from switchboard.conformance.server.answers import HostAnswers
 from switchboard.conformance.server_suite import SERVER_CHECKS, server_coverage
-from switchboard.conformance.suite_coverage import suite_coverage
 from switchboard.conformance.target import ServerTarget
-from switchboard.conformance.transcript import RecordingLink, Transcript
 from switchboard.protocol import CapabilityDenied, Grant
 from switchboard.transport import memory_link_pair
 from tests.protocol import test_digest, test_digest_published

@@ -11,7 +11,7 @@ import pytest
 from anyio.abc import SocketAttribute, SocketStream
 from websockets.asyncio.server import ServerConnection, serve
 
-from switchboard.conformance.outcomes import Outcome
+from switchboard.conformance.common.outcomes import Outcome
 from switchboard.conformance.server_suite import SuiteOptions, run_server_suite
 from switchboard.connectors.demo import DemoConnector, DemoOptions
 from switchboard.transport import tcp_link_from_stream, websocket_link_from_connection

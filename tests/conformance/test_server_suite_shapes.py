@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.conformance.server.shapes import (
+from switchboard.conformance.common.shapes import (
     advertisement_problems,
     change_domains,
     descriptor_problems,

@@ -26,8 +26,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from switchboard.channels import ChannelRef, DesiredStateSet, Source, TuneOutEnded, TuneOutStarted
-from switchboard.channels.decision_events import decode_event
-from switchboard.host.tuneout_records import Settled, decode_host_record
+from switchboard.channels.lifecycle.events import decode_event
+from switchboard.host.tuneouts.records import Settled, decode_host_record
 from switchboard.store import DecisionLog
 from tests.integration.crash_support import (
     StderrWatch,

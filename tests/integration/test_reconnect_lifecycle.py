@@ -15,9 +15,9 @@ import anyio
 import pytest
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.decisions import DesiredState, Source
+from switchboard.channels.lifecycle.decisions import DesiredState, Source
 from switchboard.host import Switchboard
-from switchboard.host.lifecycle_answers import Origin
+from switchboard.host.lifecycle.answers import Origin
 from tests.helpers import Recorder, connector, running_board
 from tests.host.fake import lifecycle_event
 

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from switchboard.channels import LifecycleBook
-from switchboard.channels.decision_events import DesiredStateSet, decode_events
-from switchboard.channels.decisions import DesiredState, Source
+from switchboard.channels.lifecycle.decisions import DesiredState, Source
+from switchboard.channels.lifecycle.events import DesiredStateSet, decode_events
 from switchboard.channels.ref import ChannelRef
 from switchboard.store import MessageStore, StoreClosedError, StoreError
 from switchboard.store.eventlog import DecisionLog, Snapshot

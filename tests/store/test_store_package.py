@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import sqlite3
 from pathlib import Path
 
@@ -30,26 +29,6 @@ def test_the_store_package_exports_exactly_its_public_api() -> None:
     ]
     for name in switchboard.store.__all__:
         assert getattr(switchboard.store, name).__module__.startswith("switchboard.store.")
-
-
-def test_the_store_imports_nothing_from_the_layers_above_it() -> None:
-    forbidden = (
-        "switchboard.host",
-        "switchboard.tools",
-        "switchboard.channels",
-        "switchboard.transport",
-        "switchboard.protocol",
-    )
-    package = Path(switchboard.store.__file__).parent
-    imported: set[str] = set()
-    for source in package.glob("*.py"):
-        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module:
-                imported.add(node.module)
-            elif isinstance(node, ast.Import):
-                imported.update(alias.name for alias in node.names)
-    assert "switchboard.store.records" in imported  # the scan sees real imports
-    assert not [m for m in imported if m.startswith(forbidden)]
 
 
 async def test_a_new_file_is_in_wal_mode_with_one_row_per_batch_and_a_cursor_table(

@@ -12,10 +12,10 @@ from mcp import Client
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, qualified_name
 from switchboard.host import AgentDesk, PublishOutcome, Refusal, Switchboard, Turn
-from switchboard.host.agents import Locus, LocusFrom
-from switchboard.host.defaults import DefaultChannel
-from switchboard.host.publishing import choose_destination
-from switchboard.host.views import channel_rows
+from switchboard.host.agent.defaults import DefaultChannel
+from switchboard.host.agent.desk import Locus, LocusFrom
+from switchboard.host.agent.publishing import choose_destination
+from switchboard.host.agent.views import channel_rows
 from switchboard.tools import build_server
 from tests.channels.channels_support import Desc
 from tests.host.fake import board_of, descriptor, message

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.decision_events import TuneOutStarted
-from switchboard.channels.decisions import Source, TuneOutEpoch, TuneOutScope
+from switchboard.channels.lifecycle.decisions import Source, TuneOutEpoch, TuneOutScope
+from switchboard.channels.lifecycle.events import TuneOutStarted
 from switchboard.config import DEFAULT_GRANT
 from switchboard.store import DecisionLog, StoreError
 from switchboard.tools import build_server

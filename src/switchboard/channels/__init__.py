@@ -3,31 +3,31 @@
 Nothing in this package performs I/O, awaits, reads a clock or logs an effect: the host asks,
 the registry answers with decisions and results, and the host carries them out.
 
+The registry core sits at the top of the package:
+
 - :mod:`~switchboard.channels.ref`: :class:`ChannelRef`, the ``(server_id, channel_id)`` key.
 - :mod:`~switchboard.channels.descriptor`: the descriptor shape read, and key normalization.
 - :mod:`~switchboard.channels.records`: entries, itemized results, change summaries.
-- :mod:`~switchboard.channels.index`: storage and the O(1) name indexes.
-- :mod:`~switchboard.channels.names` (with ``tiers``, ``picking``, ``wording``, ``suggest``,
-  ``selectors``, ``shown``, ``dm_index``, ``label_history``): full name resolution
-  (channel-registry.md §3, §4.4-§4.7); :mod:`~switchboard.channels.resolve` is the entry point.
-- :mod:`~switchboard.channels.decisions`, ``decision_events``, ``lifecycle``,
-  ``lifecycle_speech``, ``lifecycle_reconcile``, ``tuneout``, ``tuneout_delivery``: desired
-  lifecycle state, its decision events and replay, reconciliation plans, tune-outs.
+- :mod:`~switchboard.channels.index` (with ``buckets`` and ``dm_index``): storage and the O(1)
+  name indexes.
 - :mod:`~switchboard.channels.registry`: :class:`ChannelRegistry`, register/changed/remove.
-- :mod:`~switchboard.channels.prose`, ``prose_route``, ``prose_stream``, ``prose_drafts``: the
-  ``>>`` grammar, its modes, the streaming router and kept drafts.
+
+Each concept built on it has its own folder:
+
+- :mod:`switchboard.channels.names`: full name resolution (channel-registry.md §3, §4.4-§4.7);
+  :mod:`~switchboard.channels.names.resolve` is the entry point, ``wording`` says every
+  refusal.
+- :mod:`switchboard.channels.lifecycle`: desired lifecycle state, the decision vocabulary and
+  its events, speech into closed channels, and reconciliation plans (§5, §8.3).
+- :mod:`switchboard.channels.prose`: the ``>>`` grammar, its modes, the streaming router and
+  kept drafts (§4).
+- :mod:`switchboard.channels.tuneouts`: tune-out epochs and their delivery (§5.3, §6).
 """
 
-from switchboard.channels.decision_events import (
-    DecisionEvent,
-    DesiredStateSet,
-    InvitationDeclined,
-    TuneOutEnded,
-    TuneOutStarted,
-    TuneOutWake,
-    decode_events,
-)
-from switchboard.channels.decisions import (
+from switchboard.channels.descriptor import DescriptorLike, Rejected
+from switchboard.channels.index import IndexStatistics
+from switchboard.channels.lifecycle.book import LifecycleBook, SubscriptionPolicy
+from switchboard.channels.lifecycle.decisions import (
     Append,
     DesiredRecord,
     DesiredState,
@@ -36,8 +36,18 @@ from switchboard.channels.decisions import (
     Source,
     TuneOutScope,
 )
-from switchboard.channels.descriptor import DescriptorLike, Rejected
-from switchboard.channels.errors import (
+from switchboard.channels.lifecycle.events import (
+    DecisionEvent,
+    DesiredStateSet,
+    InvitationDeclined,
+    TuneOutEnded,
+    TuneOutStarted,
+    TuneOutWake,
+    decode_events,
+)
+from switchboard.channels.lifecycle.reconcile import Convergence, TransportState
+from switchboard.channels.lifecycle.speech import ChannelFacts, Reach, plan_speech
+from switchboard.channels.names.errors import (
     AmbiguousName,
     ChannelNameError,
     InboundOnly,
@@ -45,16 +55,19 @@ from switchboard.channels.errors import (
     OwnChannelGone,
     UnknownName,
 )
-from switchboard.channels.index import IndexStatistics
-from switchboard.channels.label_history import DmMeta, LabelHistory, LabelSighting, extract_dm_meta
-from switchboard.channels.lifecycle import LifecycleBook, SubscriptionPolicy
-from switchboard.channels.lifecycle_reconcile import Convergence, TransportState
-from switchboard.channels.lifecycle_speech import ChannelFacts, Reach, plan_speech
-from switchboard.channels.names import ChannelNames
-from switchboard.channels.picking import NO_OWN, Own
-from switchboard.channels.prose import ParseResult, Segment, is_prose_target_token, parse_speech
-from switchboard.channels.prose_drafts import UNSENT, Draft, DraftBox, NoUnsentDraft
-from switchboard.channels.prose_route import (
+from switchboard.channels.names.history import DmMeta, LabelHistory, LabelSighting, extract_dm_meta
+from switchboard.channels.names.naming import ChannelNames
+from switchboard.channels.names.picking import NO_OWN, Own
+from switchboard.channels.names.tiers import Match, Tier
+from switchboard.channels.names.wording import DELIVER, LOOKUP, POST, RUN, SPEECH, Caller, Choice
+from switchboard.channels.prose.drafts import UNSENT, Draft, DraftBox, NoUnsentDraft
+from switchboard.channels.prose.grammar import (
+    ParseResult,
+    Segment,
+    is_prose_target_token,
+    parse_speech,
+)
+from switchboard.channels.prose.route import (
     BLOCKED_STICKY,
     NO_STICKY,
     Disposition,
@@ -63,13 +76,11 @@ from switchboard.channels.prose_route import (
     Sticky,
     TargetCheck,
 )
-from switchboard.channels.prose_stream import Piece, StreamingRouter
+from switchboard.channels.prose.stream import Piece, StreamingRouter
 from switchboard.channels.records import Authorizer, ChannelEntry, ItemResult, RegistryChange
 from switchboard.channels.ref import ChannelRef, qualified_name
 from switchboard.channels.registry import ChannelRegistry
-from switchboard.channels.tiers import Match, Tier
-from switchboard.channels.tuneout import TuneOutBook, TuneOutTerms
-from switchboard.channels.wording import DELIVER, LOOKUP, POST, RUN, SPEECH, Caller, Choice
+from switchboard.channels.tuneouts.epochs import TuneOutBook, TuneOutTerms
 
 __all__ = [
     "BLOCKED_STICKY",

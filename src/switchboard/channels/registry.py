@@ -6,7 +6,7 @@ in order; a register (or a ``changed.added``) is always a *new* registration (tr
 new serial), even for an id that is already registered; a ``changed.updated`` replaces the
 descriptor in place and may not add a channel; a change is applied removed → updated → added.
 It also answers lookups through :class:`~switchboard.channels.index.ChannelIndex` and names
-through :mod:`switchboard.channels.resolve`.
+through :mod:`switchboard.channels.names.resolve`.
 
 What it deliberately does not know: the wire (the host validates JSON into descriptors, turns
 malformed items into :class:`~switchboard.channels.descriptor.Rejected`, and turns the returned
@@ -22,8 +22,10 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from switchboard.channels.descriptor import DescriptorLike, Rejected
 from switchboard.channels.index import ChannelIndex, IndexStatistics
-from switchboard.channels.names import ChannelNames
-from switchboard.channels.picking import NO_OWN, Own
+from switchboard.channels.names.naming import ChannelNames
+from switchboard.channels.names.picking import NO_OWN, Own
+from switchboard.channels.names.resolve import resolve
+from switchboard.channels.names.tiers import name_alone
 from switchboard.channels.records import (
     INVALID_ID,
     NOT_REGISTERED,
@@ -35,8 +37,6 @@ from switchboard.channels.records import (
     accepted_result,
 )
 from switchboard.channels.ref import ChannelRef
-from switchboard.channels.resolve import resolve
-from switchboard.channels.tiers import name_alone
 from switchboard.gcpause import gc_paused
 
 __all__ = [
@@ -277,7 +277,7 @@ class ChannelRegistry:
     def resolve(
         self, name: str, *, server_id: str | None = None, own: Own = NO_OWN
     ) -> ChannelEntry:
-        """The one registration ``name`` picks (see :mod:`switchboard.channels.resolve`).
+        """The one registration ``name`` picks (see :mod:`switchboard.channels.names.resolve`).
 
         Args:
             name: An id, server-qualified name, raw id, label or DM name, used as given.

@@ -27,9 +27,9 @@ from typing import TextIO
 import anyio
 import structlog
 
+from .common.junit import write_junit
+from .common.report import render_json, render_text
 from .host_suite import HostTarget, host_check_ids, run_host_suite
-from .junit import write_junit
-from .report import render_json, render_text
 from .server_suite import SuiteOptions, run_server_suite, server_check_ids
 from .target import ServerTarget
 

@@ -1,7 +1,7 @@
 """Run the host suite against a host: ``await run_host_suite(command) -> Report``.
 
 What this module knows: the complete host registry (importing it imports every check
-module), and one run — every selected check on a fresh host process (see :mod:`.runner`),
+module), and one run — every selected check on a fresh host process (see :mod:`.common.runner`),
 then the report with the catalogue's coverage of host requirements.
 
 The kit plays the connector. A host is a command template in which ``{connector}`` stands
@@ -20,15 +20,15 @@ from typing import Final
 
 import anyio
 
-from .catalogue import Catalogue
+from .common.catalogue import Catalogue
+from .common.options import SuiteOptions
+from .common.registry import CheckRegistry
+from .common.report import Report
+from .common.runner import run_checks
+from .common.suite_coverage import SuiteCoverage, suite_coverage
+from .common.version import kit_version
 from .host import channels, general, hooks, manifest, policy, push, requests, streaming
 from .host.context import HOST_CHECKS, SECTIONS, HostContext, HostTarget
-from .registry import CheckRegistry
-from .report import Report
-from .runner import run_checks
-from .server.options import SuiteOptions
-from .server.session import kit_version
-from .suite_coverage import SuiteCoverage, suite_coverage
 
 __all__ = [
     "HOST_CHECKS",

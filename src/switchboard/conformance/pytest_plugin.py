@@ -39,8 +39,8 @@ from collections.abc import Sequence
 import anyio
 import pytest
 
-from .outcomes import CheckResult, Outcome
-from .report import Report, frame_lines, render_text
+from .common.outcomes import CheckResult, Outcome
+from .common.report import Report, frame_lines, render_text
 from .server_suite import SuiteOptions, run_server_suite, server_check_ids
 from .target import ServerTarget
 

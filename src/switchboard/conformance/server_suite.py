@@ -3,14 +3,14 @@
 What this module knows: the complete server registry (importing it imports every check
 module), and one run — a preflight handshake that reads the manifest so checks that cannot
 apply are reported "not applicable" without a connection of their own, then every selected
-check on fresh connections (see :mod:`.runner`), then the report with the catalogue's
+check on fresh connections (see :mod:`.common.runner`), then the report with the catalogue's
 coverage.
 
 The kit plays the host. A target is a command list (spawned over stdio, one process per
 connection), ``"tcp://host:port"``, or a ``"ws://..."``/``"wss://..."`` URL.
 
-What it deliberately does not know: terminal, JSON or JUnit output (:mod:`.report`,
-:mod:`.junit`), or the command line (:mod:`.cli`).
+What it deliberately does not know: terminal, JSON or JUnit output (:mod:`.common.report`,
+:mod:`.common.junit`), or the command line (:mod:`.cli`).
 """
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ from typing import Any, Final
 import anyio
 import structlog
 
-from .catalogue import Catalogue
-from .registry import Check, CheckRegistry
-from .report import Report
-from .runner import run_checks
+from .common.catalogue import Catalogue
+from .common.options import SuiteOptions
+from .common.registry import Check, CheckRegistry
+from .common.report import Report
+from .common.runner import run_checks
+from .common.suite_coverage import SuiteCoverage, suite_coverage
+from .common.transcript import Transcript
+from .common.version import kit_version
 from .server import (
     channels,
     grant,
@@ -39,11 +43,7 @@ from .server import (
     streaming,
 )
 from .server.context import SECTIONS, SERVER_CHECKS, ServerContext
-from .server.options import SuiteOptions
-from .server.session import kit_version
-from .suite_coverage import SuiteCoverage, suite_coverage
 from .target import ServerTarget
-from .transcript import Transcript
 
 __all__ = [
     "SERVER_CHECKS",

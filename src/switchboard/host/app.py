@@ -26,18 +26,18 @@ from switchboard.channels import (
     qualified_name,
 )
 from switchboard.config import Config, ConnectorConfig
-from switchboard.host.agents import AgentDesk
-from switchboard.host.context import ContextHooks
-from switchboard.host.defaults import DefaultChannel
+from switchboard.host.agent.context import ContextHooks
+from switchboard.host.agent.defaults import DefaultChannel
+from switchboard.host.agent.desk import AgentDesk
+from switchboard.host.agent.streams import OutgoingStreams
+from switchboard.host.agent.typing_keeper import TypingKeeper
+from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
+from switchboard.host.connection.supervisor import Supervisor
 from switchboard.host.events import Observer, null_observer
-from switchboard.host.lifecycle_host import LifecycleHost
+from switchboard.host.lifecycle.host import LifecycleHost
 from switchboard.host.outcome import PublishOutcome, Refusal
-from switchboard.host.session import ConnectorSession, SessionState, publish_over
-from switchboard.host.streams import OutgoingStreams
-from switchboard.host.supervisor import Supervisor
-from switchboard.host.tuneout_inbox import TuneOutInbox
-from switchboard.host.tuneouts import TuneOutHost
-from switchboard.host.typing_keeper import TypingKeeper
+from switchboard.host.tuneouts.host import TuneOutHost
+from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.store import DecisionLog, MessageStore, StoredMessage
 from switchboard.transport import Link
 
@@ -236,7 +236,7 @@ class Switchboard:
         Called by the ``inbox`` tool when a read begins a turn, with the text of the messages
         that began it (sent only to servers granted ``observe``). The agent's streamed speech
         still open is abandoned, its automatic typing moves to the new turn's locus, and every
-        server granted the hook is asked (see :mod:`switchboard.host.context`).
+        server granted the hook is asked (see :mod:`switchboard.host.agent.context`).
         """
         await self.streams.abort_all(desk.name)
         await self.typing.turn_began(desk.name, desk.locus(self.registry, self.default_channel).ref)

@@ -1,9 +1,10 @@
 """The channel tools: channel_list, channel_publish, inbox, speak and think.
 
 Each tool is a typed ``MCPServer`` tool whose refusals say what to call instead (see
-:mod:`switchboard.tools.server`). The rules live in the host (:mod:`switchboard.host.agents`
-for turns and the locus, :mod:`~switchboard.host.publishing`, :mod:`~switchboard.host.speech`,
-:mod:`~switchboard.host.views`); this module turns arguments into calls and outcomes into
+:mod:`switchboard.tools.server`). The rules live in the host (:mod:`switchboard.host.agent.desk`
+for turns and the locus, :mod:`~switchboard.host.agent.publishing`,
+:mod:`~switchboard.host.agent.speech`,
+:mod:`~switchboard.host.agent.views`); this module turns arguments into calls and outcomes into
 results. Who is calling, and which channels are the turn's own, come from the desk the server
 was built for, never from tool input.
 """
@@ -19,9 +20,9 @@ from pydantic import Field
 
 from switchboard.channels import ChannelRef
 from switchboard.host import AgentDesk, PublishOutcome, PublishStatus, Refusal, Switchboard
-from switchboard.host.publishing import publish_for_agent
-from switchboard.host.speech import SpokenSegment, speak
-from switchboard.host.views import channel_rows
+from switchboard.host.agent.publishing import publish_for_agent
+from switchboard.host.agent.speech import SpokenSegment, speak
+from switchboard.host.agent.views import channel_rows
 from switchboard.tools.results import (
     ChannelInfo,
     ChannelListResult,

@@ -2,8 +2,8 @@
 
 Each tool resolves its channel the way every lifecycle tool does (channel-registry.md §3.7: the
 turn's own channels first when no server is given, an exact id or qualified name, never a guess
-between several), then asks the host's lifecycle (:mod:`switchboard.host.lifecycle_verbs`,
-:mod:`switchboard.host.lifecycle_decline`) as the agent: provenance comes from the desk this
+between several), then asks the host's lifecycle (:mod:`switchboard.host.lifecycle.verbs`,
+:mod:`switchboard.host.lifecycle.decline`) as the agent: provenance comes from the desk this
 server was built for, never from tool input, so an agent's close is always ``agent-tool`` and
 the module-only close inputs (machine sources, idle leases) do not exist here.
 
@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 
 from switchboard.channels import AmbiguousName, ChannelEntry, ChannelNameError, UnknownName
 from switchboard.host import AgentDesk, Switchboard
-from switchboard.host.lifecycle_answers import LifecycleAnswer
-from switchboard.host.lifecycle_verbs import MAX_BACKSCROLL
+from switchboard.host.lifecycle.answers import LifecycleAnswer
+from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
 from switchboard.tools.results import ok, refusal
 
 __all__ = [

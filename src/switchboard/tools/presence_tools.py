@@ -1,8 +1,8 @@
 """The presence tools: ``typing``, ``speak_stream`` and ``speak_stream_end`` (§10).
 
 What this module knows: the MCP surface of the host's typing keeper
-(:class:`~switchboard.host.typing_keeper.TypingKeeper`) and streamed speech
-(:class:`~switchboard.host.streams.StreamedSpeech`), as docs/tools.md describes them:
+(:class:`~switchboard.host.agent.typing_keeper.TypingKeeper`) and streamed speech
+(:class:`~switchboard.host.agent.streams.StreamedSpeech`), as docs/tools.md describes them:
 
 - ``typing`` turns an indicator on or off. A channel id or qualified name fans out to every
   channel it names (typing posts nothing, so a shared id types in each); other names (a
@@ -29,8 +29,8 @@ from pydantic import BaseModel, Field
 
 from switchboard.channels import ChannelNameError, ChannelRef
 from switchboard.host import AgentDesk, Switchboard
-from switchboard.host.speech import Speech, SpokenSegment, speak
-from switchboard.host.streams import Streamed, StreamedSpeech
+from switchboard.host.agent.speech import Speech, SpokenSegment, speak
+from switchboard.host.agent.streams import Streamed, StreamedSpeech
 from switchboard.tools.results import SegmentResult, SpeakResult, ok, refusal
 
 __all__ = [

@@ -17,8 +17,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from switchboard.host import PublishOutcome
-from switchboard.host.speech import SegmentStatus
-from switchboard.host.views import ChannelRow
+from switchboard.host.agent.speech import SegmentStatus
+from switchboard.host.agent.views import ChannelRow
 from switchboard.store import StoredMessage
 
 

@@ -32,12 +32,12 @@ from switchboard.channels import (
     TuneOutTerms,
     qualified_name,
 )
-from switchboard.channels.decisions import ScopeKind
-from switchboard.channels.tuneout import DEFAULT_BACKLOG_CAP, ActiveTuneOut
-from switchboard.channels.wording import Caller
+from switchboard.channels.lifecycle.decisions import ScopeKind
+from switchboard.channels.names.wording import Caller
+from switchboard.channels.tuneouts.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut
 from switchboard.host import AgentDesk, Switchboard
-from switchboard.host.tuneout_inbox import TuneOutInbox
-from switchboard.host.tuneouts import TuneOutHost, TuneOutRefusal
+from switchboard.host.tuneouts.host import TuneOutHost, TuneOutRefusal
+from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.tools.results import InboxMessage, ok, refusal
 
 __all__ = [

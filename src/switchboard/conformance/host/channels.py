@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..outcomes import Verdict, fail, failed, not_exercised, passed
-from ..server.session import Reply
+from ..common.outcomes import Verdict, fail, failed, not_exercised, passed
+from ..common.reply import Reply
 from .context import CHANNELS, HOST_CHECKS, HostContext
 from .session import KitConnector
 

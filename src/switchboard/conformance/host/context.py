@@ -32,10 +32,10 @@ import anyio.abc
 
 from switchboard.transport import tcp_link_from_stream
 
-from ..outcomes import fail
-from ..registry import CheckRegistry
-from ..server.options import SuiteOptions
-from ..transcript import RecordingLink, Transcript
+from ..common.options import SuiteOptions
+from ..common.outcomes import fail
+from ..common.registry import CheckRegistry
+from ..common.transcript import RecordingLink, Transcript
 from .agent_connector import connector_argv
 from .session import ACCEPTED, CHANNELS_ONLY, KitConnector
 

@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant, advertised_paths
 
-from ..outcomes import Verdict, fail, failed, not_exercised, passed
+from ..common.outcomes import Verdict, fail, failed, not_exercised, passed
 from .channels import descriptor, incoming_message
 from .context import GENERAL, HOST_CHECKS, POLICY, HostContext
 from .probes import BARE_PARENTS, EVERYTHING, accepted_one, effective, push_params

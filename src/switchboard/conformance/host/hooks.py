@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant
 
-from ..outcomes import Verdict, failed, not_exercised, passed
+from ..common.outcomes import Verdict, failed, not_exercised, passed
 from .context import HOOKS, HOST_CHECKS, HostContext
 from .probes import effective
 from .session import HostMessage, KitConnector

@@ -23,9 +23,9 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant, manifest_digest
 
-from ..outcomes import NotExercised, Verdict, fail, failed, not_exercised, passed
-from ..server.session import Reply
-from ..server.shapes import change_domains
+from ..common.outcomes import NotExercised, Verdict, fail, failed, not_exercised, passed
+from ..common.reply import Reply
+from ..common.shapes import change_domains
 from .channels import descriptor, incoming_message
 from .context import HOST_CHECKS, MANIFEST, HostContext
 from .probes import accepted_one, effective, push_params, refusal

@@ -16,8 +16,8 @@ from typing import Any, Final
 
 from switchboard.protocol import CAPABILITY_PATHS, MCPL_VERSION, Grant
 
-from ..outcomes import Verdict, fail, failed, passed
-from ..server.session import Reply
+from ..common.outcomes import Verdict, fail, failed, passed
+from ..common.reply import Reply
 from .channels import descriptor, incoming_message
 from .context import HANDSHAKE, HOST_CHECKS, POLICY, HostContext
 from .probes import push_params

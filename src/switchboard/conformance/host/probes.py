@@ -22,8 +22,8 @@ from typing import Any, Final
 
 from switchboard.protocol import CAPABILITY_PATHS, MCPL_VERSION, METHOD_GATES, Grant
 
-from ..outcomes import fail
-from ..reply import Reply
+from ..common.outcomes import fail
+from ..common.reply import Reply
 from .session import HostMessage
 
 __all__ = [

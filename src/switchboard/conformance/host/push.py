@@ -18,8 +18,8 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant
 
-from ..outcomes import Verdict, failed, not_exercised, passed
-from ..server.session import Reply
+from ..common.outcomes import Verdict, failed, not_exercised, passed
+from ..common.reply import Reply
 from .context import HOST_CHECKS, PUSH, HostContext
 from .probes import effective, enabled_sets, push_params
 

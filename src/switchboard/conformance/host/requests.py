@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..outcomes import Verdict, failed, passed
+from ..common.outcomes import Verdict, failed, passed
 from .context import HOST_CHECKS, REQUESTS, HostContext
 
 __all__: list[str] = []

@@ -37,9 +37,9 @@ from switchboard.transport import (
     RpcError,
 )
 
-from ..reply import Reply, ask, tell
-from ..server.options import SuiteOptions
-from ..transcript import RecordingLink
+from ..common.options import SuiteOptions
+from ..common.reply import Reply, ask, tell
+from ..common.transcript import RecordingLink
 
 __all__ = ["ACCEPTED", "CHANNELS_ONLY", "HostMessage", "KitConnector", "manifest_of"]
 

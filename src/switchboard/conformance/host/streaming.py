@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant
 
-from ..outcomes import Verdict, fail, failed, not_exercised, passed
+from ..common.outcomes import Verdict, fail, failed, not_exercised, passed
 from .channels import descriptor, incoming_message
 from .context import HOST_CHECKS, STREAMING, HostContext
 from .probes import effective, gate_of, outside_grant

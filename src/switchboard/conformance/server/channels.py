@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..outcomes import NotExercised, Verdict, fail, not_exercised, passed
+from ..common.outcomes import NotExercised, Verdict, fail, not_exercised, passed
+from ..common.shapes import descriptor_problems, incoming_problems
 from .context import CHANNELS, SERVER_CHECKS, ServerContext
 from .scenarios import needs, observe_traffic, provoke, publish_params, ready, wait_channels
 from .session import HostSession, ServerMessage
-from .shapes import descriptor_problems, incoming_problems
 
 __all__: list[str] = []
 

@@ -19,10 +19,10 @@ from typing import Any, Final
 
 import anyio
 
-from ..registry import CheckRegistry
+from ..common.options import SuiteOptions
+from ..common.registry import CheckRegistry
+from ..common.transcript import RecordingLink, Transcript
 from ..target import ServerTarget, open_link
-from ..transcript import RecordingLink, Transcript
-from .options import SuiteOptions
 from .session import HostSession
 
 __all__ = [

@@ -21,7 +21,7 @@ What it deliberately does not know: how the report shows any of it.
 
 from __future__ import annotations
 
-from ..outcomes import Verdict, fail, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_exercised, passed
 from .answers import PRIVILEGED_FROM_SERVER
 from .context import POLICY, SERVER_CHECKS, ServerContext
 from .scenarios import (

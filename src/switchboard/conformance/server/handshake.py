@@ -22,11 +22,11 @@ What it deliberately does not know: how the report shows any of it.
 
 from __future__ import annotations
 
-from ..outcomes import Verdict, fail, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_exercised, passed
+from ..common.shapes import advertisement_problems
 from .context import HANDSHAKE, SERVER_CHECKS, ServerContext
 from .scenarios import needs
 from .session import HostSession
-from .shapes import advertisement_problems
 
 __all__: list[str] = []
 

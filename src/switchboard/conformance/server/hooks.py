@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..outcomes import Verdict, fail, passed
+from ..common.outcomes import Verdict, fail, passed
+from ..common.shapes import injection_problems
 from .answers import KIT_MODEL
 from .context import HOOKS, SERVER_CHECKS, ServerContext
 from .scenarios import needs, ready
 from .session import HostSession, Reply
-from .shapes import injection_problems
 
 __all__: list[str] = []
 

@@ -33,11 +33,11 @@ from typing import Any, Final
 
 from switchboard.protocol import DigestError, manifest_digest
 
-from ..outcomes import Verdict, fail, not_applicable, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_applicable, not_exercised, passed
+from ..common.shapes import change_domains, manifest_changed_problems
 from .context import MANIFEST, SERVER_CHECKS, STATE, ServerContext
 from .scenarios import needs, observe_traffic, ready
 from .session import HostSession
-from .shapes import change_domains, manifest_changed_problems
 
 __all__ = ["BURST_WINDOW"]
 

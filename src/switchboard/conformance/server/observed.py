@@ -26,11 +26,11 @@ from typing import Any, Final
 from switchboard.protocol import Grant, derive_enabled
 from switchboard.transport import INTERNAL_ERROR, RpcError
 
-from ..outcomes import Verdict, fail, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_exercised, passed
+from ..common.shapes import push_problems, tag_problems, tag_warnings, umbrella_problems
 from .context import FEATURES, SERVER_CHECKS, ServerContext
 from .scenarios import needs, observe_traffic
 from .session import HostSession, ServerMessage
-from .shapes import push_problems, tag_problems, tag_warnings, umbrella_problems
 
 __all__: list[str] = []
 

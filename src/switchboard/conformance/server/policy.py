@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ..outcomes import Verdict, fail, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_exercised, passed
+from ..common.shapes import receipt_problems
 from .context import POLICY, SERVER_CHECKS, ServerContext
 from .scenarios import needs
 from .session import HostSession, Reply
-from .shapes import receipt_problems
 
 __all__: list[str] = []
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 import anyio
 
-from ..outcomes import Verdict, fail, passed
+from ..common.outcomes import Verdict, fail, passed
 from .context import REQUESTS, SERVER_CHECKS, ServerContext
 from .scenarios import needs, publish_params, ready, wait_channels
 from .session import HostSession, Reply

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from switchboard.protocol import advertised_paths
 
-from ..outcomes import NotExercised
+from ..common.outcomes import NotExercised
 from .session import HostSession, Reply, ServerMessage
 
 __all__ = [

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, Final
 
 import anyio
@@ -37,11 +36,12 @@ from switchboard.protocol import (
 )
 from switchboard.transport import LinkClosedError, Peer
 
-from ..outcomes import NotApplicable, fail
-from ..reply import Reply, ask, tell
-from ..transcript import RecordingLink
+from ..common.options import SuiteOptions
+from ..common.outcomes import NotApplicable, fail
+from ..common.reply import Reply, ask, tell
+from ..common.transcript import RecordingLink
+from ..common.version import kit_version
 from .answers import PRIVILEGED_FROM_SERVER, HostAnswers
-from .options import SuiteOptions
 
 __all__ = [
     "KIT_ADVERTISEMENT",
@@ -62,14 +62,6 @@ KIT_ADVERTISEMENT: Final[Mapping[str, Any]] = {
     "featureSets": True,
 }
 """What the kit advertises at ``initialize``: everything it exercises or answers."""
-
-
-def kit_version() -> str:
-    """The installed switchboard version, for ``clientInfo`` and reports."""
-    try:
-        return metadata.version("switchboard")
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..outcomes import Verdict, fail, not_applicable, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_applicable, not_exercised, passed
 from .context import SERVER_CHECKS, STATE, ServerContext
 from .manifest import rollback_set
 from .scenarios import ready

@@ -24,7 +24,7 @@ What it deliberately does not know: how the report shows any of it.
 
 from __future__ import annotations
 
-from ..outcomes import NotExercised, Verdict, fail, not_exercised, passed
+from ..common.outcomes import NotExercised, Verdict, fail, not_exercised, passed
 from .context import SERVER_CHECKS, STREAMING, ServerContext
 from .scenarios import needs, publish_params, ready, wait_channels
 from .session import HostSession

@@ -1,0 +1,3 @@
+"""The ``>>`` prose grammar: segments, the per-agent modes, the streaming router and kept drafts
+(channel-registry.md §4).
+"""

@@ -1,0 +1,181 @@
+"""An agent's explicit publish: which channel a ``channel_publish`` call means, then the send.
+
+What this module knows (channel-registry.md §3.6, §3.8, §7.6, §8.5):
+
+- **Named channel, no server id.** The general resolver (an id, a qualified
+  ``serverId:channelId``, a raw id, a ``#label`` or an ``@person``) with the calling turn's own
+  channels (:attr:`AgentDesk.own`): a name equal to the id of an own channel is bound to it,
+  even after its server withdrew it (then refused, never sent to another server's channel with
+  that id). Several candidates are refused with each one and the string that picks it.
+- **Named channel and a server id** (Switchboard's extension): the host's own publish, which
+  looks only on that server and says when the server is gone or still connecting. The own
+  rule does not apply when a server is named.
+- **No channel.** The locus (:meth:`AgentDesk.locus`): inside a turn its frozen locus, and a
+  turn with deliberately no channel is refused (no fallback); outside any turn the home
+  channel, else the default channel. With a server id, that server's channel with the
+  default's id. A default whose channel is not registered now is refused naming it, shown so
+  that the name cannot lead to another channel.
+- Provenance: who publishes and which channels are the turn's own come from the desk the
+  tool server was built for, never from the tool's input.
+
+Whatever is chosen then goes through :meth:`Switchboard.publish_to`, which checks the server,
+the grant and the direction and reports delivered, failed or unknown (§8.1).
+
+What it deliberately does not know: MCP, result shapes, and the words of the tool's hints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from switchboard.channels import (
+    AmbiguousName,
+    Caller,
+    ChannelEntry,
+    ChannelNameError,
+    ChannelRef,
+    ChannelRegistry,
+    OwnChannelGone,
+    UnknownName,
+)
+from switchboard.channels.names.wording import on_server, q
+from switchboard.host.agent.defaults import DefaultChannel
+from switchboard.host.agent.desk import AgentDesk
+from switchboard.host.app import Switchboard
+from switchboard.host.outcome import PublishOutcome, Refusal
+
+__all__ = ["POSTING", "AgentPublish", "candidates_of", "choose_destination", "publish_for_agent"]
+
+POSTING = Caller("nothing was posted", "channel", "server_id")
+"""The wording of ``channel_publish`` refusals (its arguments are ``channel``, ``server_id``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPublish:
+    """What became of an agent's publish.
+
+    Attributes:
+        outcome: Delivered, failed (with ``refusal`` when nothing was sent) or unknown.
+        defaulted: No channel was named: the locus or default channel was used.
+    """
+
+    outcome: PublishOutcome
+    defaulted: bool
+
+
+def candidates_of(exc: AmbiguousName) -> list[dict[str, Any]]:
+    """The candidates of an ambiguity refusal, as data: each channel and the name picking it."""
+    return [
+        {
+            "server_id": c.ref.server_id,
+            "channel_id": c.ref.channel_id,
+            "name": c.name,
+            "label": c.label,
+            "gone": c.gone,
+        }
+        for c in exc.choices
+    ]
+
+
+def name_refusal(exc: ChannelNameError) -> PublishOutcome:
+    """A refused name, as a refused publish carrying the facts of the refusal."""
+    message = str(exc)
+    if isinstance(exc, AmbiguousName):
+        return PublishOutcome.refused(
+            Refusal.AMBIGUOUS_CHANNEL, message, candidates=candidates_of(exc)
+        )
+    if isinstance(exc, OwnChannelGone):
+        return PublishOutcome.refused(
+            Refusal.UNKNOWN_CHANNEL,
+            message,
+            server_id=exc.ref.server_id,
+            channel_id=exc.ref.channel_id,
+            gone=True,
+        )
+    if isinstance(exc, UnknownName):
+        return PublishOutcome.refused(
+            Refusal.UNKNOWN_CHANNEL, message, suggestions=list(exc.suggestions)
+        )
+    return PublishOutcome.refused(Refusal.UNKNOWN_CHANNEL, message)
+
+
+def choose_destination(
+    registry: ChannelRegistry,
+    desk: AgentDesk,
+    default: DefaultChannel,
+    channel: str | None,
+    server_id: str | None = None,
+) -> ChannelEntry | PublishOutcome:
+    """The channel a publish means (see the module docstring), or the refusal; sends nothing.
+
+    With both ``channel`` and ``server_id`` this looks only on that server (the async caller
+    lets the host word a gone or connecting server instead).
+    """
+    own = desk.own
+    if channel is not None:
+        try:
+            return registry.names.resolve(channel, server_id=server_id, own=own, caller=POSTING)
+        except ChannelNameError as exc:
+            return name_refusal(exc)
+    locus = desk.locus(registry, default)
+    if locus.ref is None:
+        return PublishOutcome.refused(
+            Refusal.NO_CHANNEL,
+            f"No channel was named and there is none to default to ({locus.reason}), so "
+            "nothing was posted.",
+        )
+    ref = locus.ref if server_id is None else ChannelRef(server_id, locus.ref.channel_id)
+    entry = registry.get(ref)
+    if entry is not None:
+        return entry
+    if server_id is not None:
+        text = (
+            f"Server {q(server_id)} has no channel {q(ref.channel_id)}, the id of the channel "
+            "this call would default to, so nothing was posted."
+        )
+    else:
+        shown = registry.names.quoted_shown(ref, own)
+        if shown != on_server(ref):
+            shown += f" on server {q(ref.server_id)}"
+        text = (
+            f"The channel this call would default to, {shown}, "
+            "is not registered now, so nothing was posted; it is not sent to any other "
+            "channel in its place."
+        )
+    return PublishOutcome.refused(
+        Refusal.UNKNOWN_CHANNEL,
+        text,
+        server_id=ref.server_id,
+        channel_id=ref.channel_id,
+        gone=True,
+    )
+
+
+async def publish_for_agent(
+    board: Switchboard,
+    desk: AgentDesk,
+    text: str,
+    *,
+    channel: str | None = None,
+    server_id: str | None = None,
+) -> AgentPublish:
+    """Publish ``text`` for the agent ``desk`` serves (see the module docstring)."""
+    defaulted = channel is None
+    if not text.strip():
+        return AgentPublish(
+            PublishOutcome.refused(
+                Refusal.EMPTY_CONTENT, "There is nothing to send: the text is empty."
+            ),
+            defaulted,
+        )
+    if channel is not None and server_id is not None:
+        outcome = await board.publish(
+            channel, text, server_id=server_id, conversation_id=desk.conversation_id
+        )
+        return AgentPublish(outcome, defaulted)
+    chosen = choose_destination(board.registry, desk, board.default_channel, channel, server_id)
+    if isinstance(chosen, PublishOutcome):
+        return AgentPublish(chosen, defaulted)
+    outcome = await board.publish_to(chosen, text, conversation_id=desk.conversation_id)
+    return AgentPublish(outcome, defaulted)

@@ -1,0 +1,237 @@
+"""An agent's prose with ``>>`` lines: each segment routed, delivered, bounced or kept private.
+
+What this module knows (channel-registry.md §4.1, §4.2, §4.5, §8.4): how one ``speak`` call
+turns into publishes, using the pure grammar (:func:`~switchboard.channels.parse_speech`), the
+``>>`` target resolver with the turn's own channels, and the agent's
+:class:`~switchboard.channels.DraftBox`:
+
+- The text is parsed in the agent's prose mode with the turn's sticky state; each ``>>``
+  target is resolved once, for speech (an inbound-only channel is refused).
+- A segment routed to a target goes to the channel the target resolved to; an unprefixed
+  segment that inherits the sticky target goes to the channel the sticky target resolved to
+  *when it was set* (kept on the desk), so a registry change within the turn can make it fail
+  but never send it elsewhere.
+- Plain speech on the locus route goes to the locus captured once at the start of the call
+  (the turn's frozen locus; outside any turn the home or default channel). A turn with no
+  channel takes no fallback: the segment fails.
+- ``{{unsent}}`` in a delivered body is replaced by the latest kept draft; that draft is
+  forgotten once the words were delivered. With no draft to bring back the segment is not
+  sent.
+- Words that were not sent are kept as drafts: bounced segments, and segments whose publish
+  was refused or failed before anything went out. Words whose delivery is *unknown* are not
+  kept (they may have been posted; resending them could post them twice).
+- In hybrid mode a failed or unconfirmed delivery to the sticky target blocks it: later
+  unprefixed prose of the turn bounces until a fresh envelope resolves.
+- ``>>skip_reply`` segments are private, disabled mode withholds prose; neither sends or
+  keeps anything. The continue modifier ``!`` is parsed and has no effect over MCP (the agent
+  drives its own loop).
+
+What it deliberately does not know: MCP and result shapes, and how a publish is carried out
+(:meth:`Switchboard.publish_to`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from switchboard.channels import (
+    BLOCKED_STICKY,
+    ChannelEntry,
+    ChannelNameError,
+    ChannelRef,
+    Disposition,
+    NoUnsentDraft,
+    ProseMode,
+    Segment,
+    parse_speech,
+)
+from switchboard.channels.prose.grammar import is_blank
+from switchboard.channels.prose.route import sticky_after_failed_delivery
+from switchboard.host.agent.desk import AgentDesk, Locus
+from switchboard.host.app import Switchboard
+from switchboard.host.outcome import PublishStatus, Refusal
+
+__all__ = ["SegmentStatus", "Speech", "SpokenSegment", "speak"]
+
+SegmentStatus = Literal["delivered", "failed", "unknown", "bounced", "private", "withheld", "empty"]
+"""What became of one segment (see :class:`SpokenSegment`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpokenSegment:
+    """What became of one segment.
+
+    Attributes:
+        status: ``delivered``, ``failed``, ``unknown`` (sent, not confirmed), ``bounced`` (not
+            sent: no target, or one that does not pick one channel), ``private``
+            (``>>skip_reply``), ``withheld`` (disabled mode) or ``empty`` (a prefix with no
+            words, which only moves the sticky target).
+        text: The body as written (``{{unsent}}`` not expanded).
+        target: The target token as written after ``>>``; None for unprefixed prose.
+        ref: The channel it went, or was meant, to; None when none was chosen.
+        message_id: The connector's id of the delivered message.
+        refusal: Why it was not sent, as a kind (``unknown-channel``, ``no-channel``, …).
+        reason: The same in words, saying what to do instead.
+        kept: Whether its words were kept as a draft (``{{unsent}}`` brings them back).
+    """
+
+    status: SegmentStatus
+    text: str
+    target: str | None = None
+    ref: ChannelRef | None = None
+    message_id: str | None = None
+    refusal: str | None = None
+    reason: str | None = None
+    kept: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Speech:
+    """The segments of one ``speak`` call, in text order, and the state it leaves."""
+
+    segments: tuple[SpokenSegment, ...]
+    mode: ProseMode
+    sticky: str | None
+    sticky_ref: ChannelRef | None
+
+
+_NO_TARGET = {
+    ProseMode.EXPLICIT: "this prose has no >>target line and no target was chosen earlier in "
+    "this turn, so nothing was sent; start it with a >>target line",
+    ProseMode.HYBRID: "the sticky target of this turn was cleared (by >>>skip_reply, a target "
+    "that did not resolve, or a failed delivery), so nothing was sent; start it with a "
+    ">>>target line",
+}
+
+
+class _Speaker:
+    """One ``speak`` call in progress (the state its segments share)."""
+
+    def __init__(self, board: Switchboard, desk: AgentDesk, locus: Locus) -> None:
+        self.board = board
+        self.desk = desk
+        self.locus = locus
+        self.found: dict[str, ChannelEntry | ChannelNameError] = {}
+        self.sticky_ref = desk.sticky_ref
+        self.sticky_failed = False
+
+    def resolves(self, token: str) -> bool:
+        try:
+            self.found[token] = self.board.registry.names.resolve_prose_target(
+                token, for_speech=True, own=self.desk.own
+            )
+        except ChannelNameError as exc:
+            self.found[token] = exc
+            return False
+        return True
+
+    def bounce(self, seg: Segment, refusal: str, reason: str) -> SpokenSegment:
+        kept = self.desk.drafts.keep(seg.text, seg.target) is not None
+        return SpokenSegment(
+            "bounced", seg.text, seg.target, refusal=refusal, reason=reason, kept=kept
+        )
+
+    async def segment(self, seg: Segment) -> SpokenSegment | None:
+        route = seg.route
+        kind = route.disposition
+        if kind is Disposition.PRIVATE:
+            return SpokenSegment("private", seg.text, seg.target)
+        if kind is Disposition.WITHHELD:
+            reason = "prose routing is disabled for this agent: use channel_publish to post"
+            return SpokenSegment("withheld", seg.text, reason=reason)
+        if not seg.prefix and is_blank(seg.text):
+            return None
+        if kind is Disposition.BOUNCE:
+            return self._bounced(seg)
+        ref: ChannelRef | None
+        if kind is Disposition.LOCUS:
+            ref = self.locus.ref
+            if ref is None:
+                reason = (
+                    "This prose names no channel and there is no locus to send it to "
+                    f"({self.locus.reason}), so nothing was sent."
+                )
+                return self.failed(seg, None, Refusal.NO_CHANNEL.value, reason)
+        elif route.explicit:
+            found = self.found[seg.target or ""]
+            assert isinstance(found, ChannelEntry)  # the parser routed it: it resolved
+            ref = self.sticky_ref = found.ref
+            self.sticky_failed = False
+        elif self.sticky_failed:
+            return self.bounce(seg, "no-target", _NO_TARGET[ProseMode.HYBRID])
+        else:
+            ref = self.sticky_ref
+        if is_blank(seg.text):
+            return SpokenSegment("empty", seg.text, seg.target, ref)
+        return await self.deliver(seg, ref)
+
+    def _bounced(self, seg: Segment) -> SpokenSegment:
+        if seg.target is None:
+            mode = self.desk.prose
+            reason = _NO_TARGET.get(mode, _NO_TARGET[ProseMode.EXPLICIT])
+            return self.bounce(seg, "no-target", reason)
+        found = self.found.get(seg.target)
+        reason = str(found) if isinstance(found, ChannelNameError) else "it was not resolved"
+        return self.bounce(seg, "unresolved-target", reason)
+
+    def failed(
+        self, seg: Segment, ref: ChannelRef | None, refusal: str, reason: str
+    ) -> SpokenSegment:
+        kept = self.desk.drafts.keep(seg.text, seg.target) is not None
+        return SpokenSegment(
+            "failed", seg.text, seg.target, ref, refusal=refusal, reason=reason, kept=kept
+        )
+
+    async def deliver(self, seg: Segment, ref: ChannelRef | None) -> SpokenSegment:
+        registry = self.board.registry
+        entry = None if ref is None else registry.get(ref)
+        if ref is None or entry is None:
+            reason = "No channel was chosen for these words, so nothing was sent."
+            if ref is not None:
+                shown = registry.names.quoted_shown(ref, self.desk.own)
+                reason = f"The channel {shown} is not registered now, so nothing was sent."
+            return self.failed(seg, ref, Refusal.UNKNOWN_CHANNEL.value, reason)
+        drafts = self.desk.drafts
+        used = drafts.latest
+        try:
+            body = drafts.expand_unsent(seg.text)
+        except NoUnsentDraft as exc:
+            return SpokenSegment(
+                "bounced", seg.text, seg.target, ref, refusal="no-unsent-draft", reason=str(exc)
+            )
+        outcome = await self.board.publish_to(
+            entry, body, conversation_id=self.desk.conversation_id
+        )
+        if outcome.status is PublishStatus.DELIVERED:
+            if body != seg.text and used is not None:
+                drafts.discard(used)
+            return SpokenSegment("delivered", seg.text, seg.target, ref, outcome.message_id)
+        if seg.route.disposition is Disposition.TARGET:
+            after = sticky_after_failed_delivery(self.desk.prose, self.desk.sticky)
+            self.sticky_failed = self.sticky_failed or after.blocked
+        reason = outcome.reason or "the connector did not confirm the message"
+        if outcome.status is PublishStatus.UNKNOWN:
+            return SpokenSegment(
+                "unknown", seg.text, seg.target, ref, refusal="unconfirmed", reason=reason
+            )
+        refusal = outcome.refusal.value if outcome.refusal is not None else "connector-failed"
+        return self.failed(seg, ref, refusal, reason)
+
+
+async def speak(board: Switchboard, desk: AgentDesk, text: str) -> Speech:
+    """Route ``text`` segment by segment for the agent ``desk`` serves (see module doc)."""
+    turn = desk.turn.number
+    speaker = _Speaker(board, desk, desk.locus(board.registry, board.default_channel))
+    parsed = parse_speech(text, mode=desk.prose, sticky=desk.sticky, resolves=speaker.resolves)
+    out: list[SpokenSegment] = []
+    for seg in parsed.segments:
+        spoken = await speaker.segment(seg)
+        if spoken is not None:
+            out.append(spoken)
+    sticky = BLOCKED_STICKY if speaker.sticky_failed else parsed.sticky
+    sticky_ref = speaker.sticky_ref if sticky.target is not None else None
+    if desk.turn.number == turn:  # a turn that began meanwhile starts with no sticky target
+        desk.sticky = sticky
+        desk.sticky_ref = sticky_ref
+    return Speech(tuple(out), desk.prose, sticky.target, sticky_ref)

@@ -1,0 +1,392 @@
+"""One MCPL connection, seen from the host: handshake, grant, and the inbound methods.
+
+A :class:`ConnectorSession` lives for one link. It runs the handshake (``initialize`` with
+``experimental.mcpl``, ``notifications/initialized``, then the ``featureSets/update``
+*Request* that carries the effective grant, sent even when the grant is empty), and answers
+what the connector sends: ``channels/register``, ``channels/changed``, ``channels/list``,
+``channels/incoming`` and ``push/event``. Every privileged inbound method is checked against the
+grant *as it stands when the message arrives*; before the policy exchange completes the grant
+is treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
+
+Readiness is set by the peer's reader the moment the receipt is read (``on_response``), so a
+``channels/register`` that the connector sends straight after its receipt is never rejected by a
+race between the handshake task and the dispatcher.
+
+After the handshake the manifest can change (MCPL §17): ``mcpl/manifestChanged`` goes to the
+session's :class:`~switchboard.host.connection.manifest_watch.ManifestWatch`, which fetches and
+diffs it;
+the session adopts the narrowed grant (dropping this connection's registrations when
+``channels.register`` is revoked, as if it had never been advertised) and tells the connector
+with a ``featureSets/update`` Request.
+
+It knows nothing of supervision (see :mod:`switchboard.host.connection.supervisor`) or of agents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from typing import Any
+
+import anyio
+import structlog
+from pydantic import ValidationError
+
+from switchboard import __version__
+from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.config import ConnectorConfig
+from switchboard.host.connection.incoming import IncomingHandler
+from switchboard.host.connection.manifest_diff import Narrowing
+from switchboard.host.connection.manifest_watch import ManifestWatch
+from switchboard.host.connection.publish_request import publish_over
+from switchboard.host.connection.registration import RegistrationHandler
+from switchboard.host.events import Observer
+from switchboard.protocol import (
+    CAPABILITY_PATHS,
+    MCP_PROTOCOL_VERSION,
+    METHOD_GATES,
+    CapabilityDenied,
+    FeatureSetNotEnabled,
+    Grant,
+    Manifest,
+    UnknownFeatureSet,
+    derive_enabled,
+    effective_grant,
+    host_advertisement,
+    parse_manifest,
+    parse_receipt,
+)
+from switchboard.store import MessageStore
+from switchboard.transport import (
+    METHOD_NOT_FOUND,
+    Link,
+    LinkClosedError,
+    Peer,
+    RequestTimeoutError,
+    RpcError,
+)
+
+__all__ = ["ConnectorSession", "SessionState", "publish_over"]
+
+log = structlog.get_logger(__name__)
+
+
+class SessionState(StrEnum):
+    CONNECTING = "connecting"
+    READY = "ready"
+    MCP_ONLY = "mcp-only"
+    CLOSED = "closed"
+
+
+class ConnectorSession:
+    """The host side of one connection to one connector."""
+
+    def __init__(
+        self,
+        config: ConnectorConfig,
+        *,
+        registry: ChannelRegistry,
+        store: MessageStore,
+        observer: Observer,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.server_id = config.id
+        self.state = SessionState.CONNECTING
+        self.grant = Grant.empty()
+        self.manifest: Manifest | None = None
+        self.legacy_policy = False
+        self.publish_notification_only = False
+        self.enabled_feature_sets: frozenset[str] = frozenset()
+        self._registry = registry
+        self._store = store
+        self._observer = observer
+        self._clock = clock
+        self._peer: Peer | None = None
+        self.link: Link | None = None
+        self._ready = anyio.Event()
+        self._channel_patterns = config.channels
+        self._incoming = IncomingHandler(
+            server_id=self.server_id,
+            registry=registry,
+            store=store,
+            observer=observer,
+            clock=clock,
+            permits=self.channel_permitted,
+        )
+        self._registration = RegistrationHandler(
+            server_id=self.server_id,
+            registry=registry,
+            observer=observer,
+            allows=lambda path: self.grant.allows(path),
+            permits=self.channel_permitted,
+        )
+        self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
+            "ping": self._ping,
+            "channels/register": self._registration.register,
+            "channels/changed": self._registration.changed_request,
+            "channels/list": self._registration.list,
+            "channels/incoming": self._incoming.handle,
+            "push/event": self._push_event,
+        }
+        self.log = log.bind(server_id=self.server_id)
+        self.manifest_watch = ManifestWatch(self, min_interval=config.manifest_fetch_interval)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def peer(self) -> Peer | None:
+        return self._peer
+
+    @property
+    def mcpl_active(self) -> bool:
+        """Whether MCPL is in force on this connection (ready, not MCP-only, not closed)."""
+        return self.state is SessionState.READY
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    async def run(self, link: Link) -> None:
+        """Handshake and serve until the link ends. Returns when the connection is over."""
+        peer = Peer(
+            link,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            name=f"connector:{self.server_id}",
+            default_timeout=self.config.request_timeout,
+        )
+        self._peer = peer
+        self.link = link
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def read_until_closed() -> None:
+                    try:
+                        await peer.run()
+                    finally:
+                        tg.cancel_scope.cancel()
+
+                tg.start_soon(read_until_closed)
+                tg.start_soon(self.manifest_watch.run)
+                await self._handshake(peer)
+                await anyio.sleep_forever()
+        finally:
+            self.state = SessionState.CLOSED
+            self.grant = Grant.empty()
+            self._peer = None
+            with anyio.CancelScope(shield=True):
+                await peer.aclose()
+
+    async def _handshake(self, peer: Peer) -> None:
+        result = await peer.request(
+            "initialize",
+            {
+                "protocolVersion": MCP_PROTOCOL_VERSION,
+                "capabilities": {"experimental": {"mcpl": host_advertisement()}},
+                "clientInfo": {"name": "switchboard", "version": __version__},
+            },
+        )
+        manifest = parse_manifest(result if isinstance(result, Mapping) else {})
+        await peer.notify("notifications/initialized", {})
+        if manifest is None:
+            self.state = SessionState.MCP_ONLY
+            self.log.warning("connector_mcp_only", reason="no experimental.mcpl in initialize")
+            self._observer("mcp-only", self.server_id, {})
+            return
+        self.manifest = manifest
+        for note in manifest.diagnostics:
+            self.log.info("manifest_diagnostic", note=note)
+        grant = effective_grant(manifest.advertised, self.config.grant)
+        status = derive_enabled(manifest.feature_sets, grant, self.config.enabled_feature_sets, ())
+        enabled = frozenset(name for name, why in status.items() if why is None)
+        params = _policy_params(manifest, grant, enabled)
+        pending = (grant, enabled)
+
+        def receipt_read(value: Any) -> None:
+            # Runs in the peer's reader, before any later inbound message is dispatched.
+            receipt = parse_receipt(value if isinstance(value, Mapping) else {})
+            if receipt.accepted:
+                self._become_ready(*pending)
+                if receipt.mode is not None:
+                    self.log.info(
+                        "policy_receipt_degraded",
+                        mode=receipt.mode,
+                        unavailable=receipt.unavailable,
+                    )
+            else:
+                self.state = SessionState.MCP_ONLY
+                self.log.warning(
+                    "policy_refused", fallback=receipt.fallback, reason=receipt.raw.get("reason")
+                )
+
+        try:
+            await peer.request("featureSets/update", params, on_response=receipt_read)
+        except RpcError as exc:
+            if exc.code != METHOD_NOT_FOUND:
+                self.state = SessionState.MCP_ONLY
+                self.log.warning("policy_request_failed", code=exc.code, message=exc.message)
+                return
+            # A pre-0.5 connector (peers.md: heartbeat, editor, dog-events) does not know the
+            # Request form. Compatibility decision (docs/architecture.md): tell it the policy in
+            # the 0.4 Notification form and enforce the same grant on our side.
+            self.legacy_policy = True
+            self.log.warning(
+                "policy_request_unsupported_degraded_to_notification",
+                effective=params["effectiveCapabilities"],
+            )
+            self._become_ready(*pending)
+            await peer.notify("featureSets/update", params)
+        if self.state is SessionState.READY:
+            self._observer(
+                "ready",
+                self.server_id,
+                {"grant": sorted(self.grant.leaves()), "legacy": self.legacy_policy},
+            )
+
+    def _become_ready(self, grant: Grant, enabled: frozenset[str]) -> None:
+        self.grant = grant
+        self.enabled_feature_sets = enabled
+        self.state = SessionState.READY
+        self._ready.set()
+
+    # -- manifest changes --------------------------------------------------------------------
+
+    def adopt_manifest(self, manifest: Manifest, narrowing: Narrowing) -> None:
+        """Put a changed manifest in force with its narrowed grant (host-first, MCPL §6.7).
+
+        Called in the peer's reader, so the narrowing holds before the next inbound message.
+        """
+        register_revoked = self.grant.allows("channels.register") and not (
+            narrowing.grant.allows("channels.register")
+        )
+        self.manifest = manifest
+        self.grant = narrowing.grant
+        self.enabled_feature_sets = narrowing.enabled
+        if register_revoked:
+            # Registrations were authorized under a grant that no longer holds: a revoked
+            # capability behaves as if it had never been advertised (MCPL §5.4).
+            gone = self._registry.remove_server(self.server_id)
+            if gone:
+                self._observer(
+                    "changed",
+                    self.server_id,
+                    {"added": [], "removed": [ref.channel_id for ref in gone]},
+                )
+        self._observer(
+            "manifest",
+            self.server_id,
+            {
+                "revision": manifest.revision,
+                "grant": sorted(self.grant.leaves()),
+                "impacts": [impact.to_json() for impact in narrowing.impacts],
+            },
+        )
+
+    async def tell_policy(self) -> None:
+        """Send the grant in force as a ``featureSets/update`` Request (after a narrowing).
+
+        A refusing receipt switches MCPL off for this connection (MCP-only), as at the
+        handshake; no answer leaves the narrowed grant in force, which is already safe.
+        """
+        peer, manifest = self._peer, self.manifest
+        if peer is None or manifest is None or not self.mcpl_active:
+            return
+        params = _policy_params(manifest, self.grant, self.enabled_feature_sets)
+        if self.legacy_policy:
+            await peer.notify("featureSets/update", params)
+            return
+
+        def receipt_read(value: Any) -> None:
+            receipt = parse_receipt(value if isinstance(value, Mapping) else {})
+            if not receipt.accepted:
+                self.state = SessionState.MCP_ONLY
+                self.grant = Grant.empty()
+                self.log.warning(
+                    "policy_change_refused",
+                    fallback=receipt.fallback,
+                    reason=receipt.raw.get("reason"),
+                )
+
+        try:
+            await peer.request("featureSets/update", params, on_response=receipt_read)
+        except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
+            self.log.warning("policy_change_unacknowledged", error=str(exc))
+
+    # -- dispatch ----------------------------------------------------------------------------
+
+    def gate_check(self, method: str) -> None:
+        """Raise -32002 unless the method's gate is granted and the session is ready."""
+        gate = METHOD_GATES.get(method)
+        if gate is None:
+            return
+        if self.state is not SessionState.READY or not self.grant.allows(gate):
+            raise CapabilityDenied(gate)
+
+    async def _on_request(self, method: str, params: Any) -> Any:
+        # The gate first: an ungranted privileged method (model/info, inference/request ...) is
+        # "capability denied" whether or not Switchboard implements it (MCPL §12, §5.4).
+        self.gate_check(method)
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
+        return await handler(params)
+
+    async def _on_notification(self, method: str, params: Any) -> None:
+        if method == "channels/changed":
+            try:
+                self.gate_check(method)
+                await self._registration.changed(params, notification=True)
+            except (CapabilityDenied, ValidationError) as exc:
+                self.log.warning("changed_notification_dropped", reason=str(exc))
+        elif method == "mcpl/manifestChanged":
+            self.manifest_watch.announce(params)
+        elif method == "notifications/message":
+            self.log.info("connector_log", params=params)
+        else:
+            self.log.debug("notification_ignored", method=method)
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _ping(self, params: Any) -> dict[str, Any]:
+        return {}
+
+    def channel_permitted(self, channel_id: str) -> bool:
+        """Per-channel narrowing from the config (``channels`` glob patterns)."""
+        patterns = self._channel_patterns
+        return patterns is None or any(fnmatchcase(channel_id, p) for p in patterns)
+
+    async def _push_event(self, params: Any) -> Any:
+        return await self._incoming.push_event(params, self._check_feature_set)
+
+    def _check_feature_set(self, name: str, needs: str) -> None:
+        manifest = self.manifest
+        if manifest is None or name not in manifest.feature_sets:
+            raise UnknownFeatureSet(name)
+        if name not in self.enabled_feature_sets:
+            raise FeatureSetNotEnabled(name)
+        if needs not in manifest.feature_sets[name].uses:
+            # Declaration mismatch (MCPL §6): the set does not declare what it uses.
+            self.log.warning("feature_set_declaration_mismatch", feature_set=name, needs=needs)
+            raise CapabilityDenied(needs)
+
+    # -- outbound ----------------------------------------------------------------------------
+
+    def ref(self, channel_id: str) -> ChannelRef:
+        return ChannelRef(self.server_id, channel_id)
+
+    def apply_declaration(self, declared: Any) -> bool:
+        """Take the descriptor a ``channels/open`` answer returned (see
+        :meth:`RegistrationHandler.apply_declaration`)."""
+        return self._registration.apply_declaration(declared)
+
+
+def _policy_params(manifest: Manifest, grant: Grant, enabled: frozenset[str]) -> dict[str, Any]:
+    """``featureSets/update`` params: the complete grant as explicit leaves, never a delta."""
+    return {
+        "effectiveCapabilities": sorted(grant.leaves()),
+        "deniedCapabilities": sorted((manifest.advertised & CAPABILITY_PATHS) - grant.leaves()),
+        "enabled": sorted(enabled),
+        "disabled": sorted(set(manifest.feature_sets) - enabled),
+    }

@@ -1,0 +1,84 @@
+"""Keep every configured connector connected: spawn or dial, restart with backoff and jitter.
+
+When a connection ends, its registrations are dropped from the registry at once (a dead
+connector's channels are not offered to agents); a restarted connector registers again and is
+taken back. The delay before the next attempt doubles after each failure up to
+``backoff_max``, with jitter so that several connectors that died together do not come back in
+lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+import anyio
+import structlog
+
+from switchboard.channels import ChannelRegistry
+from switchboard.config import ConnectorConfig
+from switchboard.host.connection.links import open_link
+from switchboard.host.connection.session import ConnectorSession
+from switchboard.host.events import Observer
+
+log = structlog.get_logger(__name__)
+
+#: A connection that lasted this long counts as healthy and resets the backoff.
+HEALTHY_AFTER = 30.0
+
+
+def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Random) -> float:
+    """The delay before attempt ``failures + 1``: exponential, capped, with 50-100 % jitter."""
+    base: float = min(maximum, initial * float(2 ** min(failures, 30)))
+    return base * rng.uniform(0.5, 1.0)
+
+
+class Supervisor:
+    """Runs one supervision loop per connector config inside the caller's task group."""
+
+    def __init__(
+        self,
+        *,
+        registry: ChannelRegistry,
+        make_session: Callable[[ConnectorConfig], ConnectorSession],
+        on_session: Callable[[ConnectorSession], None],
+        observer: Observer,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._registry = registry
+        self._make_session = make_session
+        self._on_session = on_session
+        self._observer = observer
+        self._rng = rng or random.Random()
+        self.attempts: dict[str, int] = {}
+
+    async def supervise(self, config: ConnectorConfig) -> None:
+        """Connect, serve, and reconnect ``config`` until cancelled (or once, if restart=false)."""
+        failures = 0
+        slog = log.bind(server_id=config.id)
+        while True:
+            session = self._make_session(config)
+            self._on_session(session)
+            self.attempts[config.id] = self.attempts.get(config.id, 0) + 1
+            started = time.monotonic()
+            try:
+                async with open_link(config) as link:
+                    await session.run(link)
+                slog.warning("connector_link_ended")
+            except Exception as exc:  # a failed spawn/dial or a broken handshake
+                slog.warning("connector_failed", error=repr(exc))
+            finally:
+                removed = self._registry.remove_server(config.id)
+                self._observer(
+                    "connector-exit", config.id, {"dropped": [r.channel_id for r in removed]}
+                )
+            if not config.restart:
+                return
+            if time.monotonic() - started >= HEALTHY_AFTER:
+                failures = 0
+            delay = backoff_delay(failures, config.backoff_initial, config.backoff_max, self._rng)
+            failures += 1
+            slog.info("connector_restart_scheduled", delay=round(delay, 3), failures=failures)
+            self._observer("connector-restart", config.id, {"delay": delay})
+            await anyio.sleep(delay)

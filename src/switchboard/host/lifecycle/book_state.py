@@ -1,0 +1,63 @@
+"""The lifecycle book as a snapshot: the JSON value a decision-log snapshot stores for it.
+
+What this module knows: the snapshot form of a :class:`~switchboard.channels.LifecycleBook`,
+``{"records": [[serverId, channelId, record], ...]}`` with each record in
+:meth:`~switchboard.channels.DesiredRecord.to_json` form, and how to rebuild the book from it
+by applying, per record, the one event that writes exactly that record (a ``tuned-out`` record
+is rebuilt from a one-channel ``tune-out-started`` carrying its epoch id, owner, source and
+time; the epoch's other terms live in the tune-out book's own snapshot part). Junk entries
+are skipped, as replay skips junk events.
+
+What it deliberately does not know: the log, when snapshots are taken, other books.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from switchboard.channels import ChannelRef, LifecycleBook
+from switchboard.channels.lifecycle.decisions import (
+    DecodeError,
+    DesiredRecord,
+    DesiredState,
+    TuneOutEpoch,
+    TuneOutScope,
+)
+from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet, TuneOutStarted
+
+__all__ = ["book_from_snapshot", "book_snapshot"]
+
+
+def book_snapshot(book: LifecycleBook) -> dict[str, object]:
+    """Every record of ``book``, as ``[serverId, channelId, record]`` triples."""
+    return {"records": [[r.server_id, r.channel_id, d.to_json()] for r, d in book.items()]}
+
+
+def book_from_snapshot(state: object | None) -> LifecycleBook:
+    """A book holding the records of :func:`book_snapshot`'s value (empty for None or junk)."""
+    book = LifecycleBook()
+    rows = state.get("records") if isinstance(state, Mapping) else None
+    for row in rows if isinstance(rows, list) else ():
+        if not (isinstance(row, list) and len(row) == 3):
+            continue
+        server_id, channel_id, data = row
+        if not (isinstance(server_id, str) and isinstance(channel_id, str)):
+            continue
+        if not isinstance(data, Mapping):
+            continue
+        try:
+            record = DesiredRecord.from_json(data)
+        except DecodeError:
+            continue
+        book.apply(_event_making(ChannelRef(server_id, channel_id), record))
+    return book
+
+
+def _event_making(ref: ChannelRef, record: DesiredRecord) -> DecisionEvent:
+    """An event whose apply rebuilds ``record`` exactly (for restoring a snapshot)."""
+    if record.state is DesiredState.TUNED_OUT and record.epoch_id is not None:
+        epoch = TuneOutEpoch(
+            record.epoch_id, record.by_agent or "", TuneOutScope(ref), record.decided_at, 0
+        )
+        return TuneOutStarted(epoch, record.source)
+    return DesiredStateSet(ref, record.state, record.source, record.decided_at, record.by_agent)

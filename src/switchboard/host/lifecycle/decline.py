@@ -1,0 +1,157 @@
+"""The lifecycle verb decline: deliberately stay out of a channel one was addressed in.
+
+What this module knows (channel-registry.md §7.5): ``decline`` refuses only a channel whose
+transport is open (one desired open whose open failed can be declined), records
+``closed``/``invitation-declined`` (the latest deliberate close wins), may post an
+acknowledgment (``channels/acknowledge`` with ``intent: seen-not-opening``) when the connector
+is up and granted ``channels.acknowledge``, closes the channel through its queue when it may
+still be open, and appends an ``invitation-declined`` audit line naming what was posted (only
+an acknowledgment the connector confirmed). The status is ``remained closed`` when the channel
+is known closed, else ``close not confirmed`` with why.
+
+What it deliberately does not know: names and tool result shapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from switchboard.channels import ChannelRef
+from switchboard.channels.lifecycle.decisions import DesiredState, Refused, Source
+from switchboard.channels.lifecycle.events import InvitationDeclined
+from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
+from switchboard.host.connection.session import SessionState
+from switchboard.host.lifecycle.answers import RETRY, LifecycleAnswer, VerbBase, fail
+from switchboard.host.lifecycle.errors import LifecycleError, not_up_clause, q
+from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
+
+__all__ = ["Decliner"]
+
+
+class Decliner(VerbBase):
+    """``decline`` over one lifecycle host."""
+
+    # -- decline ------------------------------------------------------------------------------
+
+    async def decline(
+        self,
+        ref: ChannelRef,
+        *,
+        message_id: str,
+        acknowledge: str | None = None,
+        by_agent: str | None = None,
+    ) -> LifecycleAnswer:
+        """Deliberately stay out of ``ref`` after being addressed there (``channel_decline``)."""
+        host = self._host
+        entry = host.registry.get(ref)
+        if entry is None:
+            return self._unregistered(ref)
+        shown = self._shown(ref)
+        record = host.record(ref)
+        if record is not None and record.state is DesiredState.TUNED_OUT:
+            return self._tuned_out(ref, "channel_decline", meanwhile=False, is_error=True)
+        if host.marks.get(entry).open:
+            text = f"Channel {shown} is open, so there is nothing to decline"
+            if host.reach(ref.server_id) is Reach.UP and not host.directs(ref.server_id):
+                text += f", and {lifecycle_withheld_text(ref.server_id)}"
+                step = "if you need it closed, ask whoever runs this host"
+            else:
+                step = "if you need it closed, call channel_close"
+            return fail(ref, "nothing-to-decline", text + ".", step)
+        try:
+            decision = await host.decide(
+                ref, DesiredState.CLOSED, Source.INVITATION_DECLINED, by_agent=by_agent
+            )
+        except DecisionNotRecorded as exc:
+            text = (
+                f"Nothing changed for channel {shown}: recording the decline failed ({exc}), so "
+                "no acknowledgment was posted and nothing was sent to the server."
+            )
+            return fail(ref, "not-recorded", text, RETRY)
+        if isinstance(decision.answer, Refused):
+            return self._tuned_out(ref, "channel_decline", meanwhile=True, is_error=True)
+        acknowledged, representation, ack_error = await self._acknowledge(
+            ref, message_id, acknowledge
+        )
+        close_error: str | None = None
+        current = host.registry.get(ref)
+        if (
+            current is not None
+            and host.directs(ref.server_id)
+            and host.desired_state(ref) == DesiredState.CLOSED.value
+            and (host.marks.get(current).may_be_open or host.queue.pending(ref))
+        ):
+            try:
+                await host.reconciler.run(ref)
+            except LifecycleError as exc:
+                close_error = exc.reason
+        posted = (representation or acknowledge) if acknowledged else None
+        with contextlib.suppress(DecisionNotRecorded):  # an audit line; the decline stands
+            await host.note(InvitationDeclined(ref, message_id, host.now(), posted))
+        current = host.registry.get(ref)
+        state = None if current is None else host.marks.get(current)
+        closed = state is not None and not state.may_be_open and not host.queue.pending(ref)
+        if closed:
+            status, text = "remained closed", ""
+        else:
+            status = "close not confirmed"
+            text = (
+                f"The decline of channel {shown} is recorded, but the channel may still be open "
+                f"at its server ({close_error or 'its close has not been confirmed'}); the host "
+                "closes it when it can."
+            )
+        return LifecycleAnswer(
+            ref,
+            True,
+            status,
+            text,
+            acknowledged=acknowledged if acknowledge is not None else None,
+            representation=representation,
+            acknowledgment_error=ack_error,
+        )
+
+    async def _acknowledge(
+        self, ref: ChannelRef, message_id: str, value: str | None
+    ) -> tuple[bool, str | None, str | None]:
+        """Post the optional acknowledgment: (acknowledged, representation, error)."""
+        if value is None:
+            return False, None, None
+        sid = ref.server_id
+        session = self._host.sessions.get(sid)
+        peer = None if session is None else session.peer
+        if session is None or session.state is not SessionState.READY or peer is None:
+            return False, None, f"{not_up_clause(sid)}, so no acknowledgment was posted"
+        if not session.grant.allows("channels.acknowledge"):
+            return (
+                False,
+                None,
+                (
+                    f"server {q(sid)} is not granted channels.acknowledge, so no acknowledgment "
+                    "was posted"
+                ),
+            )
+        params = {
+            "channelId": ref.channel_id,
+            "messageId": message_id,
+            "intent": "seen-not-opening",
+            "value": value,
+        }
+        try:
+            result = await peer.request("channels/acknowledge", params)
+        except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
+            return False, None, f"the acknowledgment failed: {exc}"
+        answer: Mapping[str, Any] = result if isinstance(result, Mapping) else {}
+        acknowledged = answer.get("acknowledged") is True
+        shown = answer.get("representation")
+        representation = shown if isinstance(shown, str) else None
+        if acknowledged:
+            return True, representation, None
+        reason = answer.get("reason")
+        return (
+            False,
+            representation,
+            (reason if isinstance(reason, str) and reason else "the server did not acknowledge it"),
+        )

@@ -1,0 +1,230 @@
+"""The lifecycle verbs open and close: one channel, for an agent or a module.
+
+What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of ``open`` and
+``close`` over :class:`~switchboard.host.lifecycle.host.LifecycleHost`, answered with
+:class:`~switchboard.host.lifecycle.answers.LifecycleAnswer`.
+
+- Provenance comes from the caller, never from tool input
+  (:class:`~switchboard.host.lifecycle.answers.Origin`). An agent's open and close record
+  ``agent-tool``; a module's open and close record ``module-tool``, or, for a close with a
+  ``source``, a machine close (``subscription-gc``, ``housekeeping``; any other source is
+  refused). A machine close of a channel the agent opened or tuned out is refused as
+  ``explicit-open`` (not an error: the module stands down) unless it holds an explicit idle
+  lease (``override_explicit_open``).
+- A tuned-out channel is refused (``tuned-out``) with how its tune-out ends: a decision recorded
+  over it would end it without its cancel, and its backlog would never reach the agent.
+- Every decision is recorded before anything is sent; when recording fails, nothing changed
+  and the answer says so (``not-recorded``). A connector that is down, or does not grant
+  ``channels.lifecycle``, gets no request: the decision stays recorded and the answer says
+  what happens to it.
+- An open may ask for earlier messages (``history``, at most :data:`MAX_BACKSCROLL`); only an
+  open answer carries them, so it is sent even for a channel already open.
+
+What it deliberately does not know: how a name was resolved (callers pass the ref), and tool
+result shapes (the tools layer turns answers into MCP results).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from switchboard.channels import ChannelRef
+from switchboard.channels.lifecycle.decisions import (
+    MACHINE_CLOSE_SOURCES,
+    DesiredState,
+    RefusalReason,
+    Refused,
+    Source,
+)
+from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
+from switchboard.host.lifecycle.answers import RETRY, LifecycleAnswer, Origin, VerbBase, fail
+from switchboard.host.lifecycle.errors import LifecycleError
+from switchboard.host.lifecycle.journal import DecisionNotRecorded
+
+__all__ = ["MAX_BACKSCROLL", "LifecycleVerbs"]
+
+MAX_BACKSCROLL = 500
+"""The most earlier messages an open asks for."""
+
+
+class LifecycleVerbs(VerbBase):
+    """``open`` and ``close`` over one lifecycle host."""
+
+    # -- open ---------------------------------------------------------------------------------
+
+    async def open(
+        self,
+        ref: ChannelRef,
+        *,
+        origin: Origin = Origin.AGENT,
+        by_agent: str | None = None,
+        backscroll: int = 0,
+        before_message_id: str | None = None,
+    ) -> LifecycleAnswer:
+        """Open ``ref`` (``channel_open``), optionally asking for earlier messages."""
+        host = self._host
+        entry = host.registry.get(ref)
+        if entry is None:
+            return self._unregistered(ref)
+        record = host.record(ref)
+        if record is not None and record.state is DesiredState.TUNED_OUT:
+            return self._tuned_out(ref, "channel_open", meanwhile=False, is_error=True)
+        source = Source.AGENT_TOOL if origin is Origin.AGENT else Source.MODULE_TOOL
+        history: dict[str, Any] | None = None
+        if backscroll > 0:
+            history = {"limit": min(MAX_BACKSCROLL, backscroll)}
+            if before_message_id:
+                history["beforeMessageId"] = before_message_id
+        was_open = record is not None and record.state is DesiredState.OPEN
+        shown = self._shown(ref)
+        already = was_open and host.marks.get(entry).open and history is None
+        try:
+            decision = await host.decide(ref, DesiredState.OPEN, source, by_agent=by_agent)
+        except DecisionNotRecorded as exc:
+            if already:
+                text = (
+                    f"Channel {shown} is already open, but recording your decision to open it "
+                    f"failed: {exc}."
+                )
+            else:
+                text = (
+                    f"Nothing changed for channel {shown}: recording the decision to open it "
+                    f"failed ({exc}), so nothing was sent to its server."
+                )
+            return fail(ref, "not-recorded", text, RETRY)
+        if isinstance(decision.answer, Refused):
+            return self._tuned_out(ref, "channel_open", meanwhile=True, is_error=True)
+        if already:
+            return LifecycleAnswer(ref, True, "already open")
+        if not host.directs(ref.server_id):
+            return self._undirected(ref, "open")
+        try:
+            result = await host.reconciler.run(ref, history=history)
+        except LifecycleError as exc:
+            return self._run_failed(ref, "open", exc)
+        if not result.directed:
+            return self._undirected(ref, "open")
+        now = host.record(ref)
+        if now is not None and now.state is DesiredState.TUNED_OUT:
+            return self._tuned_out(ref, "channel_open", meanwhile=True, is_error=True)
+        if not result.open:
+            text = (
+                f"Channel {shown} did not stay open: a decision to close it was recorded while "
+                "it was being opened, and that decision stands."
+            )
+            return fail(ref, "overtaken", text, "call channel_open again if you still want it")
+        return LifecycleAnswer(
+            ref,
+            True,
+            "reconciled" if was_open else "opened",
+            history=None if result.history is None else tuple(result.history),
+            history_truncated=result.history_truncated,
+        )
+
+    def _run_failed(self, ref: ChannelRef, op: str, exc: LifecycleError) -> LifecycleAnswer:
+        shown = self._shown(ref)
+        verb = "Opening" if op == "open" else "Closing"
+        if exc.kind is LifecycleErrorKind.REMOVED:
+            text = (
+                f"{verb} channel {shown} did not finish: {exc.reason}. The decision to {op} it "
+                "is recorded and applies when that server registers it again."
+            )
+        else:
+            text = (
+                f"{verb} channel {shown} failed: {exc.reason}. The decision to {op} it stays "
+                "recorded, and the host tries again when that server next registers it."
+            )
+        return fail(ref, f"{op}-failed", text, f"call channel_{op} again to retry now")
+
+    # -- close --------------------------------------------------------------------------------
+
+    async def close(
+        self,
+        ref: ChannelRef,
+        *,
+        origin: Origin = Origin.AGENT,
+        source: str | None = None,
+        override_explicit_open: bool = False,
+        by_agent: str | None = None,
+    ) -> LifecycleAnswer:
+        """Close ``ref`` (``channel_close``); ``source`` and the lease only count for a module."""
+        host = self._host
+        entry = host.registry.get(ref)
+        if entry is None:
+            return self._unregistered(ref)
+        module = origin is Origin.MODULE
+        if not module:
+            close_source, override_explicit_open = Source.AGENT_TOOL, False
+        elif source is None:
+            close_source = Source.MODULE_TOOL
+        else:
+            known = {s.value: s for s in MACHINE_CLOSE_SOURCES}
+            if source not in known:
+                allowed = ", ".join(sorted(known))
+                text = (
+                    f"Unknown machine close source {source!r}. Machine closes must use one of: "
+                    f"{allowed}."
+                )
+                return fail(ref, "unknown-source", text, f"pass source as one of: {allowed}")
+            close_source = known[source]
+        shown = self._shown(ref)
+        record = host.record(ref)
+        already = (
+            record is not None
+            and record.state is DesiredState.CLOSED
+            and not host.marks.get(entry).may_be_open
+            and not host.queue.pending(ref)
+        )
+        try:
+            decision = await host.decide(
+                ref,
+                DesiredState.CLOSED,
+                close_source,
+                by_agent=by_agent,
+                override_explicit_open=override_explicit_open,
+            )
+        except DecisionNotRecorded as exc:
+            if already:
+                text = (
+                    f"Channel {shown} is already closed, but recording the decision to close it "
+                    f"failed: {exc}."
+                )
+            else:
+                text = (
+                    f"Nothing changed for channel {shown}: recording the decision to close it "
+                    f"failed ({exc}), so no close was sent to its server."
+                )
+            return fail(ref, "not-recorded", text, RETRY)
+        answer = decision.answer
+        if isinstance(answer, Refused):
+            if answer.reason is RefusalReason.EXPLICIT_OPEN:
+                was = answer.record.source.value if answer.record is not None else "agent-tool"
+                text = (
+                    f"Channel {shown} was explicitly opened (source: {was}); a "
+                    f"{close_source.value!r} close does not override stated intent. Machine "
+                    "closes of explicit opens need an explicit idle lease "
+                    "(override_explicit_open)."
+                )
+                return fail(ref, "explicit-open", text, "stand down", is_error=False)
+            return self._tuned_out(ref, "channel_close", meanwhile=False, is_error=not module)
+        host.on_close(ref)  # typing stops in this channel only (§7.4 step 7)
+        if already:
+            return LifecycleAnswer(ref, True, "already closed")
+        if not host.directs(ref.server_id):
+            return self._undirected(ref, "close")
+        try:
+            result = await host.reconciler.run(ref)
+        except LifecycleError as exc:
+            return self._run_failed(ref, "close", exc)
+        if not result.directed:
+            return self._undirected(ref, "close")
+        now = host.record(ref)
+        if result.open or now is None or now.state is not DesiredState.CLOSED:
+            if now is not None and now.state is DesiredState.TUNED_OUT:
+                return self._tuned_out(ref, "channel_close", meanwhile=True, is_error=not module)
+            text = (
+                f"Channel {shown} is open again: a later decision to keep it open came first, "
+                "so the close was superseded."
+            )
+            return fail(ref, "superseded", text, "call channel_close again if you still want it")
+        return LifecycleAnswer(ref, True, "closed")
