@@ -12,12 +12,9 @@ import sys
 
 import structlog
 
-_configured = False
-
 
 def configure(level: str = "INFO", *, json: bool = False) -> None:
     """Route structlog and the stdlib ``logging`` module to stderr at ``level``."""
-    global _configured
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     handler = logging.StreamHandler(sys.stderr)
     root = logging.getLogger()
@@ -39,10 +36,3 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
-    _configured = True
-
-
-def ensure_configured() -> None:
-    """Configure with defaults unless :func:`configure` already ran."""
-    if not _configured:
-        configure("WARNING")

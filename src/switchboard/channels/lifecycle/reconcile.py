@@ -74,8 +74,6 @@ class LifecycleErrorKind(StrEnum):
     """The channel was removed meanwhile."""
     SUPERSEDED = "superseded"
     """A close was answered, but a later decision to keep the channel open came first."""
-    PUT_BACK_UNRECORDED = "put-back-unrecorded"
-    """A failed open's put-back could not be recorded."""
 
 
 class Op(StrEnum):
