@@ -28,8 +28,9 @@ from switchboard.protocol import (
     PublishParams,
     TypingParams,
     host_advertisement,
+    read_error,
 )
-from switchboard.transport import METHOD_NOT_FOUND, Link, Peer, RpcError, memory_link_pair
+from switchboard.transport import Link, Peer, memory_link_pair, method_not_found
 
 __all__ = [
     "ALL_PATHS",
@@ -178,6 +179,7 @@ class ScriptedHost:
             on_request=self._on_request,
             on_notification=self._on_notification,
             name="test-host",
+            read_error=read_error,
         )
         self._tx, self._rx = anyio.create_memory_object_stream[HostRequest](1000)
         self.connector_done = anyio.Event()
@@ -208,7 +210,7 @@ class ScriptedHost:
             }
         if method == "push/event":
             return {"accepted": True}
-        raise RpcError(METHOD_NOT_FOUND, "Method not found")
+        raise method_not_found(method)
 
     async def _on_notification(self, method: str, params: Any) -> None:
         self._tx.send_nowait(HostRequest(method, params, False))

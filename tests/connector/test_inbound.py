@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from switchboard.connector import Connector
-from switchboard.protocol import ChannelDescriptor
+from switchboard.protocol import ChannelDescriptor, UnknownChannel
 from switchboard.transport import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from tests.connector.hostkit import GENERAL, RecordingConnector, ScriptedHost, connected
 
@@ -75,6 +75,17 @@ async def test_an_unknown_channel_gets_minus_32023() -> None:
     assert (publish.code, publish.data) == (-32023, {"channelId": "x:nope"})
     assert close.code == typing.code == -32023
     assert connector.calls == []
+
+
+async def test_a_refusal_reaches_the_host_as_the_class_of_its_code() -> None:
+    async with connected(RecordingConnector()) as host:
+        await ready_host(host)
+        with pytest.raises(UnknownChannel) as unknown:
+            await host.peer.request("channels/close", {"channelId": "x:nope"})
+        missing = await error_of(host, "no/such", {})
+    assert unknown.value.channel_id == "x:nope"
+    assert type(missing) is RpcError
+    assert missing.data == {"method": "no/such"}
 
 
 async def test_a_rejected_descriptor_stays_unknown() -> None:

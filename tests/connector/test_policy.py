@@ -104,7 +104,30 @@ def test_a_path_both_granted_and_denied_is_malformed_and_fails_closed() -> None:
             }
         )
     assert caught.value.code == INVALID_PARAMS
-    assert caught.value.data == {"paths": ["channels.publish"]}
+    assert caught.value.data == {
+        "errors": [
+            {
+                "field": "deniedCapabilities",
+                "message": "'channels.publish' is both granted and denied",
+            }
+        ]
+    }
+    assert policy.active == frozenset()
+
+
+def test_a_pattern_outside_the_charset_is_malformed_and_named_with_its_list() -> None:
+    """S-12: each bad pattern is one invalid_params problem, under the list that holds it."""
+    policy = state()
+    with pytest.raises(RpcError) as caught:
+        policy.apply_request(
+            {"effectiveCapabilities": ["tools", "bad path"], "deniedCapabilities": ["x/y"]}
+        )
+    assert caught.value.code == INVALID_PARAMS
+    assert [p["field"] for p in caught.value.data["errors"]] == [
+        "effectiveCapabilities",
+        "deniedCapabilities",
+    ]
+    assert "'bad path'" in caught.value.data["errors"][0]["message"]
     assert policy.active == frozenset()
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import tomllib
 from pathlib import Path
 
 import pytest
 
 import switchboard.protocol as protocol
+import switchboard.transport as transport
 
 PACKAGE_DIR = Path(protocol.__file__).parent
 MODULES = sorted(p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem != "__init__")
@@ -50,3 +53,17 @@ def test_the_package_exports_the_names_other_slices_rely_on() -> None:
         "OutgoingCompleteParams", "dump",
     }  # fmt: skip
     assert expected <= set(protocol.__all__)
+
+
+def test_protocol_may_import_only_the_errors_module_of_transport() -> None:
+    """The protocol-no-io contract names every transport module but ``errors``: a transport
+    module added without being listed there fails here."""
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    contracts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (no_io,) = [c for c in contracts["contracts"] if c["id"] == "protocol-no-io"]
+    forbidden = {name for name in no_io["forbidden_modules"] if name.startswith("switchboard.")}
+    modules = {
+        f"switchboard.transport.{info.name}" for info in pkgutil.iter_modules(transport.__path__)
+    }
+    assert modules - {"switchboard.transport.errors"} <= forbidden
+    assert "switchboard.transport.errors" not in forbidden

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 
 from switchboard.logging import configure
-from switchboard.transport import METHOD_NOT_FOUND, Peer, RpcError, stdio_server_link
+from switchboard.transport import Peer, RpcError, method_not_found, stdio_server_link
 
 
 async def main(max_frame: int) -> None:
@@ -40,7 +40,7 @@ async def main(max_frame: int) -> None:
                 return await peer.request(params["method"], params.get("params"))
             if method == "pid":
                 return os.getpid()
-            raise RpcError(METHOD_NOT_FOUND, "Method not found", method)
+            raise method_not_found(method)
 
         peer = Peer(link, on_request=handle, name="echo-peer")
         await peer.run()

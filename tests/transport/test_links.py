@@ -26,6 +26,7 @@ from switchboard.transport import (
     dial_tcp,
     dial_websocket,
     memory_link_pair,
+    method_not_found,
     tcp_link_from_stream,
     websocket_link_from_connection,
 )
@@ -89,7 +90,7 @@ NDJSON = pytest.mark.parametrize("pair", [memory_pair, tcp_pair], ids=["memory",
 async def handler(method: str, params: Any) -> Any:
     if method == "echo":
         return params
-    raise RpcError(METHOD_NOT_FOUND, "Method not found", method)
+    raise method_not_found(method)
 
 
 @ALL
@@ -196,7 +197,10 @@ async def test_an_oversized_frame_is_refused_and_the_link_survives(
             await raw.send(b'{"jsonrpc":"2.0","id":2,"method":"echo","params":["ok"]}')
             answer = orjson.loads(await raw.receive())
             await b.aclose()
-    assert refused["error"] == {"code": INVALID_REQUEST, "message": "frame exceeds 200 bytes"}
+    assert refused["error"] == {
+        "code": INVALID_REQUEST,
+        "message": "Invalid Request: frame exceeds 200 bytes",
+    }
     assert answer["result"] == ["ok"]
 
 

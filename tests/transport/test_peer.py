@@ -30,6 +30,7 @@ from switchboard.transport import (
     RequestTimeoutError,
     RpcError,
     memory_link_pair,
+    method_not_found,
 )
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +41,7 @@ Logs = list[MutableMapping[str, Any]]
 async def echo(method: str, params: Any) -> Any:
     if method == "echo":
         return params
-    raise RpcError(METHOD_NOT_FOUND, "Method not found", method)
+    raise method_not_found(method)
 
 
 @asynccontextmanager
@@ -211,11 +212,14 @@ async def test_valid_json_that_is_not_a_message_gets_invalid_request_with_its_id
 
 
 async def test_an_oversized_frame_is_refused_and_the_link_lives_on(logs: Logs) -> None:
-    async with raw_to_peer(max_frame=100) as (raw, _):
+    async with raw_to_peer(max_frame=120) as (raw, _):
         refused = await exchange(raw, req(1, params=["x" * 200]))
         answer = await exchange(raw, req(2, params=["small"]))
     assert refused["id"] is None
-    assert refused["error"] == {"code": INVALID_REQUEST, "message": "frame exceeds 100 bytes"}
+    assert refused["error"] == {
+        "code": INVALID_REQUEST,
+        "message": "Invalid Request: frame exceeds 120 bytes",
+    }
     assert answer["result"] == ["small"]
     assert events(logs, "frame_too_large")
 
@@ -235,7 +239,7 @@ async def test_an_unknown_method_gets_method_not_found_from_the_handler() -> Non
     assert answer["error"] == {
         "code": METHOD_NOT_FOUND,
         "message": "Method not found",
-        "data": "nope",
+        "data": {"method": "nope"},
     }
 
 

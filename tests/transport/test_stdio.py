@@ -100,7 +100,10 @@ async def test_an_oversized_frame_sent_to_the_child_is_refused_and_the_link_surv
             refused = orjson.loads(await link.receive())
             answer = orjson.loads(await link.receive())
     assert refused["id"] is None
-    assert refused["error"] == {"code": INVALID_REQUEST, "message": "frame exceeds 1000 bytes"}
+    assert refused["error"] == {
+        "code": INVALID_REQUEST,
+        "message": "Invalid Request: frame exceeds 1000 bytes",
+    }
     assert answer == {"jsonrpc": "2.0", "id": 2, "result": ["ok"]}
 
 

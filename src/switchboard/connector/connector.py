@@ -40,6 +40,7 @@ from switchboard.protocol import (
     PushEventResult,
     RegisterResult,
     dump,
+    read_error,
 )
 from switchboard.transport import Link, Peer, stdio_server_link
 
@@ -171,6 +172,7 @@ class Connector(ConnectorHooks):
             on_notification=handlers.on_notification,
             name=f"connector:{self.name}",
             default_timeout=self.request_timeout,
+            read_error=read_error,
         )
         self._peer, self._link, self._watch = peer, link, watch
         self._log.info("connector_serving", link=link.description)

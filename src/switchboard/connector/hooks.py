@@ -32,7 +32,7 @@ from switchboard.protocol import (
     TypingParams,
     UnknownChannel,
 )
-from switchboard.transport import INVALID_PARAMS, RpcError
+from switchboard.transport import ParamProblem, invalid_params
 
 from .channels import ChannelTable
 
@@ -89,4 +89,4 @@ class ConnectorHooks:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Run an MCP tool and return its ``CallToolResult`` object."""
-        raise RpcError(INVALID_PARAMS, "Unknown tool", {"name": name})
+        raise invalid_params(ParamProblem("name", f"unknown tool {name!r}"))

@@ -36,7 +36,6 @@ from switchboard.protocol import (
     AcknowledgeResult,
     CapabilityDenied,
     CloseParams,
-    McplError,
     OpenParams,
     OpenResult,
     OutgoingChunkParams,
@@ -46,7 +45,7 @@ from switchboard.protocol import (
     UnknownChannel,
     dump,
 )
-from switchboard.transport import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from switchboard.transport import ParamProblem, RpcError, invalid_params, method_not_found
 
 if TYPE_CHECKING:
     from .connector import Connector
@@ -108,7 +107,7 @@ class InboundHandlers:
         """Answer one request; callbacks registered by the hook run once the answer is out."""
         handler = self._requests.get(method)
         if handler is None:
-            raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
+            raise method_not_found(method)
         connector = self._connector
         callbacks = connector._begin_reply()
         try:
@@ -132,7 +131,7 @@ class InboundHandlers:
         callbacks = connector._begin_reply()
         try:
             await handler(params)
-        except (McplError, RpcError, ValidationError) as exc:
+        except (RpcError, ValidationError) as exc:
             self._log.warning("notification_refused", method=method, error=str(exc))
         finally:
             connector._end_reply()
@@ -267,7 +266,7 @@ class InboundHandlers:
         params = _params(params)
         name = params.get("name") if isinstance(params, dict) else None
         if not isinstance(name, str):
-            raise RpcError(INVALID_PARAMS, "Invalid params", {"missing": "name"})
+            raise invalid_params(ParamProblem("name", "the tool's name is required, as a string"))
         arguments = params.get("arguments")
         return await self._connector.call_tool(
             name, arguments if isinstance(arguments, dict) else {}

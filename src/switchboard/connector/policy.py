@@ -37,7 +37,7 @@ from switchboard.protocol import (
     derive_enabled,
     validate_path_charset,
 )
-from switchboard.transport import INVALID_PARAMS, RpcError
+from switchboard.transport import ParamProblem, RpcError, invalid_params
 
 from .manifest import ServerManifest
 
@@ -61,8 +61,19 @@ class PolicyChange:
     disabled: frozenset[str]
 
 
-def _malformed(message: str, paths: list[str]) -> RpcError:
-    return RpcError(INVALID_PARAMS, f"Malformed policy: {message}", {"paths": paths})
+def _malformed(effective: list[str], denied: list[str]) -> RpcError | None:
+    """``-32602`` naming each pattern outside the charset and each path in both lists."""
+    problems = [
+        ParamProblem(field, f"{path!r} is outside the capability charset [A-Za-z0-9._:*-]")
+        for field, paths in (("effectiveCapabilities", effective), ("deniedCapabilities", denied))
+        for path in paths
+        if not validate_path_charset(path)
+    ]
+    problems += [
+        ParamProblem("deniedCapabilities", f"{path!r} is both granted and denied")
+        for path in sorted(set(effective) & set(denied))
+    ]
+    return invalid_params(*problems) if problems else None
 
 
 class PolicyState:
@@ -143,13 +154,10 @@ class PolicyState:
             raise
         effective = list(parsed.effective_capabilities or ())
         denied = list(parsed.denied_capabilities or ())
-        bad = [p for p in (*effective, *denied) if not validate_path_charset(p)]
-        overlap = sorted(set(effective) & set(denied))
-        if bad or overlap:
+        malformed = _malformed(effective, denied)
+        if malformed is not None:
             self._fail_closed()
-            if bad:
-                raise _malformed("capability patterns outside [A-Za-z0-9._:*-]", bad)
-            raise _malformed("paths both granted and denied", overlap)
+            raise malformed
 
         grant = Grant(effective)
         new_active = frozenset(p for p in self._manifest.advertised if grant.allows(p))

@@ -1,6 +1,11 @@
-"""switchboard.protocol: the MCPL 0.5 vocabulary, with no I/O and no other switchboard imports.
+"""switchboard.protocol: the MCPL 0.5 vocabulary, with no I/O.
 
-- :mod:`.errors` — error codes and :class:`McplError` with its subclasses;
+Of the other switchboard packages it imports only :mod:`switchboard.transport.errors`: an MCPL
+error is a JSON-RPC ``RpcError`` with an MCPL code.
+
+- :mod:`.errors` — error codes, :class:`McplError` with one subclass per code, the table that
+  reads an error object as its class (:func:`read_error`), and :class:`ProtocolError`, the
+  root of everything this package raises;
 - :mod:`.capabilities` — the 17 capability paths, method gates, the grant matcher
   (:class:`Grant`, :func:`effective_grant`) and the advertisement flattener;
 - :mod:`.featuresets` — feature-set declarations and their enabled/disabled derivation;
@@ -30,6 +35,7 @@ from .digest import (
     set_order,
 )
 from .errors import (
+    ERROR_CLASSES,
     CapabilityDenied,
     ChannelNotPermitted,
     ChannelOpenFailed,
@@ -37,8 +43,11 @@ from .errors import (
     ErrorCode,
     FeatureSetNotEnabled,
     McplError,
+    ProtocolError,
     UnknownChannel,
     UnknownFeatureSet,
+    from_rpc,
+    read_error,
 )
 from .fastpath import incoming_is_valid
 from .featuresets import (
@@ -62,6 +71,7 @@ from .messages import __all__ as _messages_all
 
 __all__ = [
     "CAPABILITY_PATHS",
+    "ERROR_CLASSES",
     "IDENTIFIER_PATTERN",
     "DigestError",
     "DigestErrorCode",
@@ -87,15 +97,18 @@ __all__ = [
     "Grant",
     "Manifest",
     "McplError",
+    "ProtocolError",
     "UnknownChannel",
     "UnknownFeatureSet",
     "advertised_paths",
     "derive_enabled",
     "effective_grant",
+    "from_rpc",
     "host_advertisement",
     "parse_feature_sets",
     "parse_manifest",
     "path_matches",
+    "read_error",
     "unknown_advertised_members",
     "validate_path_charset",
     *_messages_all,

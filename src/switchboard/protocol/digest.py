@@ -47,6 +47,8 @@ from typing import Any, Final, Literal
 
 import rfc8785
 
+from .errors import ProtocolError
+
 __all__ = [
     "IDENTIFIER_PATTERN",
     "DigestError",
@@ -66,7 +68,7 @@ _MATCHER_KEYS: Final = frozenset({"tagsAny", "tagsAll", "tagsNone"})
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
-class DigestError(ValueError):
+class DigestError(ProtocolError, ValueError):
     """The manifest has no §17.2 digest.
 
     Attributes:

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import orjson
 
-from switchboard.transport.errors import INVALID_REQUEST, PARSE_ERROR
+from switchboard.transport.errors import invalid_request, parse_error
 
 __all__ = [
     "BatchReply",
@@ -156,8 +156,8 @@ def encode_error(request_id: RequestId, error: dict[str, Any]) -> bytes:
     return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
-def _invalid(request_id: RequestId, message: str) -> bytes:
-    return encode_error(request_id, {"code": INVALID_REQUEST, "message": message})
+def _invalid(request_id: RequestId, reason: str) -> bytes:
+    return encode_error(request_id, invalid_request(reason).to_wire())
 
 
 def _usable_id(value: object) -> bool:
@@ -170,28 +170,23 @@ def decode_frame(frame: bytes) -> list[Inbound]:
         obj = orjson.loads(frame)
     except orjson.JSONDecodeError:
         if frame.lstrip()[:1] in (b"{", b"["):
-            error = {"code": PARSE_ERROR, "message": "Parse error"}
-            return [ImmediateReply(encode_error(None, error))]
+            return [ImmediateReply(encode_error(None, parse_error().to_wire()))]
         return [Discarded("junk_line_skipped", frame[:200].decode("utf-8", "replace"))]
     if type(obj) is dict:
         event = _classify(obj)
         return [ImmediateReply(event) if isinstance(event, bytes) else event]
     if type(obj) is list:
         return _decode_batch(obj)
-    return [ImmediateReply(_invalid(None, "Invalid Request: not an object or array"))]
+    return [ImmediateReply(_invalid(None, "not an object or array"))]
 
 
 def _decode_batch(elements: list[Any]) -> list[Inbound]:
     if not elements:
-        return [ImmediateReply(_invalid(None, "Invalid Request: empty batch"))]
+        return [ImmediateReply(_invalid(None, "empty batch"))]
     batch = BatchReply()
     events: list[Inbound] = []
     for element in elements:
-        event = (
-            _classify(element)
-            if type(element) is dict
-            else _invalid(None, "Invalid Request: not an object")
-        )
+        event = _classify(element) if type(element) is dict else _invalid(None, "not an object")
         if isinstance(event, bytes):
             batch.reserve(event)
             continue
@@ -212,21 +207,21 @@ def _classify(msg: dict[str, Any]) -> Inbound | bytes:
     answer_id: RequestId = request_id if has_id and _usable_id(request_id) else None
     if msg.get("jsonrpc") != "2.0":
         if has_id and "method" in msg:
-            return _invalid(answer_id, 'Invalid Request: "jsonrpc" must be "2.0"')
+            return _invalid(answer_id, '"jsonrpc" must be "2.0"')
         return Discarded("message_dropped", 'no "jsonrpc": "2.0" member')
     method = msg.get("method")
     params = msg.get("params")
     if params is not None and type(params) is not dict and type(params) is not list:
         if has_id:
-            return _invalid(answer_id, "Invalid Request: params must be an object or array")
+            return _invalid(answer_id, "params must be an object or array")
         return Discarded("message_dropped", "notification params not an object or array")
     if method is not None:
         if type(method) is not str:
-            return _invalid(answer_id, "Invalid Request: method must be a string")
+            return _invalid(answer_id, "method must be a string")
         if not has_id:
             return InboundNotification(method, params)
         if not _usable_id(request_id):
-            return _invalid(None, "Invalid Request: id must be a string or an integer")
+            return _invalid(None, "id must be a string or an integer")
         return InboundCall(request_id, method, params)
     if has_id:
         if "result" in msg:
@@ -236,5 +231,5 @@ def _classify(msg: dict[str, Any]) -> Inbound | bytes:
             if type(error) is not dict:
                 error = {"code": None, "message": str(error)}
             return InboundResponse(answer_id, None, error)
-        return _invalid(answer_id, "Invalid Request: no method, result or error")
-    return _invalid(None, "Invalid Request: no method and no id")
+        return _invalid(answer_id, "no method, result or error")
+    return _invalid(None, "no method and no id")

@@ -28,7 +28,7 @@ outbound request ends with a result, an ``RpcError``, a ``RequestTimeoutError`` 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, NamedTuple
 
 import anyio
@@ -36,11 +36,12 @@ import structlog
 from anyio.abc import TaskGroup
 
 from switchboard.transport.errors import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     FrameTooLargeError,
     LinkClosedError,
+    RpcError,
+    internal_error,
+    invalid_request,
+    method_not_found,
     wire_error,
 )
 from switchboard.transport.handlers import Deferred, NotificationHandler, RequestHandler
@@ -65,9 +66,8 @@ __all__ = ["Peer", "PeerStatistics"]
 _SHUTDOWN_FLUSH_GRACE = 1.0
 # After EOF, how long the handlers of requests already received may take to answer them.
 _EOF_DRAIN_GRACE = 5.0
-_SHUTTING_DOWN: Final = {"code": INTERNAL_ERROR, "message": "Peer is shutting down"}
-_METHOD_NOT_FOUND: Final = {"code": METHOD_NOT_FOUND, "message": "Method not found"}
-_INTERNAL: Final = {"code": INTERNAL_ERROR, "message": "Internal error"}
+_SHUTTING_DOWN: Final = internal_error("Peer is shutting down").to_wire()
+_INTERNAL: Final = internal_error().to_wire()
 
 
 class PeerStatistics(NamedTuple):
@@ -97,6 +97,9 @@ class Peer:
         on_notification: receives inbound notifications; ``None`` drops them.
         name: bound to every log line as ``peer``.
         default_timeout: seconds an outbound request waits by default (``None``: forever).
+        read_error: turns an error object the remote answered with into the exception
+            :meth:`request` raises; the default gives a plain :class:`RpcError`, a layer
+            with its own error classes passes its table (``switchboard.protocol.read_error``).
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class Peer:
         on_notification: NotificationHandler | None = None,
         name: str = "peer",
         default_timeout: float | None = 30.0,
+        read_error: Callable[[Mapping[str, Any]], RpcError] = RpcError.from_wire,
     ) -> None:
         self._link = link
         self._on_request = on_request
@@ -114,7 +118,7 @@ class Peer:
         self._name = name
         self._default_timeout = default_timeout
         self._log = structlog.get_logger(__name__).bind(peer=name, link=link.description)
-        self._pending = PendingRequests(link.description)
+        self._pending = PendingRequests(link.description, read_error)
         self._outbox = Outbox(link)
         # Inbound requests not yet answered, in arrival order (a dict used as an ordered set).
         self._unanswered: dict[InboundCall, None] = {}
@@ -201,7 +205,8 @@ class Peer:
                 the exception is raised to the caller.
 
         Raises:
-            RpcError: the remote answered with an error object.
+            RpcError: the remote answered with an error object (of the class ``read_error``
+                chose).
             RequestTimeoutError: no response in time (a late one is dropped).
             LinkClosedError: the link closed first; the request may or may not have been
                 processed by the remote.
@@ -256,7 +261,7 @@ class Peer:
                 return
             except FrameTooLargeError as exc:
                 self._log.warning("frame_too_large", limit=exc.limit)
-                error = {"code": INVALID_REQUEST, "message": f"frame exceeds {exc.limit} bytes"}
+                error = invalid_request(f"frame exceeds {exc.limit} bytes").to_wire()
                 self._outbox.put(encode_error(None, error))
                 continue
             except Exception:
@@ -311,7 +316,8 @@ class Peer:
     async def _handle_call(self, call: InboundCall) -> None:
         handler = self._on_request
         if handler is None:
-            self._answer(call, encode_error(call.id, _METHOD_NOT_FOUND), wake=False)
+            error = method_not_found(call.method).to_wire()
+            self._answer(call, encode_error(call.id, error), wake=False)
             return
         try:
             result = await handler(call.method, call.params)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal
 
 import anyio
@@ -55,10 +55,16 @@ class PendingRequests:
 
     Args:
         description: the link's description, for error messages.
+        read_error: builds the exception for an error response (see ``Peer``).
     """
 
-    def __init__(self, description: str) -> None:
+    def __init__(
+        self,
+        description: str,
+        read_error: Callable[[Mapping[str, Any]], RpcError] = RpcError.from_wire,
+    ) -> None:
         self._description = description
+        self._read_error = read_error
         self._next_id = 1
         self._waiters: dict[int, _Waiter] = {}
         self._deadlines = DeadlineQueue()
@@ -132,7 +138,7 @@ class PendingRequests:
                 except Exception as exc:  # the caller sees it, not the reader
                     waiter.error = exc
         else:
-            waiter.error = RpcError.from_wire(response.error)
+            waiter.error = self._read_error(response.error)
         waiter.event.set()
         return True
 

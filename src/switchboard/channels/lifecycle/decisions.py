@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Generic, TypeVar
 
+from switchboard.channels.errors import ChannelsError
 from switchboard.channels.ref import ChannelRef
 
 __all__ = [
@@ -196,7 +197,7 @@ class Refused:
     record: DesiredRecord | None = None
 
 
-class DecodeError(ValueError):
+class DecodeError(ChannelsError):
     """A JSON value did not have the shape of a decision value or event."""
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from switchboard.channels.errors import ChannelsError
 from switchboard.channels.names.tiers import Tier
 from switchboard.channels.names.wording import LOOKUP, Caller, Choice, ambiguous_text, own_gone_text
 from switchboard.channels.ref import ChannelRef
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 
-class ChannelNameError(Exception):
+class ChannelNameError(ChannelsError):
     """A name did not pick one usable channel, so nothing was chosen.
 
     Attributes:

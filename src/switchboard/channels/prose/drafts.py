@@ -29,6 +29,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from switchboard.channels.errors import ChannelsError
 from switchboard.channels.prose.grammar import Segment, is_blank
 from switchboard.channels.prose.route import Disposition
 
@@ -54,7 +55,7 @@ class Draft:
     target: str | None = None
 
 
-class NoUnsentDraft(LookupError):
+class NoUnsentDraft(ChannelsError, LookupError):
     """A body asked for ``{{unsent}}`` but no bounced draft is kept; nothing should be sent."""
 
     def __init__(self) -> None:

@@ -29,13 +29,7 @@ from typing import Any, Final
 import anyio
 
 from switchboard.protocol import MCP_PROTOCOL_VERSION, MCPL_VERSION
-from switchboard.transport import (
-    METHOD_NOT_FOUND,
-    Deferred,
-    LinkClosedError,
-    Peer,
-    RpcError,
-)
+from switchboard.transport import Deferred, LinkClosedError, Peer, method_not_found
 
 from ..common.options import SuiteOptions
 from ..common.reply import Reply, ask, tell
@@ -191,7 +185,7 @@ class KitConnector:
             return {"featureSet": "kit", "contextInjections": []}
         if method == "mcpl/manifest" and self._serving_manifest:
             return self.served_manifest
-        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        raise method_not_found(method)
 
     def _with_extra(self, result: Any) -> Any:
         if self.extra_fields and isinstance(result, dict):

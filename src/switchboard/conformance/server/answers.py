@@ -29,7 +29,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from switchboard.protocol import CapabilityDenied, ChannelDescriptor, Grant
-from switchboard.transport import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from switchboard.transport import ParamProblem, invalid_params, method_not_found
 
 __all__ = ["KIT_MODEL", "PRIVILEGED_FROM_SERVER", "Answer", "HostAnswers"]
 
@@ -57,7 +57,7 @@ Answer = Callable[[Any], Awaitable[Any]]
 
 def _object(params: Any, method: str) -> dict[str, Any]:
     if not isinstance(params, dict):
-        raise RpcError(INVALID_PARAMS, f"{method} params must be an object")
+        raise invalid_params(ParamProblem("", f"{method} params must be an object"))
     return params
 
 
@@ -106,14 +106,15 @@ class HostAnswers:
             return dict(KIT_MODEL)
         if method == "ping":
             return {}
-        raise RpcError(METHOD_NOT_FOUND, "Method not found", {"method": method})
+        raise method_not_found(method)
 
     def _register(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         key = "channels" if method == "channels/register" else "added"
         items = params.get(key, [])
         updated = params.get("updated", []) if method == "channels/changed" else []
         if not isinstance(items, list) or not isinstance(updated, list):
-            raise RpcError(INVALID_PARAMS, f"{method}: descriptors must be an array")
+            field = key if not isinstance(items, list) else "updated"
+            raise invalid_params(ParamProblem(field, "must be an array of descriptors"))
         removed = params.get("removed", []) if method == "channels/changed" else []
         for channel_id in removed if isinstance(removed, list) else ():
             if isinstance(channel_id, str):
@@ -140,7 +141,7 @@ class HostAnswers:
     def _incoming(self, params: dict[str, Any]) -> dict[str, Any]:
         messages = params.get("messages")
         if not isinstance(messages, list):
-            raise RpcError(INVALID_PARAMS, "channels/incoming: messages must be an array")
+            raise invalid_params(ParamProblem("messages", "must be an array of messages"))
         results: list[dict[str, Any]] = []
         for message in messages:
             message_id = message.get("messageId") if isinstance(message, dict) else None

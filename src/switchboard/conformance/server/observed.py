@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from switchboard.protocol import Grant, derive_enabled
-from switchboard.transport import INTERNAL_ERROR, RpcError
+from switchboard.transport import internal_error
 
 from ..common.outcomes import Verdict, fail, not_exercised, passed
 from ..common.shapes import push_problems, tag_problems, tag_warnings, umbrella_problems
@@ -190,7 +190,7 @@ async def stable_event_id_on_retry(ctx: ServerContext) -> Verdict:
     async def refuse_once(params: Any) -> Any:
         if not refused:
             refused.append(params)
-            raise RpcError(INTERNAL_ERROR, "refused once by the conformance kit to see a retry")
+            raise internal_error("refused once by the conformance kit to see a retry")
         return {"accepted": True}
 
     async with ctx.connect() as session:

@@ -7,10 +7,11 @@ from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 from switchboard.config import ConnectorConfig
+from switchboard.host.errors import HostError
 from switchboard.transport import Link, dial_tcp, dial_websocket, spawn_stdio
 
 
-class LinkConfigError(ValueError):
+class LinkConfigError(HostError):
     """The connector's ``url`` is not one Switchboard can dial."""
 
 

@@ -49,6 +49,7 @@ import anyio
 import structlog
 
 from switchboard.channels.lifecycle.events import DecisionEvent, decode_events
+from switchboard.host.errors import HostError
 from switchboard.store import LoadedLog, StoreError
 
 __all__ = [
@@ -67,7 +68,7 @@ DEFAULT_SNAPSHOT_EVERY = 10_000
 """Applied events between two snapshots, unless the store config says otherwise."""
 
 
-class DecisionNotRecorded(Exception):
+class DecisionNotRecorded(HostError):
     """The log did not take a decision: it was not made, and nothing changed."""
 
 
