@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, qualified_name
-from switchboard.host import AgentDesk, PublishOutcome, Refusal, Switchboard, Turn
+from switchboard.host import AgentDesk, Refusal, RefusalKind, Switchboard, Turn
 from switchboard.host.agent.defaults import DefaultChannel
 from switchboard.host.agent.desk import Locus, LocusFrom
 from switchboard.host.agent.publishing import choose_destination
@@ -154,8 +154,8 @@ def test_a_publish_never_picks_one_of_several_channels_a_name_answers_to(
             assert isinstance(chosen, ChannelEntry)
             assert chosen.ref == bound[0]
         else:
-            assert isinstance(chosen, PublishOutcome)
-            assert chosen.refusal in (Refusal.AMBIGUOUS_CHANNEL, Refusal.UNKNOWN_CHANNEL)
+            assert isinstance(chosen, Refusal)
+            assert chosen.kind in (RefusalKind.AMBIGUOUS_CHANNEL, RefusalKind.UNKNOWN_CHANNEL)
         return
     hits = [
         e.ref
@@ -166,7 +166,7 @@ def test_a_publish_never_picks_one_of_several_channels_a_name_answers_to(
         assert isinstance(chosen, ChannelEntry)
         assert chosen.ref == hits[0]
     elif hits:
-        assert isinstance(chosen, PublishOutcome)
-        assert chosen.refusal is Refusal.AMBIGUOUS_CHANNEL
-        offered = {(c["server_id"], c["channel_id"]) for c in chosen.detail["candidates"]}
+        assert isinstance(chosen, Refusal)
+        assert chosen.kind is RefusalKind.AMBIGUOUS_CHANNEL
+        offered = {(c["server_id"], c["channel_id"]) for c in chosen.data["candidates"]}
         assert offered == {(r.server_id, r.channel_id) for r in hits}

@@ -11,6 +11,8 @@ from mcp import Client
 
 from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT, AgentConfig
+from switchboard.host import PublishOutcome, PublishStatus
+from switchboard.host.events import Published, PushAccepted
 from switchboard.protocol import Grant
 from switchboard.tools import build_server
 from tests.host.fake import FakeConnector, board_of, descriptor, drop_server, message
@@ -208,8 +210,9 @@ async def test_push_events_do_not_move_the_default_channel(tmp_path: Path) -> No
     async with board_of(tmp_path, {"s": fake}) as board:
         await fake.call("channels/register", {"channels": [descriptor("a"), descriptor("b")]})
         await fake.call("channels/incoming", {"messages": [message("a", "m1")]})
-        board.default_channel.observe("push", "s", {"messages": [message("b", "e1")]})
-        board.default_channel.observe("publish", "s", {"channel_id": "b"})
+        board.default_channel.observe(PushAccepted("s", message("b", "e1")))
+        delivered = PublishOutcome(status=PublishStatus.DELIVERED, server_id="s", channel_id="b")
+        board.default_channel.observe(Published("s", "b", "hi", delivered))
         assert board.default_channel.ref == ChannelRef("s", "a")
 
 

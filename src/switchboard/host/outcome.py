@@ -1,17 +1,23 @@
 """What became of a publish: delivered, failed or unknown.
 
 ``delivered`` is only ever set on the connector's own word (a ``channels/publish`` result with
-``delivered: true``). ``failed`` means nothing went out: either Switchboard refused before
-sending (``refusal`` names why) or the connector answered with an error. ``unknown`` means the
-request was sent but not confirmed (a timeout, a lost link, a malformed answer, or a connector
-that only takes the notification form).
+``delivered: true``). ``failed`` means nothing went out, and the outcome carries the
+:class:`~switchboard.host.refusal.Refusal` that says why: Switchboard refused before sending, or
+the connector answered with an error (``connector-failed``). ``unknown`` means the request was
+sent but not confirmed (a timeout, a lost link, a malformed answer, or a connector that only
+takes the notification form).
+
+What it deliberately does not know: how a publish is decided or sent, and result shapes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+
+from switchboard.host.refusal import Refusal
+
+__all__ = ["PublishOutcome", "PublishStatus"]
 
 
 class PublishStatus(StrEnum):
@@ -20,26 +26,18 @@ class PublishStatus(StrEnum):
     UNKNOWN = "unknown"
 
 
-class Refusal(StrEnum):
-    """Why a publish was refused before anything was sent (channel-registry.md §8.2)."""
-
-    UNKNOWN_CHANNEL = "unknown-channel"
-    AMBIGUOUS_CHANNEL = "ambiguous-channel"
-    INBOUND_ONLY = "inbound-only"
-    SERVER_GONE = "server-gone"
-    SERVER_CONNECTING = "server-connecting"
-    NOT_GRANTED = "not-granted"
-    EMPTY_CONTENT = "empty-content"
-    NO_CHANNEL = "no-channel"
-    """No channel was named and there is none to default to (the turn has no channel)."""
-    CHANNEL_NOT_OPEN = "channel-not-open"
-    """Speech would have opened the channel first, and it could not be opened (or its open was
-    answered for another channel); ``detail["lifecycle"]`` says which (channel-registry.md §8.3)."""
-
-
 @dataclass(frozen=True, slots=True)
 class PublishOutcome:
-    """The result of one publish, as the agent and the logs see it."""
+    """The result of one publish, as the agent and the logs see it.
+
+    Attributes:
+        status: Delivered, failed or unknown.
+        server_id: The server it went to (or was meant to), if one was chosen.
+        channel_id: The channel it went to (or was meant to), if one was chosen.
+        message_id: The connector's id of the delivered message.
+        reason: Why it failed or is unknown, as a clause or sentence.
+        refusal: For ``failed``: why nothing went out (its ``message`` is the ``reason``).
+    """
 
     status: PublishStatus
     server_id: str | None
@@ -47,27 +45,18 @@ class PublishOutcome:
     message_id: str | None = None
     reason: str | None = None
     refusal: Refusal | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
 
     @property
     def delivered(self) -> bool:
         return self.status is PublishStatus.DELIVERED
 
     @classmethod
-    def refused(
-        cls,
-        refusal: Refusal,
-        reason: str,
-        *,
-        server_id: str | None = None,
-        channel_id: str | None = None,
-        **detail: Any,
-    ) -> PublishOutcome:
+    def refused(cls, refusal: Refusal) -> PublishOutcome:
+        """Nothing went out, for the reason ``refusal`` gives (its channel, if it names one)."""
         return cls(
             PublishStatus.FAILED,
-            server_id,
-            channel_id,
-            reason=reason,
+            refusal.server_id,
+            refusal.channel_id,
+            reason=refusal.message,
             refusal=refusal,
-            detail=dict(detail),
         )

@@ -5,8 +5,11 @@ Each tool is a typed ``MCPServer`` tool whose refusals say what to call instead 
 for turns and the locus, :mod:`~switchboard.host.agent.publishing`,
 :mod:`~switchboard.host.agent.speech`,
 :mod:`~switchboard.host.agent.views`); this module turns arguments into calls and outcomes into
-results. Who is calling, and which channels are the turn's own, come from the desk the server
-was built for, never from tool input.
+results. A refused publish raises its :class:`~switchboard.host.refusal.Refusal` with the facts
+of the call (``sent``, ``server_id``, ``channel_id``, ``defaulted``), and
+:func:`~switchboard.tools.results.refusal_boundary` turns it into the result. Who is calling,
+and which channels are the turn's own, come from the desk the server was built for, never from
+tool input.
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from switchboard.channels import ChannelRef
-from switchboard.host import AgentDesk, PublishOutcome, PublishStatus, Refusal, Switchboard
+from switchboard.host import AgentDesk, Refusal, RefusalKind, Switchboard
+from switchboard.host.agent.publishing import TOOL as PUBLISH
 from switchboard.host.agent.publishing import publish_for_agent
 from switchboard.host.agent.speech import SpokenSegment, speak
 from switchboard.host.agent.views import channel_rows
+from switchboard.host.refusal import only_one
 from switchboard.tools.results import (
     ChannelInfo,
     ChannelListResult,
@@ -33,7 +38,7 @@ from switchboard.tools.results import (
     SpeakResult,
     ThinkResult,
     ok,
-    refusal,
+    refusal_boundary,
 )
 
 log = structlog.get_logger(__name__)
@@ -42,37 +47,6 @@ log = structlog.get_logger(__name__)
 MAX_WAIT_SECONDS = 300.0
 
 THOUGHT_NOTED = "Thought recorded privately: it was not sent anywhere."
-
-_NEXT_STEP: dict[Refusal, str] = {
-    Refusal.UNKNOWN_CHANNEL: "call channel_list and pass one of the names it shows as channel",
-    Refusal.AMBIGUOUS_CHANNEL: "call channel_publish again with channel set to one of the "
-    "candidates' names; for a candidate whose name is null, pass its channel_id as channel "
-    "and its server_id as server_id",
-    Refusal.INBOUND_ONLY: "pick a channel whose direction is outbound or bidirectional "
-    "(see channel_list)",
-    Refusal.SERVER_GONE: "wait for the server to come back (channel_list shows its state), "
-    "then retry",
-    Refusal.SERVER_CONNECTING: "retry in a few seconds; channel_list shows when the server is "
-    "ready",
-    Refusal.NOT_GRANTED: "publish to a channel on another server; this one may not publish",
-    Refusal.EMPTY_CONTENT: "call channel_publish with the words to send as text",
-    Refusal.NO_CHANNEL: "call channel_publish again with channel set to a name from channel_list",
-    Refusal.CHANNEL_NOT_OPEN: "call channel_list to see the channel's state; call channel_open "
-    "for it (its result says why it cannot open), or write somewhere else",
-}
-_GONE_NEXT = (
-    "call channel_list and pass another channel's name as channel; this one is reachable "
-    "again once its server registers it again"
-)
-_OTHER_NEXT = "call channel_list to check the channel and its server, then try again"
-
-
-def _next_step(outcome: PublishOutcome) -> str:
-    if outcome.refusal is Refusal.UNKNOWN_CHANNEL and outcome.detail.get("gone"):
-        return _GONE_NEXT
-    if outcome.refusal is None:
-        return _OTHER_NEXT
-    return _NEXT_STEP.get(outcome.refusal, _OTHER_NEXT)
 
 
 def _shown(board: Switchboard, desk: AgentDesk, ref: ChannelRef | None) -> str | None:
@@ -89,17 +63,7 @@ def _segment(board: Switchboard, desk: AgentDesk, s: SpokenSegment) -> SegmentRe
     if s.ref is not None:
         names = board.registry.names
         channel = names.prose_target_for(s.ref, desk.own) or names.name_shown(s.ref, desk.own)
-    return SegmentResult(
-        status=s.status,
-        target=s.target,
-        channel=channel,
-        server_id=None if s.ref is None else s.ref.server_id,
-        channel_id=None if s.ref is None else s.ref.channel_id,
-        message_id=s.message_id,
-        refusal=s.refusal,
-        reason=s.reason,
-        kept_as_draft=s.kept,
-    )
+    return SegmentResult.of(s, channel)
 
 
 def register_channel_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) -> None:
@@ -123,6 +87,7 @@ def register_channel_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
         "text goes where your plain speech goes (this turn's locus, see inbox). The result "
         "says whether the connector confirmed delivery."
     )
+    @refusal_boundary
     async def channel_publish(
         channel: Annotated[
             str | None,
@@ -139,17 +104,17 @@ def register_channel_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
         ] = None,
     ) -> Annotated[CallToolResult, PublishResult]:
         if channel is not None and channelId is not None and channel != channelId:
-            return refusal(
-                "conflicting-arguments",
+            raise Refusal(
+                RefusalKind.CONFLICTING_ARGUMENTS,
                 "channel and channelId name different channels, so nothing was posted.",
-                "call channel_publish again with only channel",
+                only_one(PUBLISH, "channel"),
                 sent=False,
             )
         if text is not None and content is not None and text != content:
-            return refusal(
-                "conflicting-arguments",
+            raise Refusal(
+                RefusalKind.CONFLICTING_ARGUMENTS,
                 "text and content differ, so nothing was posted.",
-                "call channel_publish again with only text",
+                only_one(PUBLISH, "text"),
                 sent=False,
             )
         words = text if text is not None else (content or "")
@@ -157,27 +122,19 @@ def register_channel_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
             board, desk, words, channel=channel or channelId, server_id=server_id
         )
         outcome = published.outcome
-        if outcome.refusal is not None:
-            data = {
-                **outcome.detail,
-                "sent": False,
-                "server_id": outcome.server_id,
-                "channel_id": outcome.channel_id,
-                "defaulted": published.defaulted,
-            }
-            reason = outcome.reason or "the publish was refused"
-            return refusal(outcome.refusal.value, reason, _next_step(outcome), **data)
         shown = None
         if outcome.server_id is not None and outcome.channel_id is not None:
             shown = _shown(board, desk, ChannelRef(outcome.server_id, outcome.channel_id))
         result = PublishResult.of(outcome, channel=shown, defaulted=published.defaulted)
-        if outcome.status is PublishStatus.FAILED:
-            data = {**outcome.detail, "sent": False, **result.model_dump(mode="json")}
-            return refusal(
-                "connector-failed",
-                outcome.reason or "the connector did not deliver the message",
-                "check the channel with channel_list; change the text or pick another channel",
-                **data,
+        refused = outcome.refusal
+        if refused is not None and refused.kind is RefusalKind.CONNECTOR_FAILED:
+            raise refused.adding(sent=False, **result.model_dump(mode="json"))
+        if refused is not None:
+            raise refused.adding(
+                sent=False,
+                server_id=outcome.server_id,
+                channel_id=outcome.channel_id,
+                defaulted=published.defaulted,
             )
         return ok(result)
 

@@ -7,26 +7,30 @@ between several), then asks the host's lifecycle (:mod:`switchboard.host.lifecyc
 server was built for, never from tool input, so an agent's close is always ``agent-tool`` and
 the module-only close inputs (machine sources, idle leases) do not exist here.
 
-Refusals are ``isError`` results whose structured content carries ``refusal`` (for example
-``tuned-out``, ``not-recorded``, ``open-failed``, ``ambiguous-channel``), the channel's
-``server_id`` and ``channel_id``, the message, and the ``next`` step. Results say when a
-connector keeps its channels as it chooses (``status: "not directed"``) or is not connected
-(``status: "recorded"``).
+Refusals are raised (a name the registry refused, through
+:func:`~switchboard.host.refusal.name_refusal`, or a verb's own) and become ``isError`` results
+at the tool boundary; a verb's refusal carries ``refusal`` (for example ``tuned-out``,
+``not-recorded``, ``open-failed``), the channel as shown (``channel``), its ``server_id`` and
+``channel_id``, the message, and the ``next`` step. Results say when a connector keeps its
+channels as it chooses (``status: "not directed"``) or is not connected (``status:
+"recorded"``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from switchboard.channels import AmbiguousName, ChannelEntry, ChannelNameError, UnknownName
-from switchboard.host import AgentDesk, Switchboard
+from switchboard.channels import ChannelEntry, ChannelNameError, ChannelRef
+from switchboard.host import AgentDesk, Refusal, Switchboard
 from switchboard.host.lifecycle.answers import LifecycleAnswer
 from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
-from switchboard.tools.results import ok, refusal
+from switchboard.host.refusal import name_refusal
+from switchboard.tools.results import ok, refusal_boundary
 
 __all__ = [
     "CloseResult",
@@ -82,53 +86,13 @@ class DeclineResult(CloseResult):
     )
 
 
-def _name_refusal(exc: ChannelNameError, tool: str) -> CallToolResult:
-    if isinstance(exc, AmbiguousName):
-        candidates = [
-            {
-                "server_id": c.ref.server_id,
-                "channel_id": c.ref.channel_id,
-                "name": c.name,
-                "label": c.label,
-            }
-            for c in exc.choices
-        ]
-        return refusal(
-            "ambiguous-channel",
-            str(exc),
-            f"call {tool} again with channel set to one candidate's name; for a candidate whose "
-            "name is null, pass its channel_id as channel and its server_id as server_id",
-            candidates=candidates,
-        )
-    if isinstance(exc, UnknownName):
-        return refusal(
-            "unknown-channel",
-            str(exc),
-            "call channel_list and pass one of the names it shows as channel",
-            suggestions=list(exc.suggestions),
-        )
-    return refusal("invalid-channel", str(exc), f"call {tool} with a channel name")
-
-
-def _refused(board: Switchboard, desk: AgentDesk, answer: LifecycleAnswer) -> CallToolResult:
-    ref = answer.ref
-    return refusal(
-        answer.refusal or "lifecycle-failed",
-        answer.text,
-        answer.next_step or "call channel_list to check the channel",
-        channel=board.registry.names.name_shown(ref, desk.own),
-        server_id=ref.server_id,
-        channel_id=ref.channel_id,
-    )
-
-
 def _fields(board: Switchboard, desk: AgentDesk, answer: LifecycleAnswer) -> dict[str, Any]:
     ref = answer.ref
     return {
         "channel": board.registry.names.name_shown(ref, desk.own),
         "server_id": ref.server_id,
         "channel_id": ref.channel_id,
-        "status": answer.status or "",
+        "status": answer.status,
         "note": answer.text or None,
     }
 
@@ -138,19 +102,30 @@ def register_lifecycle_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk
     agent = desk.name
     lifecycle = board.lifecycle
 
-    def resolve(channel: str, server_id: str | None, tool: str) -> ChannelEntry | CallToolResult:
+    def resolve(channel: str, server_id: str | None, tool: str) -> ChannelEntry:
         try:
             return board.registry.names.resolve_tool_channel(
                 channel, server_id=server_id or None, own=desk.own
             )
         except ChannelNameError as exc:
-            return _name_refusal(exc, tool)
+            raise name_refusal(exc, tool) from None
+
+    async def decided(ref: ChannelRef, verb: Awaitable[LifecycleAnswer]) -> LifecycleAnswer:
+        """The verb's answer; its refusal names the channel as shown to this agent."""
+        try:
+            return await verb
+        except Refusal as exc:
+            shown = board.registry.names.name_shown(ref, desk.own)
+            raise exc.adding(
+                channel=shown, server_id=ref.server_id, channel_id=ref.channel_id
+            ) from None
 
     @mcp.tool(
         description="Open a channel to start receiving its ordinary ongoing traffic: its "
         "connector subscribes, joins or attaches. Optionally ask for earlier messages with "
         "backscroll (0-500), before the message whose notice invited you (before_message_id)."
     )
+    @refusal_boundary
     async def channel_open(
         channel: Annotated[str, _CHANNEL],
         server_id: Annotated[str | None, _SERVER] = None,
@@ -169,16 +144,15 @@ def register_lifecycle_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk
         ] = None,
     ) -> Annotated[CallToolResult, OpenResult]:
         entry = resolve(channel, server_id, "channel_open")
-        if isinstance(entry, CallToolResult):
-            return entry
-        answer = await lifecycle.open(
+        answer = await decided(
             entry.ref,
-            by_agent=agent,
-            backscroll=max(0, min(MAX_BACKSCROLL, backscroll)),
-            before_message_id=before_message_id,
+            lifecycle.open(
+                entry.ref,
+                by_agent=agent,
+                backscroll=max(0, min(MAX_BACKSCROLL, backscroll)),
+                before_message_id=before_message_id,
+            ),
         )
-        if not answer.ok:
-            return _refused(board, desk, answer)
         history = None if answer.history is None else [dict(m) for m in answer.history]
         return ok(
             OpenResult(
@@ -194,16 +168,13 @@ def register_lifecycle_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk
         "until you open it with channel_open: neither speaking there nor a subscription policy "
         "reopens it."
     )
+    @refusal_boundary
     async def channel_close(
         channel: Annotated[str, _CHANNEL],
         server_id: Annotated[str | None, _SERVER] = None,
     ) -> Annotated[CallToolResult, CloseResult]:
         entry = resolve(channel, server_id, "channel_close")
-        if isinstance(entry, CallToolResult):
-            return entry
-        answer = await lifecycle.close(entry.ref, by_agent=agent)
-        if not answer.ok:
-            return _refused(board, desk, answer)
+        answer = await decided(entry.ref, lifecycle.close(entry.ref, by_agent=agent))
         return ok(CloseResult(**_fields(board, desk, answer)))
 
     @mcp.tool(
@@ -211,6 +182,7 @@ def register_lifecycle_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk
         "Optionally post a public acknowledgment (such as an emoji) through the connector; "
         "acknowledgment is opt-in, and leaving it out declines silently."
     )
+    @refusal_boundary
     async def channel_decline(
         channel: Annotated[str, _CHANNEL],
         message_id: Annotated[
@@ -226,13 +198,12 @@ def register_lifecycle_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk
         ] = None,
     ) -> Annotated[CallToolResult, DeclineResult]:
         entry = resolve(channel, server_id, "channel_decline")
-        if isinstance(entry, CallToolResult):
-            return entry
-        answer = await lifecycle.decline(
-            entry.ref, message_id=message_id, acknowledge=acknowledge, by_agent=agent
+        answer = await decided(
+            entry.ref,
+            lifecycle.decline(
+                entry.ref, message_id=message_id, acknowledge=acknowledge, by_agent=agent
+            ),
         )
-        if not answer.ok:
-            return _refused(board, desk, answer)
         return ok(
             DeclineResult(
                 **_fields(board, desk, answer),

@@ -16,6 +16,9 @@ What this module knows: the MCP surface of the host's typing keeper
   sticky target, drafts) and completes every stream; with ``abort`` it publishes nothing. A
   stream still open when the agent's next turn begins is abandoned (completed, not sent).
 
+Refusals (a name the registry refused, through :func:`~switchboard.host.refusal.name_refusal`;
+``no-stream``) are raised and become results at the tool boundary.
+
 What it deliberately does not know: how typing, streams or speech work inside the host.
 """
 
@@ -28,10 +31,11 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from switchboard.channels import ChannelNameError, ChannelRef
-from switchboard.host import AgentDesk, Switchboard
+from switchboard.host import AgentDesk, Refusal, RefusalKind, Switchboard
 from switchboard.host.agent.speech import Speech, SpokenSegment, speak
 from switchboard.host.agent.streams import Streamed, StreamedSpeech
-from switchboard.tools.results import SegmentResult, SpeakResult, ok, refusal
+from switchboard.host.refusal import name_refusal
+from switchboard.tools.results import SegmentResult, SpeakResult, ok, refusal_boundary
 
 __all__ = [
     "MANUAL_TYPING_REFRESHES",
@@ -105,6 +109,7 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
         "refreshes itself for about two minutes, and stops when your speech lands there. When "
         "a turn begins, typing starts by itself where your plain speech goes.",
     )
+    @refusal_boundary
     async def typing_tool(
         channel: Annotated[
             str, Field(min_length=1, description="Which channel, as channel_list names it.")
@@ -117,12 +122,7 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
         try:
             refs = pick(channel, server_id)
         except ChannelNameError as exc:
-            return refusal(
-                "unknown-channel",
-                str(exc),
-                "call channel_list and pass one of the names it shows",
-                typing=False,
-            )
+            raise name_refusal(exc, "typing").adding(typing=False) from None
         typing: list[ChannelRef] = []
         for ref in refs:
             if on:
@@ -135,12 +135,11 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
     def streamed(items: tuple[Streamed, ...]) -> list[StreamedText]:
         return [StreamedText(**shown(s.ref).model_dump(), text=s.text) for s in items]
 
-    def no_stream(inference_id: str) -> CallToolResult:
-        return refusal(
-            "no-stream",
+    def no_stream(inference_id: str) -> Refusal:
+        return Refusal(
+            RefusalKind.NO_STREAM,
             f"there is no open stream {inference_id!r} of yours: it ended, was abandoned when "
             "your next turn began, or never existed; nothing was published by this call.",
-            "call speak_stream without inference_id to start a new one, or use speak",
         )
 
     @mcp.tool(
@@ -149,6 +148,7 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
         "Connectors that can show text live see it as you write; nothing is posted until you "
         "call speak_stream_end."
     )
+    @refusal_boundary
     async def speak_stream(
         text: Annotated[str, Field(description="The next piece of your text, as written.")],
         inference_id: Annotated[
@@ -160,11 +160,11 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
         else:
             found = board.streams.get(agent, inference_id)
             if found is None:
-                return no_stream(inference_id)
+                raise no_stream(inference_id)
             speech = found
         async with speech.lock:
             if board.streams.get(agent, speech.inference_id) is not speech:
-                return no_stream(speech.inference_id)
+                raise no_stream(speech.inference_id)
             sent = await speech.feed(text)
         return ok(StreamResult(inference_id=speech.inference_id, streamed=streamed(sent)))
 
@@ -188,6 +188,7 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
         "speak would (the result is speak's, per segment) and end the live previews. With "
         "abort=true nothing is posted."
     )
+    @refusal_boundary
     async def speak_stream_end(
         inference_id: Annotated[str, Field(min_length=1, description="The stream to end.")],
         text: Annotated[str, Field(description="A last piece of text, if any.")] = "",
@@ -195,10 +196,10 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
     ) -> Annotated[CallToolResult, StreamEndResult]:
         speech = board.streams.get(agent, inference_id)
         if speech is None:
-            return no_stream(inference_id)
+            raise no_stream(inference_id)
         async with speech.lock:
             if board.streams.get(agent, inference_id) is not speech:
-                return no_stream(inference_id)
+                raise no_stream(inference_id)
             board.streams.release(speech)
             if abort:
                 end = await speech.abort()
@@ -225,17 +226,4 @@ def register_presence_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk)
         )
 
     def segment(s: SpokenSegment) -> SegmentResult:
-        where = None if s.ref is None else shown(s.ref)
-        return SegmentResult.model_validate(
-            {
-                "status": s.status,
-                "target": s.target,
-                "channel": None if where is None else where.channel,
-                "server_id": None if where is None else where.server_id,
-                "channel_id": None if where is None else where.channel_id,
-                "message_id": s.message_id,
-                "refusal": s.refusal,
-                "reason": s.reason,
-                "kept_as_draft": s.kept,
-            }
-        )
+        return SegmentResult.of(s, None if s.ref is None else shown(s.ref).channel)

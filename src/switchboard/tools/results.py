@@ -1,23 +1,30 @@
-"""Typed results and refusals of the agent-facing tools.
+"""Typed results of the agent-facing tools, and the tool boundary where refusals become results.
 
 Results are pydantic models, so every tool has an output schema and returns structured
-content. A refusal is a ``CallToolResult`` with ``isError: true``: its text tells the agent what
-happened and what to call instead, and its structured content carries the same facts as data
-(``refusal``, ``message``, ``next``, plus details such as candidates).
+content. A refusal is a :class:`~switchboard.host.refusal.Refusal`, raised wherever the
+decision is made; :func:`refusal_boundary` wraps each tool that can refuse and turns it, once,
+into a ``CallToolResult`` with ``isError: true`` (:func:`refused`): its text tells the agent
+what happened and what to call instead, and its structured content carries the same facts as
+data (``refusal``, ``message``, ``next``, plus details such as candidates).
 
 Other tool modules put their own result models beside their tools; the helpers here
-(:func:`refusal`, :func:`ok`) are for every tool.
+(:func:`refusal_boundary`, :func:`refused`, :func:`ok`) are for every tool.
+
+What it deliberately does not know: why anything is refused, and the words of next steps (the
+host's, :mod:`switchboard.host.refusal`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, ParamSpec
 
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from switchboard.host import PublishOutcome
-from switchboard.host.agent.speech import SegmentStatus
+from switchboard.host import PublishOutcome, Refusal
+from switchboard.host.agent.speech import SegmentStatus, SpokenSegment
 from switchboard.host.agent.views import ChannelRow
 from switchboard.store import StoredMessage
 
@@ -166,6 +173,21 @@ class SegmentResult(BaseModel):
         default=False, description="Its words were kept: write {{unsent}} to send them later."
     )
 
+    @classmethod
+    def of(cls, s: SpokenSegment, channel: str | None) -> SegmentResult:
+        """``s``, with ``channel`` the ``>>`` target (or name) shown for its channel."""
+        return cls(
+            status=s.status,
+            target=s.target,
+            channel=channel,
+            server_id=None if s.ref is None else s.ref.server_id,
+            channel_id=None if s.ref is None else s.ref.channel_id,
+            message_id=s.message_id,
+            refusal=None if s.refusal is None else s.refusal.kind.value,
+            reason=s.reason,
+            kept_as_draft=s.kept,
+        )
+
 
 class SpeakResult(BaseModel):
     segments: list[SegmentResult]
@@ -182,14 +204,37 @@ class ThinkResult(BaseModel):
     note: str
 
 
-def refusal(kind: str, message: str, next_step: str, **data: Any) -> CallToolResult:
-    """An ``isError`` tool result that says what happened and what to do next."""
-    structured = {"refusal": kind, "message": message, "next": next_step, **data}
+def refused(refusal: Refusal) -> CallToolResult:
+    """The ``isError`` tool result of ``refusal``: what happened and what to do next."""
+    structured = {
+        "refusal": refusal.kind.value,
+        "message": refusal.message,
+        "next": refusal.next_step,
+        **refusal.data,
+    }
     return CallToolResult(
-        content=[TextContent(type="text", text=f"{message} Next: {next_step}")],
+        content=[TextContent(type="text", text=f"{refusal.message} Next: {refusal.next_step}")],
         structured_content=structured,
         is_error=True,
     )
+
+
+_P = ParamSpec("_P")
+
+
+def refusal_boundary(
+    tool: Callable[_P, Awaitable[CallToolResult]],
+) -> Callable[_P, Awaitable[CallToolResult]]:
+    """The tool boundary: a :class:`Refusal` raised inside ``tool`` becomes its result."""
+
+    @functools.wraps(tool)
+    async def answering(*args: _P.args, **kwargs: _P.kwargs) -> CallToolResult:
+        try:
+            return await tool(*args, **kwargs)
+        except Refusal as exc:
+            return refused(exc)
+
+    return answering
 
 
 def ok(model: BaseModel) -> CallToolResult:

@@ -1,8 +1,9 @@
 """The agent-facing MCP server: Switchboard's channels as tools.
 
 Built on the MCP SDK's ``MCPServer``: typed parameters give each tool an input schema, results
-are pydantic models (structured content plus an output schema), and refusals are ``isError``
-results made by :func:`switchboard.tools.results.refusal`. One server serves one agent
+are pydantic models (structured content plus an output schema), and a
+:class:`~switchboard.host.refusal.Refusal` raised inside a tool becomes an ``isError`` result
+at :func:`switchboard.tools.results.refusal_boundary`. One server serves one agent
 identity (``agent``), whose inbox cursor lives in the store and whose turns live on its
 :class:`~switchboard.host.AgentDesk`.
 

@@ -10,9 +10,12 @@
 Names are resolved like every tool's (the turn's own channels first); the schema has no
 server id, so a channel that no name picks alone cannot be tuned out by name. A tune-out whose
 server no longer registers its channel can still be cancelled by the name it was started with.
+Refusals (a refused name through :func:`~switchboard.host.refusal.name_refusal`, or the tune-out
+host's own) are raised and become results at the tool boundary.
 
-The lifecycle tools (``channel_open``, ``channel_close``, ``channel_decline``) refuse a
-tuned-out channel themselves, saying how its tune-out ends (``board.tuneouts.refusal_text``).
+The lifecycle verbs (``channel_open``, ``channel_close``, ``channel_decline``) refuse a
+tuned-out channel themselves, saying how its tune-out ends
+(:mod:`switchboard.host.tuneouts.words`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from switchboard.channels import (
-    AmbiguousName,
     ChannelNameError,
     ChannelRef,
     TuneOutScope,
@@ -35,10 +37,11 @@ from switchboard.channels import (
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.names.wording import Caller
 from switchboard.channels.tuneouts.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut
-from switchboard.host import AgentDesk, Switchboard
-from switchboard.host.tuneouts.host import TuneOutHost, TuneOutRefusal
+from switchboard.host import AgentDesk, Refusal, RefusalKind, Switchboard
+from switchboard.host.refusal import name_refusal
+from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.inbox import TuneOutInbox
-from switchboard.tools.results import InboxMessage, ok, refusal
+from switchboard.tools.results import InboxMessage, ok, refusal_boundary
 
 __all__ = [
     "TuneOutBacklogResult",
@@ -114,15 +117,6 @@ class TuneOutBacklogResult(BaseModel):
     more: bool
 
 
-def _refused(exc: TuneOutRefusal) -> CallToolResult:
-    return refusal(exc.kind, exc.message, exc.next_step, **exc.data)
-
-
-def _name_refused(exc: ChannelNameError) -> CallToolResult:
-    kind = "ambiguous-channel" if isinstance(exc, AmbiguousName) else "unknown-channel"
-    return refusal(kind, str(exc), "call channel_list and pass a name it shows")
-
-
 def _by_epoch_name(host: TuneOutHost, agent: str, name: str, kind: ScopeKind) -> ChannelRef | None:
     """The one ref among ``agent``'s tune-outs of ``kind`` that ``name`` spells, if any."""
     hits = {
@@ -140,20 +134,20 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
     host = board.tuneouts
     inbox = TuneOutInbox(host)
 
-    def locate(channel: str, kind: ScopeKind, *, ours: bool = False) -> ChannelRef | CallToolResult:
+    def locate(channel: str, kind: ScopeKind, *, ours: bool = False) -> ChannelRef:
         """The channel ``channel`` names; with ``ours``, also one of the agent's tune-outs'
         channels that is no longer registered, by its id or qualified name."""
         try:
             return board.registry.names.resolve(channel, own=desk.own, caller=TUNE_OUT).ref
         except ChannelNameError as exc:
             ref = _by_epoch_name(host, agent, channel, kind) if ours else None
-            return ref if ref is not None else _name_refused(exc)
+            if ref is None:
+                raise name_refusal(exc, "tune_out", server_arg=None) from None
+            return ref
 
-    def mine(channel: str, scope: Scope) -> ActiveTuneOut | CallToolResult:
+    def mine(channel: str, scope: Scope) -> ActiveTuneOut:
         kind = ScopeKind(scope)
         ref = locate(channel, kind, ours=True)
-        if isinstance(ref, CallToolResult):
-            return ref
         held = host.find(agent, TuneOutScope(ref, kind))
         if held is not None:
             return held
@@ -164,11 +158,7 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
             message = f"The tune-out of {what} is agent {other.epoch.owner!r}'s, not yours"
         else:
             message = f"You have no tune-out of {what} (as its owner or its reader)"
-        return refusal(
-            "not-tuned-out",
-            f"{message}, so nothing changed.",
-            "call tune_out_status to see your tune-outs",
-        )
+        raise Refusal(RefusalKind.NOT_TUNED_OUT, f"{message}, so nothing changed.")
 
     @mcp.tool(
         description="Tune out a channel: it stays open, but its messages stop reaching your "
@@ -178,6 +168,7 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
         "channel except `channel`. mode cancel ends your tune-out (or one you read, "
         "optionally leaving a digest of what you read)."
     )
+    @refusal_boundary
     async def tune_out(
         channel: Annotated[
             str,
@@ -215,12 +206,7 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
     ) -> Annotated[CallToolResult, TuneOutResult]:
         if mode == "cancel":
             held = mine(channel, scope)
-            if isinstance(held, CallToolResult):
-                return held
-            try:
-                settled = await host.cancel(held.epoch.epoch_id, agent, digest)
-            except TuneOutRefusal as exc:
-                return _refused(exc)
+            settled = await host.cancel(held.epoch.epoch_id, agent, digest)
             whose = "your" if held.epoch.owner == agent else f"{held.epoch.owner}'s"
             return ok(
                 TuneOutResult(
@@ -232,18 +218,13 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
             )
         kind = ScopeKind(scope)
         ref = locate(channel, kind)
-        if isinstance(ref, CallToolResult):
-            return ref
         terms = TuneOutTerms(
             reader=reader,
             backlog_cap=DEFAULT_BACKLOG_CAP if backlog_cap is None else backlog_cap,
             max_wakes=wake_budget,
             duration=None if duration_minutes is None else duration_minutes * 60.0,
         )
-        try:
-            started = await host.start(agent, TuneOutScope(ref, kind), terms)
-        except TuneOutRefusal as exc:
-            return _refused(exc)
+        started = await host.start(agent, TuneOutScope(ref, kind), terms)
         info = TuneOutInfo.of(started.held, host)
         end = "when cancelled" if info.expires_at is None else f"at {info.expires_at}"
         return ok(
@@ -266,6 +247,7 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
         description="Read what a tune-out you read (or own) has withheld so far, oldest first. "
         "Pass the returned cursor as after_seq to read on."
     )
+    @refusal_boundary
     async def tune_out_backlog(
         channel: Annotated[str, Field(min_length=1, description="As given to tune_out.")],
         scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
@@ -273,8 +255,6 @@ def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) 
         limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
     ) -> Annotated[CallToolResult, TuneOutBacklogResult]:
         held = mine(channel, scope)
-        if isinstance(held, CallToolResult):
-            return held
         page = await inbox.backlog(held, after_seq, limit)
         return ok(
             TuneOutBacklogResult(

@@ -1,4 +1,4 @@
-"""What an ended tune-out hands over (the capped backlog and its note), and the refusal texts."""
+"""What an ended tune-out hands over (the capped backlog and its note)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,7 @@ import pytest
 from switchboard.channels.lifecycle.decisions import ScopeKind, Source, TuneOutEpoch, TuneOutScope
 from switchboard.channels.lifecycle.events import EndReason
 from switchboard.channels.ref import ChannelRef
-from switchboard.channels.tuneouts.delivery import (
-    deliver_backlog,
-    tune_out_end_text,
-    tuned_out_meanwhile_text,
-    tuned_out_refusal_text,
-)
+from switchboard.channels.tuneouts.delivery import deliver_backlog
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 
 G = ChannelRef("a", "g")
@@ -90,38 +85,3 @@ def test_an_end_at_the_wake_budget_says_what_the_budget_was(budget: int, words: 
         ended(5, max_wakes=budget), EndReason.WAKE_BUDGET, NOTHING, shown='"g"'
     ).note
     assert words in note
-
-
-def test_a_tool_refused_on_a_tuned_out_channel_is_told_to_cancel_with_its_name() -> None:
-    text = tuned_out_refusal_text('"g"', "g", "channel_open")
-    assert text.startswith('Channel "g" is tuned out')
-    assert "channel_open does not change that" in text
-    assert 'channel "g"' in text
-    assert '"cancel"' in text
-    assert "backlog" in text
-    assert text.endswith("backlog.")
-
-
-def test_a_refused_close_adds_that_it_can_close_the_channel_after_the_cancel() -> None:
-    text = tuned_out_refusal_text('"g"', "a:g", "channel_close")
-    assert 'channel "a:g"' in text
-    assert text.endswith("channel_close can close the channel after that.")
-
-
-def test_a_channel_no_name_picks_alone_is_said_to_end_by_itself() -> None:
-    text = tune_out_end_text(None)
-    assert "No channel name" in text
-    assert "tune_out cannot cancel" in text
-    assert "wake budget" in text
-    assert "time runs out" in text
-    closing = tune_out_end_text(None, "channel_close")
-    assert closing.endswith("Once it has ended, channel_close can close the channel.")
-    declined = tuned_out_refusal_text('"b:room" on server "a"', None, "channel_decline")
-    assert "channel_decline does not change that" in declined
-    assert "No channel name" in declined
-
-
-def test_an_open_that_finds_the_channel_tuned_out_meanwhile_says_so() -> None:
-    text = tuned_out_meanwhile_text('"g"', "g", "channel_open")
-    assert text.startswith('Channel "g" was tuned out meanwhile')
-    assert 'channel "g"' in text

@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from switchboard.host import PublishStatus, Refusal
+from switchboard.host import PublishStatus, RefusalKind
 from switchboard.transport import RpcError
 from tests.host.fake import FakeConnector, board_with, descriptor
 
@@ -102,7 +102,8 @@ async def test_a_publish_to_an_unregistered_channel_is_refused_before_sending(
     fake = FakeConnector()
     async with board_with(tmp_path, fake) as board:
         outcome = await board.publish("nowhere", "hello")
-    assert outcome.refusal is Refusal.UNKNOWN_CHANNEL
+    assert outcome.refusal is not None
+    assert outcome.refusal.kind is RefusalKind.UNKNOWN_CHANNEL
     assert fake.got("channels/publish") == []
 
 
@@ -113,7 +114,8 @@ async def test_a_publish_to_an_inbound_only_channel_is_refused_before_sending(
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("feed", direction="inbound"))
         outcome = await board.publish("feed", "hello")
-    assert outcome.refusal is Refusal.INBOUND_ONLY
+    assert outcome.refusal is not None
+    assert outcome.refusal.kind is RefusalKind.INBOUND_ONLY
     assert fake.got("channels/publish") == []
 
 
@@ -124,7 +126,8 @@ async def test_a_publish_without_the_publish_grant_is_refused_before_sending(
     async with board_with(tmp_path, fake, grant=["channels.register"]) as board:
         await _registered(fake, descriptor("room"))
         outcome = await board.publish("room", "hello")
-    assert outcome.refusal is Refusal.NOT_GRANTED
+    assert outcome.refusal is not None
+    assert outcome.refusal.kind is RefusalKind.NOT_GRANTED
     assert fake.got("channels/publish") == []
 
 
@@ -141,7 +144,8 @@ async def test_a_publish_to_a_server_that_is_still_connecting_is_refused(tmp_pat
     async with board_with(tmp_path, fake) as board:
         outcome = await board.publish("room", "hello", server_id="s1")
         gate.set()
-    assert outcome.refusal is Refusal.SERVER_CONNECTING
+    assert outcome.refusal is not None
+    assert outcome.refusal.kind is RefusalKind.SERVER_CONNECTING
 
 
 async def test_a_publish_to_a_server_that_is_gone_is_refused(tmp_path: Path) -> None:
@@ -154,7 +158,8 @@ async def test_a_publish_to_a_server_that_is_gone_is_refused(tmp_path: Path) -> 
             while board.sessions["s1"].peer is not None:
                 await anyio.lowlevel.checkpoint()
         outcome = await board.publish("room", "hello", server_id="s1")
-    assert outcome.refusal is Refusal.SERVER_GONE
+    assert outcome.refusal is not None
+    assert outcome.refusal.kind is RefusalKind.SERVER_GONE
 
 
 async def test_an_empty_text_is_refused(tmp_path: Path) -> None:
@@ -162,4 +167,5 @@ async def test_an_empty_text_is_refused(tmp_path: Path) -> None:
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("room"))
         outcome = await board.publish("room", "   ")
-    assert outcome.refusal is Refusal.EMPTY_CONTENT
+    assert outcome.refusal is not None
+    assert outcome.refusal.kind is RefusalKind.EMPTY_CONTENT

@@ -20,8 +20,8 @@ from switchboard.channels.lifecycle.decisions import (
 )
 from switchboard.channels.lifecycle.events import TuneOutStarted
 from switchboard.channels.lifecycle.speech import ClosedByAgent, closed_by_agent
-from switchboard.host import Switchboard
-from switchboard.host.lifecycle.answers import Origin
+from switchboard.host import Refusal, Switchboard
+from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin
 from switchboard.store import DecisionLog, StoreError
 from tests.helpers import Recorder
 from tests.host.fake import FakeConnector, LifecycleScript, board_with, descriptor, register_settled
@@ -33,6 +33,13 @@ G = ChannelRef("s1", "g")
 
 async def _logged(log: DecisionLog, kind: str = "desired-state") -> list[dict[str, Any]]:
     return [e for e in await log.read_all() if e.get("kind") == kind and e.get("channelId") == "g"]
+
+
+async def _refused(verb: Awaitable[LifecycleAnswer]) -> Refusal:
+    """The refusal a verb raises."""
+    with pytest.raises(Refusal) as refused:
+        await verb
+    return refused.value
 
 
 async def _tune_out(board: Switchboard, ref: ChannelRef = G) -> None:
@@ -101,16 +108,17 @@ async def test_a_machine_close_of_an_explicit_open_is_refused_unless_leased(
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("g")])
         await board.lifecycle.open(G)
-        refused = await board.lifecycle.close(G, origin=Origin.MODULE, source="subscription-gc")
+        refused = await _refused(
+            board.lifecycle.close(G, origin=Origin.MODULE, source="subscription-gc")
+        )
         unchanged = board.lifecycle.record(G)
         leased = await board.lifecycle.close(
             G, origin=Origin.MODULE, source="subscription-gc", override_explicit_open=True
         )
         after = board.lifecycle.record(G)
-    assert not refused.ok
     assert refusal_kind(refused) == ("explicit-open", False)
-    assert "agent-tool" in refused.text
-    assert "subscription-gc" in refused.text
+    assert "agent-tool" in refused.message
+    assert "subscription-gc" in refused.message
     assert unchanged is not None
     assert unchanged.source is Source.AGENT_TOOL
     assert leased.status == "closed"
@@ -119,8 +127,9 @@ async def test_a_machine_close_of_an_explicit_open_is_refused_unless_leased(
     assert script.closed == ["g"]
 
 
-def refusal_kind(answer: Any) -> tuple[str | None, bool]:
-    return answer.refusal, answer.is_error
+def refusal_kind(refusal: Refusal) -> tuple[str | None, bool]:
+    """The kind, and whether it is an error for the caller (not one it stands down on)."""
+    return refusal.kind, not refusal.stand_down
 
 
 async def test_provenance_comes_from_the_origin_never_from_the_source_input(
@@ -134,15 +143,15 @@ async def test_provenance_comes_from_the_origin_never_from_the_source_input(
         await register_settled(fake, rec, [descriptor("g")])
         agents = await board.lifecycle.close(G, source="housekeeping")
         record = board.lifecycle.record(G)
-        janitor = await board.lifecycle.close(G, origin=Origin.MODULE, source="janitor")
-    assert agents.ok
+        janitor = await _refused(board.lifecycle.close(G, origin=Origin.MODULE, source="janitor"))
+    assert agents.status == "already closed"
     assert record is not None
     assert record.source is Source.AGENT_TOOL
-    assert janitor.refusal == "unknown-source"
-    assert janitor.is_error
-    assert "'janitor'" in janitor.text
-    assert "subscription-gc" in janitor.text
-    assert "housekeeping" in janitor.text
+    assert janitor.kind == "unknown-source"
+    assert not janitor.stand_down
+    assert "'janitor'" in janitor.message
+    assert "subscription-gc" in janitor.message
+    assert "housekeeping" in janitor.message
 
 
 async def test_a_close_whose_append_fails_changes_nothing_and_sends_nothing(
@@ -164,12 +173,12 @@ async def test_a_close_whose_append_fails_changes_nothing_and_sends_nothing(
             return failed
 
         monkeypatch.setattr(log, "append", refuse)
-        answer = await board.lifecycle.close(G)
+        answer = await _refused(board.lifecycle.close(G))
         after = board.lifecycle.record(G)
-    assert answer.refusal == "not-recorded"
-    assert answer.is_error
-    assert "the disk is full" in answer.text
-    assert "Nothing changed" in answer.text
+    assert answer.kind == "not-recorded"
+    assert not answer.stand_down
+    assert "the disk is full" in answer.message
+    assert "Nothing changed" in answer.message
     assert after is before
     assert after is not None
     assert after.state is DesiredState.OPEN
@@ -184,16 +193,16 @@ async def test_tuned_out_channels_are_refused_with_how_the_tune_out_ends(tmp_pat
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("g")])
         await _tune_out(board)
-        opened = await board.lifecycle.open(G)
-        closed = await board.lifecycle.close(G)
-        by_module = await board.lifecycle.close(G, origin=Origin.MODULE)
-        declined = await board.lifecycle.decline(G, message_id="m1")
-        gc = await board.lifecycle.close(G, origin=Origin.MODULE, source="housekeeping")
+        opened = await _refused(board.lifecycle.open(G))
+        closed = await _refused(board.lifecycle.close(G))
+        by_module = await _refused(board.lifecycle.close(G, origin=Origin.MODULE))
+        declined = await _refused(board.lifecycle.decline(G, message_id="m1"))
+        gc = await _refused(board.lifecycle.close(G, origin=Origin.MODULE, source="housekeeping"))
         state = board.desired_state(G)
     assert refusal_kind(opened) == ("tuned-out", True)
-    assert 'tune_out with channel "g" and mode "cancel"' in opened.text
+    assert 'tune_out with channel "g" and mode "cancel"' in opened.message
     assert refusal_kind(closed) == ("tuned-out", True)
-    assert "channel_close can close the channel after that" in closed.text
+    assert "channel_close can close the channel after that" in closed.message
     assert refusal_kind(by_module) == ("tuned-out", False)
     assert refusal_kind(declined) == ("tuned-out", True)
     assert refusal_kind(gc) == ("explicit-open", False)
@@ -208,16 +217,16 @@ async def test_a_decline_is_refused_only_when_the_transport_is_open(tmp_path: Pa
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("g"), descriptor("h", initiallyOpen=True)])
-        failed = await board.lifecycle.open(G)
+        failed = await _refused(board.lifecycle.open(G))
         declined = await board.lifecycle.decline(G, message_id="m1")
         record = board.lifecycle.record(G)
-        open_one = await board.lifecycle.decline(ChannelRef("s1", "h"), message_id="m2")
-    assert failed.refusal == "open-failed"
+        open_one = await _refused(board.lifecycle.decline(ChannelRef("s1", "h"), message_id="m2"))
+    assert failed.kind == "open-failed"
     assert declined.status == "remained closed"
     assert record is not None
     assert record.source is Source.INVITATION_DECLINED
-    assert open_one.refusal == "nothing-to-decline"
-    assert "is open" in open_one.text
+    assert open_one.kind == "nothing-to-decline"
+    assert "is open" in open_one.message
     assert "channel_close" in open_one.next_step
 
 
@@ -260,7 +269,7 @@ async def test_no_acknowledgment_is_sent_without_its_grant(tmp_path: Path) -> No
     async with board_with(tmp_path, fake, recorder=rec, grant=grant) as board:
         await register_settled(fake, rec, [descriptor("g")])
         answer = await board.lifecycle.decline(G, message_id="m7", acknowledge="👀")
-    assert answer.ok
+    assert answer.status == "remained closed"
     assert answer.acknowledged is False
     assert answer.acknowledgment_error is not None
     assert "channels.acknowledge" in answer.acknowledgment_error

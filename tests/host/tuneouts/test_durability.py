@@ -14,7 +14,7 @@ import pytest
 from switchboard.channels import ChannelRef, DesiredState, Source, TuneOutScope, TuneOutTerms
 from switchboard.channels.lifecycle.decisions import RefusalReason, Refused, ScopeKind
 from switchboard.host import Switchboard
-from switchboard.host.tuneouts.host import TuneOutRefusal
+from switchboard.host.refusal import Refusal
 from switchboard.store import StoredMessage
 from tests.host.fake import (
     FakeConnector,
@@ -95,7 +95,7 @@ async def test_a_decision_the_log_refuses_changes_nothing_and_says_so(tmp_path: 
         before = board.lifecycle.record(ROOM)
         assert board.decisions is not None
         await board.decisions.aclose()
-        with pytest.raises(TuneOutRefusal) as refused:
+        with pytest.raises(Refusal) as refused:
             await board.tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
         assert refused.value.kind == "not-recorded"
         assert "nothing changed" in refused.value.message
@@ -151,12 +151,12 @@ async def test_one_owners_tune_outs_never_overlap_and_another_agents_holds_its_c
         await register_admitted(board, fake, "room", "other")
         tuneouts = board.tuneouts
         await tuneouts.start("a", TuneOutScope(OTHER, ScopeKind.ALL_EXCEPT), TuneOutTerms())
-        with pytest.raises(TuneOutRefusal) as inside:
+        with pytest.raises(Refusal) as inside:
             await tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
         await tuneouts.start("b", TuneOutScope(ROOM), TuneOutTerms())
-        with pytest.raises(TuneOutRefusal) as around:
+        with pytest.raises(Refusal) as around:
             await tuneouts.start("b", TuneOutScope(OTHER, ScopeKind.ALL_EXCEPT), TuneOutTerms())
-        with pytest.raises(TuneOutRefusal) as taken:
+        with pytest.raises(Refusal) as taken:
             await tuneouts.start("c", TuneOutScope(ROOM), TuneOutTerms())
     assert inside.value.kind == "overlapping-tune-out"
     assert around.value.kind == "overlapping-tune-out"

@@ -23,7 +23,7 @@ from switchboard.channels import ChannelRef, TuneOutScope, TuneOutTerms
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.config import Config, StoreConfig
 from switchboard.host import Switchboard
-from switchboard.host.tuneouts.host import TuneOutRefusal
+from switchboard.host.refusal import Refusal
 from switchboard.host.tuneouts.inbox import NOTICE_KIND
 from switchboard.protocol.channel_messages import ChannelDescriptor
 from switchboard.store import DecisionLog, MessageStore, StoredMessage
@@ -107,7 +107,7 @@ async def step_once(board: Switchboard, world: World, step: tuple[Any, ...], see
         else:
             scope = TuneOutScope(OTHER, ScopeKind.ALL_EXCEPT)
         terms = TuneOutTerms(max_wakes=step[2], backlog_cap=step[3], duration=step[4])
-        with suppress(TuneOutRefusal):  # overlapping tune-outs are refused; fine here
+        with suppress(Refusal):  # overlapping tune-outs are refused; fine here
             await board.tuneouts.start("a", scope, terms)
     elif kind == "cancel":
         for held in board.tuneouts.of_agent("a"):

@@ -22,7 +22,6 @@ queues, and the words of refusals other than the two texts below.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
@@ -34,6 +33,7 @@ from switchboard.channels.lifecycle.decisions import (
     is_close_decision,
 )
 from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
+from switchboard.channels.names.wording import q
 
 __all__ = [
     "ChannelFacts",
@@ -347,14 +347,10 @@ def send_open_outcome(
     return SendOpenOutcome(SendAnswer.OPEN_FAILED, opening, selected)
 
 
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
-
-
 def lifecycle_withheld_text(server_id: str) -> str:
     """Tell the agent that a connector keeps its channels open or closed as it chooses."""
     return (
-        f"server {_q(server_id)} has not let this host open or close its channels "
+        f"server {q(server_id)} has not let this host open or close its channels "
         "(no channels.lifecycle grant), so it keeps each one open or closed as it chooses"
     )
 
@@ -362,7 +358,7 @@ def lifecycle_withheld_text(server_id: str) -> str:
 def answered_elsewhere_text(server_id: str) -> str:
     """Why words into a channel marked answered-elsewhere are not sent."""
     return (
-        f"server {_q(server_id)} answered the last open of this channel for a different "
+        f"server {q(server_id)} answered the last open of this channel for a different "
         "channel, so words sent by its id might land elsewhere; they go in again once an open "
         "of it is answered for this channel"
     )

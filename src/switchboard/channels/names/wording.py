@@ -8,8 +8,11 @@ the call to make next when one exists. Names are quoted with JSON string syntax
 unambiguously; a channel that no string picks alone is shown as ``"b:room" on server "a"``
 (:func:`on_server`), a display form that no input accepts.
 
-What it deliberately does not know: how the facts were found. The texts are Switchboard's own
-wording; tests check the information they carry, not their sentences.
+:func:`q` is the one quoting helper of the code base; every text that quotes a name uses it.
+
+What it deliberately does not know: how the facts were found, and the agent's tools: the texts
+name no tool (the host words what to call next, :mod:`switchboard.host.refusal`). The texts are
+Switchboard's own wording; tests check the information they carry, not their sentences.
 """
 
 from __future__ import annotations
@@ -101,9 +104,9 @@ class Caller:
 LOOKUP = Caller("no channel was chosen")
 """A plain lookup: ``ChannelRegistry.resolve`` (arguments ``channel`` and ``server_id``)."""
 RUN = Caller("nothing ran", "channel_id", "server_id")
-"""channel_open, channel_close, channel_decline (§3.7)."""
+"""The lifecycle calls: open, close, decline (§3.7)."""
 POST = Caller("nothing was posted", "channel_id", None)
-"""channel_publish and other publishes that take no server id (§3.8)."""
+"""A publish that takes no server id (§3.8)."""
 DELIVER = Caller("nothing was delivered", "channel_id", None)
 """deliver_summary and similar deliveries."""
 SPEECH = Caller("nothing was sent", None, None)
@@ -205,7 +208,7 @@ def unknown_text(
     if not name:
         return (
             f"The channel name is empty, so {caller.undone}. Name a channel by {kinds}; "
-            "channel_list shows them."
+            "the channel list shows them."
         )
     text = f"No channel answers to {q(name)} as {kinds}, so {caller.undone}."
     if after:
@@ -214,7 +217,7 @@ def unknown_text(
         listed = ", ".join(q(s) for s in suggestions)
         text += f" Close names, each picking one channel: {listed}."
     elif not after:
-        text += " channel_list shows every channel and the name that picks it."
+        text += " The channel list shows every channel and the name that picks it."
     return text
 
 
@@ -250,7 +253,7 @@ def elsewhere_text(
     arg = caller.server_arg
     if not elsewhere:
         if alone is None:
-            return "channel_list shows the channels and their servers."
+            return "The channel list shows the channels and their servers."
         text = f"{q(name)} alone names channel {on_server(alone)}"
         return f"{text}: for that one, call again without {arg}." if arg else f"{text}."
     servers = list(dict.fromkeys(c.ref.server_id for c in elsewhere))

@@ -1,24 +1,18 @@
-"""What the agent gets when a tune-out ends, and what it is told while one holds a channel.
+"""What the agent gets when a tune-out ends.
 
-What this module knows (channel-registry.md §6):
-
-- :func:`deliver_backlog`: every end hands the owner the diverted backlog, capped at the
-  epoch's ``backlog_cap``. Past the cap the latest messages are handed over raw, and a note
-  says how many earlier ones are held back, carries the reader's digest of them when there is
-  one, and says that history requests fetch them in full.
-- The words of the tune-out refusals of the channel tools (``channel_open``, ``channel_close``,
-  ``channel_decline``): the channel is tuned out, the tool does not change that, and how the
-  tune-out ends, which depends on whether some name picks the channel alone (``tune_out`` takes
-  only a name, so without one it cannot cancel it).
+What this module knows (channel-registry.md §6): :func:`deliver_backlog`. Every end hands the
+owner the diverted backlog, capped at the epoch's ``backlog_cap``. Past the cap the latest
+messages are handed over raw, and a note says how many earlier ones are held back, carries the
+reader's digest of them when there is one, and says that history requests fetch them in full.
 
 What it deliberately does not know: the messages themselves (any values the host passes, kept
-in order), how names are computed (the caller passes the shown form and the name that picks the
-channel alone), and the refusal's structured data (the tool layer adds it).
+in order), how names are computed (the caller passes the shown form), and the tools: what a
+tool is told about a tuned-out channel is the host's wording
+(:mod:`switchboard.host.tuneouts.words`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -27,19 +21,9 @@ from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.lifecycle.events import EndReason
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 
-__all__ = [
-    "BacklogDelivery",
-    "deliver_backlog",
-    "tune_out_end_text",
-    "tuned_out_meanwhile_text",
-    "tuned_out_refusal_text",
-]
+__all__ = ["BacklogDelivery", "deliver_backlog"]
 
 _M = TypeVar("_M")
-
-
-def _q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,50 +100,3 @@ def deliver_backlog(
             note += "; no digest of them was written"
         note += ". Ask for the channel history to read them in full."
     return BacklogDelivery(epoch.owner, messages, held_back, note)
-
-
-def tune_out_end_text(name_alone: str | None, tool: str | None = None) -> str:
-    """How a tune-out ends, for a tool that refused because of it.
-
-    Args:
-        name_alone: The name that picks the channel alone, or None when no name does.
-        tool: The refusing tool; ``channel_close`` adds that it can close the channel after.
-    """
-    closes = tool == "channel_close"
-    if name_alone is not None:
-        text = (
-            f"To resume normal attention, call tune_out with channel {_q(name_alone)} and "
-            'mode "cancel"; cancelling hands over the diverted backlog'
-        )
-        return text + (", and channel_close can close the channel after that." if closes else ".")
-    text = (
-        "No channel name picks this channel alone, so tune_out cannot cancel its tune-out: it "
-        "ends by itself when its time runs out or at the first wake past its wake budget, and "
-        "its backlog is handed over then."
-    )
-    return text + (" Once it has ended, channel_close can close the channel." if closes else "")
-
-
-def tuned_out_refusal_text(shown: str, name_alone: str | None, tool: str) -> str:
-    """The refusal of ``tool`` on a tuned-out channel.
-
-    A decision recorded over the tune-out would end it without its cancel, and its backlog
-    would never reach the agent; so the tool refuses and says how the tune-out ends.
-
-    Args:
-        shown: How the channel is shown (already quoted as needed).
-        name_alone: The name that picks it alone, or None.
-        tool: ``channel_open``, ``channel_close`` or ``channel_decline``.
-    """
-    return (
-        f"Channel {shown} is tuned out: its messages wait in a backlog instead of your inbox, and "
-        f"{tool} does not change that. {tune_out_end_text(name_alone, tool)}"
-    )
-
-
-def tuned_out_meanwhile_text(shown: str, name_alone: str | None, tool: str) -> str:
-    """The failure of an open or close whose channel was tuned out during the round trip."""
-    return (
-        f"Channel {shown} was tuned out meanwhile: its messages wait in a backlog instead of "
-        f"your inbox, and {tool} does not change that. {tune_out_end_text(name_alone, tool)}"
-    )

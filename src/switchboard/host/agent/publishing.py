@@ -19,33 +19,35 @@ What this module knows (channel-registry.md §3.6, §3.8, §7.6, §8.5):
   tool server was built for, never from the tool's input.
 
 Whatever is chosen then goes through :meth:`Switchboard.publish_to`, which checks the server,
-the grant and the direction and reports delivered, failed or unknown (§8.1).
+the grant and the direction and reports delivered, failed or unknown (§8.1). A refused choice
+is a :class:`~switchboard.host.refusal.Refusal` (a name error through
+:func:`~switchboard.host.refusal.name_refusal`), carried in a failed outcome.
 
-What it deliberately does not know: MCP, result shapes, and the words of the tool's hints.
+What it deliberately does not know: MCP, result shapes, and the words of the next steps.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from switchboard.channels import (
-    AmbiguousName,
     Caller,
     ChannelEntry,
     ChannelNameError,
     ChannelRef,
     ChannelRegistry,
-    OwnChannelGone,
-    UnknownName,
 )
 from switchboard.channels.names.wording import on_server, q
 from switchboard.host.agent.defaults import DefaultChannel
 from switchboard.host.agent.desk import AgentDesk
 from switchboard.host.app import Switchboard
-from switchboard.host.outcome import PublishOutcome, Refusal
+from switchboard.host.outcome import PublishOutcome
+from switchboard.host.refusal import GONE, Refusal, RefusalKind, name_refusal
 
-__all__ = ["POSTING", "AgentPublish", "candidates_of", "choose_destination", "publish_for_agent"]
+__all__ = ["POSTING", "TOOL", "AgentPublish", "choose_destination", "publish_for_agent"]
+
+TOOL = "channel_publish"
+"""The tool an agent's publish is a call of (its refusals' next steps name it)."""
 
 POSTING = Caller("nothing was posted", "channel", "server_id")
 """The wording of ``channel_publish`` refusals (its arguments are ``channel``, ``server_id``)."""
@@ -56,48 +58,12 @@ class AgentPublish:
     """What became of an agent's publish.
 
     Attributes:
-        outcome: Delivered, failed (with ``refusal`` when nothing was sent) or unknown.
+        outcome: Delivered, failed (its ``refusal`` says why nothing was sent) or unknown.
         defaulted: No channel was named: the locus or default channel was used.
     """
 
     outcome: PublishOutcome
     defaulted: bool
-
-
-def candidates_of(exc: AmbiguousName) -> list[dict[str, Any]]:
-    """The candidates of an ambiguity refusal, as data: each channel and the name picking it."""
-    return [
-        {
-            "server_id": c.ref.server_id,
-            "channel_id": c.ref.channel_id,
-            "name": c.name,
-            "label": c.label,
-            "gone": c.gone,
-        }
-        for c in exc.choices
-    ]
-
-
-def name_refusal(exc: ChannelNameError) -> PublishOutcome:
-    """A refused name, as a refused publish carrying the facts of the refusal."""
-    message = str(exc)
-    if isinstance(exc, AmbiguousName):
-        return PublishOutcome.refused(
-            Refusal.AMBIGUOUS_CHANNEL, message, candidates=candidates_of(exc)
-        )
-    if isinstance(exc, OwnChannelGone):
-        return PublishOutcome.refused(
-            Refusal.UNKNOWN_CHANNEL,
-            message,
-            server_id=exc.ref.server_id,
-            channel_id=exc.ref.channel_id,
-            gone=True,
-        )
-    if isinstance(exc, UnknownName):
-        return PublishOutcome.refused(
-            Refusal.UNKNOWN_CHANNEL, message, suggestions=list(exc.suggestions)
-        )
-    return PublishOutcome.refused(Refusal.UNKNOWN_CHANNEL, message)
 
 
 def choose_destination(
@@ -106,7 +72,7 @@ def choose_destination(
     default: DefaultChannel,
     channel: str | None,
     server_id: str | None = None,
-) -> ChannelEntry | PublishOutcome:
+) -> ChannelEntry | Refusal:
     """The channel a publish means (see the module docstring), or the refusal; sends nothing.
 
     With both ``channel`` and ``server_id`` this looks only on that server (the async caller
@@ -117,11 +83,11 @@ def choose_destination(
         try:
             return registry.names.resolve(channel, server_id=server_id, own=own, caller=POSTING)
         except ChannelNameError as exc:
-            return name_refusal(exc)
+            return name_refusal(exc, TOOL)
     locus = desk.locus(registry, default)
     if locus.ref is None:
-        return PublishOutcome.refused(
-            Refusal.NO_CHANNEL,
+        return Refusal(
+            RefusalKind.NO_CHANNEL,
             f"No channel was named and there is none to default to ({locus.reason}), so "
             "nothing was posted.",
         )
@@ -143,9 +109,10 @@ def choose_destination(
             "is not registered now, so nothing was posted; it is not sent to any other "
             "channel in its place."
         )
-    return PublishOutcome.refused(
-        Refusal.UNKNOWN_CHANNEL,
+    return Refusal(
+        RefusalKind.UNKNOWN_CHANNEL,
         text,
+        GONE,
         server_id=ref.server_id,
         channel_id=ref.channel_id,
         gone=True,
@@ -163,19 +130,15 @@ async def publish_for_agent(
     """Publish ``text`` for the agent ``desk`` serves (see the module docstring)."""
     defaulted = channel is None
     if not text.strip():
-        return AgentPublish(
-            PublishOutcome.refused(
-                Refusal.EMPTY_CONTENT, "There is nothing to send: the text is empty."
-            ),
-            defaulted,
-        )
+        empty = Refusal(RefusalKind.EMPTY_CONTENT, "There is nothing to send: the text is empty.")
+        return AgentPublish(PublishOutcome.refused(empty), defaulted)
     if channel is not None and server_id is not None:
         outcome = await board.publish(
             channel, text, server_id=server_id, conversation_id=desk.conversation_id
         )
         return AgentPublish(outcome, defaulted)
     chosen = choose_destination(board.registry, desk, board.default_channel, channel, server_id)
-    if isinstance(chosen, PublishOutcome):
-        return AgentPublish(chosen, defaulted)
+    if isinstance(chosen, Refusal):
+        return AgentPublish(PublishOutcome.refused(chosen), defaulted)
     outcome = await board.publish_to(chosen, text, conversation_id=desk.conversation_id)
     return AgentPublish(outcome, defaulted)

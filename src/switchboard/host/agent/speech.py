@@ -26,6 +26,10 @@ turns into publishes, using the pure grammar (:func:`~switchboard.channels.parse
   keeps anything. The continue modifier ``!`` is parsed and has no effect over MCP (the agent
   drives its own loop).
 
+A segment that was not sent carries its :class:`~switchboard.host.refusal.Refusal` as a value
+(a target that did not resolve through :func:`~switchboard.host.refusal.name_refusal`, as
+``unresolved-target``): it is part of the answer, not the failure of the call.
+
 What it deliberately does not know: MCP and result shapes, and how a publish is carried out
 (:meth:`Switchboard.publish_to`).
 """
@@ -50,7 +54,8 @@ from switchboard.channels.prose.grammar import is_blank
 from switchboard.channels.prose.route import sticky_after_failed_delivery
 from switchboard.host.agent.desk import AgentDesk, Locus
 from switchboard.host.app import Switchboard
-from switchboard.host.outcome import PublishStatus, Refusal
+from switchboard.host.outcome import PublishStatus
+from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 
 __all__ = ["SegmentStatus", "Speech", "SpokenSegment", "speak"]
 
@@ -71,8 +76,9 @@ class SpokenSegment:
         target: The target token as written after ``>>``; None for unprefixed prose.
         ref: The channel it went, or was meant, to; None when none was chosen.
         message_id: The connector's id of the delivered message.
-        refusal: Why it was not sent, as a kind (``unknown-channel``, ``no-channel``, …).
-        reason: The same in words, saying what to do instead.
+        refusal: Why it was not sent (kind ``unknown-channel``, ``no-channel``, …), or for
+            ``unknown`` why it is not confirmed (``unconfirmed``).
+        reason: Why, in words: the refusal's message, or why ``withheld``.
         kept: Whether its words were kept as a draft (``{{unsent}}`` brings them back).
     """
 
@@ -81,7 +87,7 @@ class SpokenSegment:
     target: str | None = None
     ref: ChannelRef | None = None
     message_id: str | None = None
-    refusal: str | None = None
+    refusal: Refusal | None = None
     reason: str | None = None
     kept: bool = False
 
@@ -126,10 +132,10 @@ class _Speaker:
             return False
         return True
 
-    def bounce(self, seg: Segment, refusal: str, reason: str) -> SpokenSegment:
+    def bounce(self, seg: Segment, refusal: Refusal) -> SpokenSegment:
         kept = self.desk.drafts.keep(seg.text, seg.target) is not None
         return SpokenSegment(
-            "bounced", seg.text, seg.target, refusal=refusal, reason=reason, kept=kept
+            "bounced", seg.text, seg.target, refusal=refusal, reason=refusal.message, kept=kept
         )
 
     async def segment(self, seg: Segment) -> SpokenSegment | None:
@@ -152,14 +158,14 @@ class _Speaker:
                     "This prose names no channel and there is no locus to send it to "
                     f"({self.locus.reason}), so nothing was sent."
                 )
-                return self.failed(seg, None, Refusal.NO_CHANNEL.value, reason)
+                return self.failed(seg, None, Refusal(RefusalKind.NO_CHANNEL, reason))
         elif route.explicit:
             found = self.found[seg.target or ""]
             assert isinstance(found, ChannelEntry)  # the parser routed it: it resolved
             ref = self.sticky_ref = found.ref
             self.sticky_failed = False
         elif self.sticky_failed:
-            return self.bounce(seg, "no-target", _NO_TARGET[ProseMode.HYBRID])
+            return self.bounce(seg, Refusal(RefusalKind.NO_TARGET, _NO_TARGET[ProseMode.HYBRID]))
         else:
             ref = self.sticky_ref
         if is_blank(seg.text):
@@ -170,17 +176,17 @@ class _Speaker:
         if seg.target is None:
             mode = self.desk.prose
             reason = _NO_TARGET.get(mode, _NO_TARGET[ProseMode.EXPLICIT])
-            return self.bounce(seg, "no-target", reason)
+            return self.bounce(seg, Refusal(RefusalKind.NO_TARGET, reason))
         found = self.found.get(seg.target)
-        reason = str(found) if isinstance(found, ChannelNameError) else "it was not resolved"
-        return self.bounce(seg, "unresolved-target", reason)
+        if isinstance(found, ChannelNameError):
+            refused = name_refusal(found, "speak", server_arg=None)
+            return self.bounce(seg, refused.as_kind(RefusalKind.UNRESOLVED_TARGET))
+        return self.bounce(seg, Refusal(RefusalKind.UNRESOLVED_TARGET, "it was not resolved"))
 
-    def failed(
-        self, seg: Segment, ref: ChannelRef | None, refusal: str, reason: str
-    ) -> SpokenSegment:
+    def failed(self, seg: Segment, ref: ChannelRef | None, refusal: Refusal) -> SpokenSegment:
         kept = self.desk.drafts.keep(seg.text, seg.target) is not None
         return SpokenSegment(
-            "failed", seg.text, seg.target, ref, refusal=refusal, reason=reason, kept=kept
+            "failed", seg.text, seg.target, ref, refusal=refusal, reason=refusal.message, kept=kept
         )
 
     async def deliver(self, seg: Segment, ref: ChannelRef | None) -> SpokenSegment:
@@ -191,14 +197,15 @@ class _Speaker:
             if ref is not None:
                 shown = registry.names.quoted_shown(ref, self.desk.own)
                 reason = f"The channel {shown} is not registered now, so nothing was sent."
-            return self.failed(seg, ref, Refusal.UNKNOWN_CHANNEL.value, reason)
+            return self.failed(seg, ref, Refusal(RefusalKind.UNKNOWN_CHANNEL, reason))
         drafts = self.desk.drafts
         used = drafts.latest
         try:
             body = drafts.expand_unsent(seg.text)
         except NoUnsentDraft as exc:
+            none = Refusal(RefusalKind.NO_UNSENT_DRAFT, str(exc))
             return SpokenSegment(
-                "bounced", seg.text, seg.target, ref, refusal="no-unsent-draft", reason=str(exc)
+                "bounced", seg.text, seg.target, ref, refusal=none, reason=none.message
             )
         outcome = await self.board.publish_to(
             entry, body, conversation_id=self.desk.conversation_id
@@ -212,11 +219,13 @@ class _Speaker:
             self.sticky_failed = self.sticky_failed or after.blocked
         reason = outcome.reason or "the connector did not confirm the message"
         if outcome.status is PublishStatus.UNKNOWN:
+            unconfirmed = Refusal(RefusalKind.UNCONFIRMED, reason)
             return SpokenSegment(
-                "unknown", seg.text, seg.target, ref, refusal="unconfirmed", reason=reason
+                "unknown", seg.text, seg.target, ref, refusal=unconfirmed, reason=reason
             )
-        refusal = outcome.refusal.value if outcome.refusal is not None else "connector-failed"
-        return self.failed(seg, ref, refusal, reason)
+        return self.failed(
+            seg, ref, outcome.refusal or Refusal(RefusalKind.CONNECTOR_FAILED, reason)
+        )
 
 
 async def speak(board: Switchboard, desk: AgentDesk, text: str) -> Speech:

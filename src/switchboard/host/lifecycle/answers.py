@@ -1,11 +1,12 @@
-"""What a lifecycle verb answers, and the answers every verb shares.
+"""What a lifecycle verb answers, and the refusals every verb shares.
 
 What this module knows: :class:`Origin` (who calls: trusted dispatch context, never tool
-input), :class:`LifecycleAnswer` (a status, or a refusal with its kind, its text and the next
-step), and :class:`VerbBase`, the refusals common to ``open``, ``close`` and ``decline``: a
-channel no longer registered, a tuned-out channel (with how its tune-out ends), and a decision
-that is recorded but cannot be carried out now (the connector is down, or does not let this
-host open or close its channels).
+input), :class:`LifecycleAnswer` (what a verb did), and :class:`VerbBase`, the refusals common
+to ``open``, ``close`` and ``decline``: a channel no longer registered, a tuned-out channel (with
+how its tune-out ends), and a decision that is recorded but cannot be carried out now (the
+connector is down, or does not let this host open or close its channels). A verb that did
+nothing raises a :class:`~switchboard.host.refusal.Refusal` naming the channel (``server_id``,
+``channel_id``).
 
 What it deliberately does not know: the flows of the verbs (:mod:`.verbs`,
 :mod:`.decline`) and the tools' result shapes.
@@ -19,16 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
-from switchboard.channels.tuneouts.delivery import tuned_out_meanwhile_text, tuned_out_refusal_text
-from switchboard.host.lifecycle.errors import not_up_clause, q
+from switchboard.channels.names.wording import q
+from switchboard.host.lifecycle.errors import not_up_clause
+from switchboard.host.refusal import GONE, Refusal, RefusalKind
+from switchboard.host.tuneouts.words import tuned_out_meanwhile_text, tuned_out_refusal_text
 
 if TYPE_CHECKING:
     from switchboard.host.lifecycle.host import LifecycleHost
 
-__all__ = ["RETRY", "LifecycleAnswer", "Origin", "VerbBase", "fail"]
-
-RETRY = "call it again; if it fails the same way, ask whoever runs this host"
-"""The next step after a decision that could not be recorded."""
+__all__ = ["LifecycleAnswer", "Origin", "VerbBase", "refuse"]
 
 
 class Origin(StrEnum):
@@ -40,22 +40,15 @@ class Origin(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class LifecycleAnswer:
-    """What a verb did.
+    """What a verb did (a verb that did nothing raises a refusal instead).
 
     Attributes:
         ref: The channel.
-        ok: It did what was asked, or it is recorded to happen (see ``status``).
-        status: On success: ``opened``, ``reconciled``, ``already open``, ``closed``,
-            ``already closed``, ``remained closed``, ``recorded`` (the connector is not
-            connected: it happens when it is) or ``not directed`` (the connector does not
-            let this host open or close its channels).
-        text: On success a note (may be empty); on failure what happened.
-        refusal: On failure, which: ``tuned-out``, ``explicit-open``, ``unknown-source``,
-            ``not-recorded``, ``open-failed``, ``close-failed``, ``overtaken``,
-            ``superseded``, ``nothing-to-decline``, ``unknown-channel``.
-        is_error: Whether the failure is an error for the caller (an ``explicit-open``
-            refusal, or a module's ``tuned-out`` refusal, is one it stands down on).
-        next_step: What to do next, on failure.
+        status: ``opened``, ``reconciled``, ``already open``, ``closed``, ``already closed``,
+            ``remained closed``, ``close not confirmed``, ``recorded`` (the connector is not
+            connected: it happens when it is) or ``not directed`` (the connector does not let
+            this host open or close its channels).
+        text: A note (may be empty).
         history: The messages before the anchor that an open asked for (oldest first).
         history_truncated: The connector had more history than it returned.
         acknowledged: For a decline that asked: whether the acknowledgment was posted.
@@ -64,12 +57,8 @@ class LifecycleAnswer:
     """
 
     ref: ChannelRef
-    ok: bool
-    status: str | None = None
+    status: str
     text: str = ""
-    refusal: str | None = None
-    is_error: bool = False
-    next_step: str = ""
     history: tuple[Any, ...] | None = None
     history_truncated: bool | None = None
     acknowledged: bool | None = None
@@ -77,12 +66,22 @@ class LifecycleAnswer:
     acknowledgment_error: str | None = None
 
 
-def fail(
-    ref: ChannelRef, refusal: str, text: str, next_step: str, *, is_error: bool = True
-) -> LifecycleAnswer:
-    """A failed answer."""
-    return LifecycleAnswer(
-        ref, False, text=text, refusal=refusal, is_error=is_error, next_step=next_step
+def refuse(
+    ref: ChannelRef,
+    kind: RefusalKind,
+    text: str,
+    next_step: str | None = None,
+    *,
+    stand_down: bool = False,
+) -> Refusal:
+    """The refusal of a verb on ``ref`` (it names the channel as data)."""
+    return Refusal(
+        kind,
+        text,
+        next_step,
+        stand_down=stand_down,
+        server_id=ref.server_id,
+        channel_id=ref.channel_id,
     )
 
 
@@ -96,16 +95,17 @@ class VerbBase:
         return self._host.registry.names.quoted_shown(ref)
 
     def _tuned_out(
-        self, ref: ChannelRef, tool: str, *, meanwhile: bool, is_error: bool
-    ) -> LifecycleAnswer:
+        self, ref: ChannelRef, tool: str, *, meanwhile: bool, stand_down: bool = False
+    ) -> Refusal:
         name = self._host.registry.names.name_for(ref)
         words = tuned_out_meanwhile_text if meanwhile else tuned_out_refusal_text
         text = words(self._shown(ref), name, tool)
-        return fail(ref, "tuned-out", text, "see how the tune-out ends above", is_error=is_error)
+        return refuse(ref, RefusalKind.TUNED_OUT, text, stand_down=stand_down)
 
-    def _unregistered(self, ref: ChannelRef) -> LifecycleAnswer:
+    def _unregistered(self, ref: ChannelRef) -> Refusal:
         text = f"server {q(ref.server_id)} no longer registers channel {q(ref.channel_id)}"
-        return fail(ref, "unknown-channel", text + "; nothing ran.", "call channel_list")
+        refusal = refuse(ref, RefusalKind.UNKNOWN_CHANNEL, text + "; nothing ran.", GONE)
+        return refusal.adding(gone=True)
 
     def _undirected(self, ref: ChannelRef, what: str) -> LifecycleAnswer:
         """The decision is recorded but nothing can be sent to the connector now."""
@@ -116,9 +116,9 @@ class VerbBase:
                 f"{self._shown(ref)} is recorded and applies if that server is ever granted "
                 "channels.lifecycle."
             )
-            return LifecycleAnswer(ref, True, "not directed", text)
+            return LifecycleAnswer(ref, "not directed", text)
         text = (
             f"{not_up_clause(sid)}. The decision to {what} channel {self._shown(ref)} is "
             "recorded and carried out when that server registers it again."
         )
-        return LifecycleAnswer(ref, True, "recorded", text)
+        return LifecycleAnswer(ref, "recorded", text)

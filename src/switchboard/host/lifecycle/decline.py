@@ -7,7 +7,9 @@ acknowledgment (``channels/acknowledge`` with ``intent: seen-not-opening``) when
 is up and granted ``channels.acknowledge``, closes the channel through its queue when it may
 still be open, and appends an ``invitation-declined`` audit line naming what was posted (only
 an acknowledgment the connector confirmed). The status is ``remained closed`` when the channel
-is known closed, else ``close not confirmed`` with why.
+is known closed, else ``close not confirmed`` with why. A decline that did nothing raises a
+:class:`~switchboard.host.refusal.Refusal` (``unknown-channel``, ``tuned-out``,
+``nothing-to-decline``, ``not-recorded``).
 
 What it deliberately does not know: names and tool result shapes.
 """
@@ -22,10 +24,12 @@ from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.decisions import DesiredState, Refused, Source
 from switchboard.channels.lifecycle.events import InvitationDeclined
 from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
+from switchboard.channels.names.wording import q
 from switchboard.host.connection.session import SessionState
-from switchboard.host.lifecycle.answers import RETRY, LifecycleAnswer, VerbBase, fail
-from switchboard.host.lifecycle.errors import LifecycleError, not_up_clause, q
+from switchboard.host.lifecycle.answers import LifecycleAnswer, VerbBase, refuse
+from switchboard.host.lifecycle.errors import LifecycleError, not_up_clause
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.host.refusal import ASK_TO_CLOSE, RefusalKind
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["Decliner"]
@@ -48,19 +52,18 @@ class Decliner(VerbBase):
         host = self._host
         entry = host.registry.get(ref)
         if entry is None:
-            return self._unregistered(ref)
+            raise self._unregistered(ref)
         shown = self._shown(ref)
         record = host.record(ref)
         if record is not None and record.state is DesiredState.TUNED_OUT:
-            return self._tuned_out(ref, "channel_decline", meanwhile=False, is_error=True)
+            raise self._tuned_out(ref, "channel_decline", meanwhile=False)
         if host.marks.get(entry).open:
             text = f"Channel {shown} is open, so there is nothing to decline"
+            step = None
             if host.reach(ref.server_id) is Reach.UP and not host.directs(ref.server_id):
                 text += f", and {lifecycle_withheld_text(ref.server_id)}"
-                step = "if you need it closed, ask whoever runs this host"
-            else:
-                step = "if you need it closed, call channel_close"
-            return fail(ref, "nothing-to-decline", text + ".", step)
+                step = ASK_TO_CLOSE
+            raise refuse(ref, RefusalKind.NOTHING_TO_DECLINE, text + ".", step)
         try:
             decision = await host.decide(
                 ref, DesiredState.CLOSED, Source.INVITATION_DECLINED, by_agent=by_agent
@@ -70,9 +73,9 @@ class Decliner(VerbBase):
                 f"Nothing changed for channel {shown}: recording the decline failed ({exc}), so "
                 "no acknowledgment was posted and nothing was sent to the server."
             )
-            return fail(ref, "not-recorded", text, RETRY)
+            raise refuse(ref, RefusalKind.NOT_RECORDED, text) from exc
         if isinstance(decision.answer, Refused):
-            return self._tuned_out(ref, "channel_decline", meanwhile=True, is_error=True)
+            raise self._tuned_out(ref, "channel_decline", meanwhile=True)
         acknowledged, representation, ack_error = await self._acknowledge(
             ref, message_id, acknowledge
         )
@@ -105,7 +108,6 @@ class Decliner(VerbBase):
             )
         return LifecycleAnswer(
             ref,
-            True,
             status,
             text,
             acknowledged=acknowledged if acknowledge is not None else None,

@@ -7,33 +7,28 @@ request failure: the connector refused, timed out or went away), and the clauses
 lifecycle text is built from. Each clause names the channel or server concerned and says what
 did or did not happen; none pretends a channel closed without a close answer.
 
-What it deliberately does not know: names (the caller passes the channel as it is shown) and
-the tools' result shapes.
+What it deliberately does not know: names (the caller passes the channel as it is shown), how
+a failure is refused to an agent (:mod:`switchboard.host.refusal`), and the tools' result
+shapes.
 """
 
 from __future__ import annotations
 
-import json
-
 from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
+from switchboard.channels.names.wording import q
+from switchboard.host.errors import HostError
 
 __all__ = [
     "LifecycleError",
     "is_converge_failure",
     "not_up_clause",
-    "q",
     "removed_clause",
     "substituted_clause",
 ]
 
 
-def q(text: str) -> str:
-    """``text`` as a JSON string (how names are quoted in every text)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-class LifecycleError(Exception):
+class LifecycleError(HostError):
     """A lifecycle run (or a wait for one) failed.
 
     Attributes:

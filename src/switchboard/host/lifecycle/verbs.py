@@ -9,8 +9,8 @@ What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of `
   ``agent-tool``; a module's open and close record ``module-tool``, or, for a close with a
   ``source``, a machine close (``subscription-gc``, ``housekeeping``; any other source is
   refused). A machine close of a channel the agent opened or tuned out is refused as
-  ``explicit-open`` (not an error: the module stands down) unless it holds an explicit idle
-  lease (``override_explicit_open``).
+  ``explicit-open`` (not an error: the refusal says the module stands down) unless it holds
+  an explicit idle lease (``override_explicit_open``).
 - A tuned-out channel is refused (``tuned-out``) with how its tune-out ends: a decision recorded
   over it would end it without its cancel, and its backlog would never reach the agent.
 - Every decision is recorded before anything is sent; when recording fails, nothing changed
@@ -20,8 +20,10 @@ What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of `
 - An open may ask for earlier messages (``history``, at most :data:`MAX_BACKSCROLL`); only an
   open answer carries them, so it is sent even for a channel already open.
 
+A verb that did nothing raises a :class:`~switchboard.host.refusal.Refusal`.
+
 What it deliberately does not know: how a name was resolved (callers pass the ref), and tool
-result shapes (the tools layer turns answers into MCP results).
+result shapes (the tools layer turns answers and refusals into MCP results).
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ from switchboard.channels.lifecycle.decisions import (
     Source,
 )
 from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
-from switchboard.host.lifecycle.answers import RETRY, LifecycleAnswer, Origin, VerbBase, fail
+from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin, VerbBase, refuse
 from switchboard.host.lifecycle.errors import LifecycleError
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.host.refusal import Refusal, RefusalKind, pass_a_source
 
 __all__ = ["MAX_BACKSCROLL", "LifecycleVerbs"]
 
@@ -61,14 +64,19 @@ class LifecycleVerbs(VerbBase):
         backscroll: int = 0,
         before_message_id: str | None = None,
     ) -> LifecycleAnswer:
-        """Open ``ref`` (``channel_open``), optionally asking for earlier messages."""
+        """Open ``ref`` (``channel_open``), optionally asking for earlier messages.
+
+        Raises:
+            Refusal: Nothing was opened (``unknown-channel``, ``tuned-out``, ``not-recorded``,
+                ``open-failed``, ``overtaken``).
+        """
         host = self._host
         entry = host.registry.get(ref)
         if entry is None:
-            return self._unregistered(ref)
+            raise self._unregistered(ref)
         record = host.record(ref)
         if record is not None and record.state is DesiredState.TUNED_OUT:
-            return self._tuned_out(ref, "channel_open", meanwhile=False, is_error=True)
+            raise self._tuned_out(ref, "channel_open", meanwhile=False)
         source = Source.AGENT_TOOL if origin is Origin.AGENT else Source.MODULE_TOOL
         history: dict[str, Any] | None = None
         if backscroll > 0:
@@ -91,37 +99,36 @@ class LifecycleVerbs(VerbBase):
                     f"Nothing changed for channel {shown}: recording the decision to open it "
                     f"failed ({exc}), so nothing was sent to its server."
                 )
-            return fail(ref, "not-recorded", text, RETRY)
+            raise refuse(ref, RefusalKind.NOT_RECORDED, text) from exc
         if isinstance(decision.answer, Refused):
-            return self._tuned_out(ref, "channel_open", meanwhile=True, is_error=True)
+            raise self._tuned_out(ref, "channel_open", meanwhile=True)
         if already:
-            return LifecycleAnswer(ref, True, "already open")
+            return LifecycleAnswer(ref, "already open")
         if not host.directs(ref.server_id):
             return self._undirected(ref, "open")
         try:
             result = await host.reconciler.run(ref, history=history)
         except LifecycleError as exc:
-            return self._run_failed(ref, "open", exc)
+            raise self._run_failed(ref, "open", exc) from exc
         if not result.directed:
             return self._undirected(ref, "open")
         now = host.record(ref)
         if now is not None and now.state is DesiredState.TUNED_OUT:
-            return self._tuned_out(ref, "channel_open", meanwhile=True, is_error=True)
+            raise self._tuned_out(ref, "channel_open", meanwhile=True)
         if not result.open:
             text = (
                 f"Channel {shown} did not stay open: a decision to close it was recorded while "
                 "it was being opened, and that decision stands."
             )
-            return fail(ref, "overtaken", text, "call channel_open again if you still want it")
+            raise refuse(ref, RefusalKind.OVERTAKEN, text)
         return LifecycleAnswer(
             ref,
-            True,
             "reconciled" if was_open else "opened",
             history=None if result.history is None else tuple(result.history),
             history_truncated=result.history_truncated,
         )
 
-    def _run_failed(self, ref: ChannelRef, op: str, exc: LifecycleError) -> LifecycleAnswer:
+    def _run_failed(self, ref: ChannelRef, op: str, exc: LifecycleError) -> Refusal:
         shown = self._shown(ref)
         verb = "Opening" if op == "open" else "Closing"
         if exc.kind is LifecycleErrorKind.REMOVED:
@@ -134,7 +141,8 @@ class LifecycleVerbs(VerbBase):
                 f"{verb} channel {shown} failed: {exc.reason}. The decision to {op} it stays "
                 "recorded, and the host tries again when that server next registers it."
             )
-        return fail(ref, f"{op}-failed", text, f"call channel_{op} again to retry now")
+        kind = RefusalKind.OPEN_FAILED if op == "open" else RefusalKind.CLOSE_FAILED
+        return refuse(ref, kind, text)
 
     # -- close --------------------------------------------------------------------------------
 
@@ -147,11 +155,17 @@ class LifecycleVerbs(VerbBase):
         override_explicit_open: bool = False,
         by_agent: str | None = None,
     ) -> LifecycleAnswer:
-        """Close ``ref`` (``channel_close``); ``source`` and the lease only count for a module."""
+        """Close ``ref`` (``channel_close``); ``source`` and the lease only count for a module.
+
+        Raises:
+            Refusal: Nothing was closed (``unknown-channel``, ``unknown-source``,
+                ``explicit-open`` and, for a module, ``tuned-out``: both ``stand_down``;
+                ``tuned-out``, ``not-recorded``, ``close-failed``, ``superseded``).
+        """
         host = self._host
         entry = host.registry.get(ref)
         if entry is None:
-            return self._unregistered(ref)
+            raise self._unregistered(ref)
         module = origin is Origin.MODULE
         if not module:
             close_source, override_explicit_open = Source.AGENT_TOOL, False
@@ -165,7 +179,7 @@ class LifecycleVerbs(VerbBase):
                     f"Unknown machine close source {source!r}. Machine closes must use one of: "
                     f"{allowed}."
                 )
-                return fail(ref, "unknown-source", text, f"pass source as one of: {allowed}")
+                raise refuse(ref, RefusalKind.UNKNOWN_SOURCE, text, pass_a_source(allowed))
             close_source = known[source]
         shown = self._shown(ref)
         record = host.record(ref)
@@ -194,7 +208,7 @@ class LifecycleVerbs(VerbBase):
                     f"Nothing changed for channel {shown}: recording the decision to close it "
                     f"failed ({exc}), so no close was sent to its server."
                 )
-            return fail(ref, "not-recorded", text, RETRY)
+            raise refuse(ref, RefusalKind.NOT_RECORDED, text) from exc
         answer = decision.answer
         if isinstance(answer, Refused):
             if answer.reason is RefusalReason.EXPLICIT_OPEN:
@@ -205,26 +219,26 @@ class LifecycleVerbs(VerbBase):
                     "closes of explicit opens need an explicit idle lease "
                     "(override_explicit_open)."
                 )
-                return fail(ref, "explicit-open", text, "stand down", is_error=False)
-            return self._tuned_out(ref, "channel_close", meanwhile=False, is_error=not module)
+                raise refuse(ref, RefusalKind.EXPLICIT_OPEN, text, stand_down=True)
+            raise self._tuned_out(ref, "channel_close", meanwhile=False, stand_down=module)
         host.on_close(ref)  # typing stops in this channel only (§7.4 step 7)
         if already:
-            return LifecycleAnswer(ref, True, "already closed")
+            return LifecycleAnswer(ref, "already closed")
         if not host.directs(ref.server_id):
             return self._undirected(ref, "close")
         try:
             result = await host.reconciler.run(ref)
         except LifecycleError as exc:
-            return self._run_failed(ref, "close", exc)
+            raise self._run_failed(ref, "close", exc) from exc
         if not result.directed:
             return self._undirected(ref, "close")
         now = host.record(ref)
         if result.open or now is None or now.state is not DesiredState.CLOSED:
             if now is not None and now.state is DesiredState.TUNED_OUT:
-                return self._tuned_out(ref, "channel_close", meanwhile=True, is_error=not module)
+                raise self._tuned_out(ref, "channel_close", meanwhile=True, stand_down=module)
             text = (
                 f"Channel {shown} is open again: a later decision to keep it open came first, "
                 "so the close was superseded."
             )
-            return fail(ref, "superseded", text, "call channel_close again if you still want it")
-        return LifecycleAnswer(ref, True, "closed")
+            raise refuse(ref, RefusalKind.SUPERSEDED, text)
+        return LifecycleAnswer(ref, "closed")

@@ -6,17 +6,16 @@ What this module knows (channel-registry.md §5.3, §6):
   the decision journal (:mod:`~switchboard.host.lifecycle.journal`): appended to the log first,
   applied to memory (its :attr:`~TuneOutHost.state`, and the lifecycle book, which a
   one-channel epoch turns ``tuned-out`` and back) only once committed. A failed append raises
-  :class:`TuneOutRefusal`: nothing happened. Decisions are taken one at a time, a one-channel
-  decision holding its channel in the lifecycle decision gate, so each is proposed against the
-  memory its predecessors left.
+  a :class:`~switchboard.host.refusal.Refusal` (``not-recorded``): nothing happened. Decisions
+  are taken one at a time, a one-channel decision holding its channel in the lifecycle decision
+  gate, so each is proposed against the memory its predecessors left.
 - After a one-channel start or end the ``reconcile`` hook brings the transport to the record
   (a tuned-out channel stays open, since its traffic must keep arriving).
 - Restarting the owner's epoch in the same slot ends the old one (its backlog is owed) and
   starts the new one, in one batch. One owner's epochs never overlap.
 - Expiry: :meth:`TuneOutHost.run_timer` sleeps until the next deadline (the clock is
   injected); every inbox read of an owner also ends what is due first.
-- The texts channel tools use to refuse a tuned-out channel (and say how its tune-out ends),
-  and :meth:`TuneOutHost.covers` for machine closes, which a tune-out refuses as stated intent.
+- :meth:`TuneOutHost.covers`, for machine closes, which a tune-out refuses as stated intent.
 
 What it deliberately does not know: MCP, inbox reads and backlog contents
 (:mod:`~switchboard.host.tuneouts.inbox`), replay (:mod:`~switchboard.host.tuneouts.state`),
@@ -59,15 +58,13 @@ from switchboard.channels import (
 )
 from switchboard.channels.lifecycle.decisions import Append, NoChange, Refused, ScopeKind
 from switchboard.channels.lifecycle.events import EndReason
-from switchboard.channels.names.picking import NO_OWN, Own
-from switchboard.channels.tuneouts.delivery import tune_out_end_text, tuned_out_refusal_text
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
 from switchboard.host.lifecycle.queue import DecisionGate
+from switchboard.host.refusal import Refusal
 from switchboard.host.tuneouts.records import Delivered, Settled
 from switchboard.host.tuneouts.state import DecisionRecorder, TuneOutState
 from switchboard.host.tuneouts.words import (
-    TuneOutRefusal,
     another_agent,
     not_in_effect,
     not_recorded,
@@ -75,7 +72,7 @@ from switchboard.host.tuneouts.words import (
 )
 from switchboard.store import MessageStore
 
-__all__ = ["DecisionRecorder", "StartedTuneOut", "TuneOutHost", "TuneOutRefusal"]
+__all__ = ["DecisionRecorder", "StartedTuneOut", "TuneOutHost"]
 
 log = structlog.get_logger(__name__)
 
@@ -138,20 +135,6 @@ class TuneOutHost:
         """The one-channel epoch that holds ``ref`` (its desired state is tuned-out), or None."""
         return self.state.book.on_channel(ref)
 
-    def refusal_text(self, ref: ChannelRef, tool: str, own: Own = NO_OWN) -> str | None:
-        """Why ``tool`` (channel_open, channel_close, channel_decline) refuses ``ref``, or None
-        when no tune-out holds it. The text says how the tune-out ends."""
-        if self.state.book.on_channel(ref) is None:
-            return None
-        names = self.registry.names
-        return tuned_out_refusal_text(names.quoted_shown(ref, own), names.name_for(ref, own), tool)
-
-    def end_text(self, ref: ChannelRef, tool: str | None = None, own: Own = NO_OWN) -> str | None:
-        """How the tune-out holding ``ref`` ends; None when ``ref`` is not registered."""
-        if ref not in self.registry:
-            return None
-        return tune_out_end_text(self.registry.names.name_for(ref, own), tool)
-
     def of_agent(self, agent: str) -> list[ActiveTuneOut]:
         """The epochs ``agent`` owns or reads, oldest first."""
         return [h for h in self.state.book.epochs() if agent in (h.epoch.owner, h.epoch.reader)]
@@ -204,8 +187,8 @@ class TuneOutHost:
         """Start an epoch for ``owner``; it diverts traffic committed from now on.
 
         Raises:
-            TuneOutRefusal: Another agent's tune-out holds the channel, the owner's tune-outs
-                would overlap, or the decision could not be recorded.
+            Refusal: Another agent's tune-out holds the channel, the owner's tune-outs would
+                overlap, or the decision could not be recorded.
         """
         async with self._deciding(_refs(scope)):
             book = self.state.book
@@ -248,7 +231,7 @@ class TuneOutHost:
         """End an epoch on request (its owner's or its reader's); its backlog becomes owed.
 
         Raises:
-            TuneOutRefusal: The epoch is not in effect, or the end could not be recorded.
+            Refusal: The epoch is not in effect, or the end could not be recorded.
         """
         held = self.state.book.active(epoch_id)
         if held is None:
@@ -267,7 +250,7 @@ class TuneOutHost:
         its wake budget, or past its deadline); None otherwise.
 
         Raises:
-            TuneOutRefusal: The wake could not be recorded (nothing changed).
+            Refusal: The wake could not be recorded (nothing changed).
         """
         held = self.state.book.active(epoch_id)
         if held is None:
@@ -289,7 +272,7 @@ class TuneOutHost:
         """End every epoch whose duration ran out; returns what ended.
 
         Raises:
-            TuneOutRefusal: The ends could not be recorded (nothing changed).
+            Refusal: The ends could not be recorded (nothing changed).
         """
         due = self.state.book.expire(self.clock())
         if not due:
@@ -312,7 +295,7 @@ class TuneOutHost:
         """Record that the owner's inbox handed over these epochs' backlogs.
 
         Raises:
-            TuneOutRefusal: It could not be recorded (the backlogs stay owed).
+            Refusal: It could not be recorded (the backlogs stay owed).
         """
         now = self.clock()
         batch: list[_Record] = [Delivered(e, now) for e in epoch_ids]
@@ -386,7 +369,7 @@ class TuneOutHost:
                 try:
                     await self.expire_due()
                     continue
-                except TuneOutRefusal:
+                except Refusal:
                     wait = _RETRY_SECONDS  # logged by _record; try again shortly
             with anyio.move_on_after(wait):
                 await wakeup.wait()

@@ -43,7 +43,8 @@ from switchboard.channels import ChannelRef, Source
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.tuneouts.delivery import deliver_backlog
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
-from switchboard.host.tuneouts.host import TuneOutHost, TuneOutRefusal
+from switchboard.host.refusal import Refusal
+from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.records import Settled, diverts_at_all, is_addressed
 from switchboard.store import StoredMessage
 
@@ -125,7 +126,7 @@ class TuneOutInbox:
         """
         host, store = self._host, self._host.store
         start = cursor = await store.get_cursor(agent)
-        with suppress(TuneOutRefusal):  # logged; the epochs stay and the next read retries
+        with suppress(Refusal):  # logged; the epochs stay and the next read retries
             await host.expire_due()
         notices = await self._deliver(agent)
         visible: list[StoredMessage] = []
@@ -180,7 +181,7 @@ class TuneOutInbox:
         """Count one wake of each epoch; True when a wake ended one."""
         ended = False
         for epoch_id in woken:
-            with suppress(TuneOutRefusal):  # logged; the wake is not counted
+            with suppress(Refusal):  # logged; the wake is not counted
                 ended = await self._host.wake(epoch_id) is not None or ended
         return ended
 
@@ -194,7 +195,7 @@ class TuneOutInbox:
             out += await self._delivery(settled)
         try:
             await self._host.mark_delivered(s.epoch_id for s in owed)
-        except TuneOutRefusal:
+        except Refusal:
             return []  # still owed; the next read hands them over
         return out
 

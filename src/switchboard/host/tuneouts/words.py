@@ -1,12 +1,20 @@
-"""The refusals of tune-out calls: what did not happen, and what to call instead.
+"""What tune-outs tell an agent: the refusals of tune-out calls, and how a tune-out ends.
 
-What this module knows: :class:`TuneOutRefusal`, the exception a tune-out call raises when it
-did nothing, and the words of each refusal (``data.refusal`` values ``not-recorded``,
-``tuned-out-by-another-agent``, ``overlapping-tune-out``, ``not-tuned-out``). It also knows
-the one rule about overlap: one owner's epochs never cover the same channel at once, so a
-one-channel tune-out inside the owner's all-except tune-out is refused, and so is an
-all-except tune-out around the owner's one-channel tune-out of another channel
-(:func:`overlap_refusal`). Channels are shown as the caller passes them (already quoted).
+What this module knows:
+
+- The refusals a tune-out call raises when it did nothing, as
+  :class:`~switchboard.host.refusal.Refusal` (kinds ``not-recorded``,
+  ``tuned-out-by-another-agent``, ``overlapping-tune-out``, ``not-tuned-out``), and the one
+  rule about overlap: one owner's epochs never cover the same channel at once, so a
+  one-channel tune-out inside the owner's all-except tune-out is refused, and so is an
+  all-except tune-out around the owner's one-channel tune-out of another channel
+  (:func:`overlap_refusal`).
+- The words of the ``tuned-out`` refusals of the lifecycle tools (``channel_open``,
+  ``channel_close``, ``channel_decline``): the channel is tuned out, the tool does not change
+  that, and how the tune-out ends, which depends on whether some name picks the channel alone
+  (``tune_out`` takes only a name, so without one it cannot cancel it).
+
+Channels are shown as the caller passes them (already quoted).
 
 What it deliberately does not know: the store, names and the tools' result shapes.
 """
@@ -14,71 +22,59 @@ What it deliberately does not know: the store, names and the tools' result shape
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from switchboard.channels import ChannelRef, TuneOutScope
 from switchboard.channels.lifecycle.decisions import ScopeKind
+from switchboard.channels.names.wording import q
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
+from switchboard.host.refusal import (
+    ASK_OPERATOR,
+    Refusal,
+    RefusalKind,
+    cancel_all_except_first,
+    cancel_first,
+)
 
 __all__ = [
-    "TuneOutRefusal",
     "another_agent",
     "not_in_effect",
     "not_recorded",
     "overlap_refusal",
+    "tune_out_end_text",
+    "tuned_out_meanwhile_text",
+    "tuned_out_refusal_text",
 ]
 
 
-class TuneOutRefusal(Exception):
-    """A tune-out call that did nothing, with what to tell the agent.
-
-    Attributes:
-        kind: The refusal's ``data.refusal`` value.
-        message: What happened, as a sentence.
-        next_step: What to call instead.
-        data: Details for the structured result.
-    """
-
-    def __init__(self, kind: str, message: str, next_step: str, **data: Any) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.next_step = next_step
-        self.data = data
-
-
-def not_recorded(error: Exception | None) -> TuneOutRefusal:
+def not_recorded(error: Exception | None) -> Refusal:
     """The decision log is missing (``error`` None) or refused the append."""
     if error is None:
-        return TuneOutRefusal(
-            "not-recorded",
+        return Refusal(
+            RefusalKind.NOT_RECORDED,
             "This Switchboard runs without a decision log, so it cannot record a tune-out; "
             "nothing changed.",
-            "ask whoever runs this host",
+            ASK_OPERATOR,
         )
-    return TuneOutRefusal(
-        "not-recorded",
+    return Refusal(
+        RefusalKind.NOT_RECORDED,
         f"Recording the tune-out decision failed ({error}), so nothing changed.",
-        "call again; if it fails the same way, ask whoever runs this host",
     )
 
 
-def another_agent(shown: str, owner: str | None) -> TuneOutRefusal:
+def another_agent(shown: str, owner: str | None) -> Refusal:
     """Another agent's one-channel tune-out holds the channel."""
     who = f"agent {owner!r}" if owner else "another agent"
-    return TuneOutRefusal(
-        "tuned-out-by-another-agent",
+    return Refusal(
+        RefusalKind.TUNED_OUT_BY_ANOTHER_AGENT,
         f"Channel {shown} is already tuned out by {who}, so nothing changed.",
-        "leave it be, or ask that agent to cancel its tune-out",
     )
 
 
-def not_in_effect() -> TuneOutRefusal:
+def not_in_effect() -> Refusal:
     """The epoch to end is not in effect any more."""
-    return TuneOutRefusal(
-        "not-tuned-out",
+    return Refusal(
+        RefusalKind.NOT_TUNED_OUT,
         "That tune-out is not in effect any more (it has ended), so nothing changed.",
-        "call tune_out_status to see your tune-outs",
     )
 
 
@@ -88,7 +84,7 @@ def overlap_refusal(
     epochs: Iterable[ActiveTuneOut],
     broad: ActiveTuneOut | None,
     shown: Callable[[ChannelRef], str],
-) -> TuneOutRefusal | None:
+) -> Refusal | None:
     """The refusal of starting ``scope`` for ``owner``, or None when nothing overlaps.
 
     Args:
@@ -102,12 +98,11 @@ def overlap_refusal(
         if broad is None or not broad.epoch.scope.covers(scope.ref):
             return None
         kept = shown(broad.epoch.scope.ref)
-        return TuneOutRefusal(
-            "overlapping-tune-out",
+        return Refusal(
+            RefusalKind.OVERLAPPING_TUNE_OUT,
             f"Your tune-out of every channel except {kept} already covers channel "
             f"{shown(scope.ref)}, so nothing changed.",
-            f'cancel that one first (tune_out with channel {kept}, scope "all-except" and mode '
-            '"cancel"), or leave it be',
+            cancel_all_except_first(kept),
         )
     for held in epochs:
         epoch = held.epoch
@@ -117,10 +112,57 @@ def overlap_refusal(
             and epoch.scope.ref != scope.ref
         ):
             inner = shown(epoch.scope.ref)
-            return TuneOutRefusal(
-                "overlapping-tune-out",
+            return Refusal(
+                RefusalKind.OVERLAPPING_TUNE_OUT,
                 f"Your tune-out of channel {inner} would overlap a tune-out of every channel "
                 f"except {shown(scope.ref)}, so nothing changed.",
-                f'cancel it first (tune_out with channel {inner} and mode "cancel")',
+                cancel_first(inner),
             )
     return None
+
+
+def tune_out_end_text(name_alone: str | None, tool: str | None = None) -> str:
+    """How a tune-out ends, for a tool that refused because of it.
+
+    Args:
+        name_alone: The name that picks the channel alone, or None when no name does.
+        tool: The refusing tool; ``channel_close`` adds that it can close the channel after.
+    """
+    closes = tool == "channel_close"
+    if name_alone is not None:
+        text = (
+            f"To resume normal attention, call tune_out with channel {q(name_alone)} and "
+            'mode "cancel"; cancelling hands over the diverted backlog'
+        )
+        return text + (", and channel_close can close the channel after that." if closes else ".")
+    text = (
+        "No channel name picks this channel alone, so tune_out cannot cancel its tune-out: it "
+        "ends by itself when its time runs out or at the first wake past its wake budget, and "
+        "its backlog is handed over then."
+    )
+    return text + (" Once it has ended, channel_close can close the channel." if closes else "")
+
+
+def tuned_out_refusal_text(shown: str, name_alone: str | None, tool: str) -> str:
+    """The refusal of ``tool`` on a tuned-out channel.
+
+    A decision recorded over the tune-out would end it without its cancel, and its backlog
+    would never reach the agent; so the tool refuses and says how the tune-out ends.
+
+    Args:
+        shown: How the channel is shown (already quoted as needed).
+        name_alone: The name that picks it alone, or None.
+        tool: ``channel_open``, ``channel_close`` or ``channel_decline``.
+    """
+    return (
+        f"Channel {shown} is tuned out: its messages wait in a backlog instead of your inbox, and "
+        f"{tool} does not change that. {tune_out_end_text(name_alone, tool)}"
+    )
+
+
+def tuned_out_meanwhile_text(shown: str, name_alone: str | None, tool: str) -> str:
+    """The failure of an open or close whose channel was tuned out during the round trip."""
+    return (
+        f"Channel {shown} was tuned out meanwhile: its messages wait in a backlog instead of "
+        f"your inbox, and {tool} does not change that. {tune_out_end_text(name_alone, tool)}"
+    )
