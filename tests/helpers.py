@@ -2,43 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.host import Switchboard
+from switchboard.host.events import HostEvent
 
-
-@dataclass
-class Seen:
-    kind: str
-    server_id: str
-    detail: Mapping[str, Any]
+E = TypeVar("E", bound=HostEvent)
 
 
 @dataclass
 class Recorder:
-    """An observer that remembers host events and lets a test wait for one."""
+    """A host event listener that remembers events and lets a test wait for one."""
 
-    events: list[Seen] = field(default_factory=list)
+    events: list[HostEvent] = field(default_factory=list)
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
-    def __call__(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        self.events.append(Seen(kind, server_id, detail))
+    def __call__(self, event: HostEvent) -> None:
+        self.events.append(event)
         self._changed.set()
         self._changed = anyio.Event()
 
-    def count(self, kind: str) -> int:
-        return sum(1 for e in self.events if e.kind == kind)
+    def of(self, kind: type[E]) -> list[E]:
+        """The events of type ``kind`` seen so far, in order."""
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def count(self, kind: type[HostEvent]) -> int:
+        return len(self.of(kind))
 
     async def wait_for(
-        self, predicate: Callable[[Seen], bool], *, after: int = 0, within: float = 20.0
-    ) -> Seen:
+        self, predicate: Callable[[HostEvent], bool], *, after: int = 0, within: float = 20.0
+    ) -> HostEvent:
         """The first event at index >= ``after`` that satisfies ``predicate``."""
         with anyio.fail_after(within):
             while True:
@@ -47,11 +47,11 @@ class Recorder:
                         return e
                 await self._changed.wait()
 
-    async def wait_kind(self, kind: str, *, nth: int = 1, within: float = 20.0) -> Seen:
-        """Wait until ``nth`` events of ``kind`` have been seen; returns the nth."""
+    async def wait_kind(self, kind: type[E], *, nth: int = 1, within: float = 20.0) -> E:
+        """Wait until ``nth`` events of type ``kind`` have been seen; returns the nth."""
         with anyio.fail_after(within):
             while True:
-                matching = [e for e in self.events if e.kind == kind]
+                matching = self.of(kind)
                 if len(matching) >= nth:
                     return matching[nth - 1]
                 await self._changed.wait()
@@ -70,5 +70,5 @@ async def running_board(
     config = Config(
         connectors=list(connectors), store=StoreConfig(path=str(tmp_path / "sb.sqlite"))
     )
-    async with Switchboard.started(config, observer=recorder or Recorder()) as board:
+    async with Switchboard.started(config, listener=recorder or Recorder()) as board:
         yield board

@@ -16,49 +16,64 @@ import anyio
 from mcp import Client
 
 from switchboard.config import Config
-from switchboard.host import PublishOutcome, Switchboard
+from switchboard.host import Switchboard
+from switchboard.host.events import (
+    ChannelsRegistered,
+    ConnectorExited,
+    ConnectorMcpOnly,
+    ConnectorReady,
+    ConnectorRestartScheduled,
+    HostEvent,
+    MessagesAccepted,
+    Published,
+    PushAccepted,
+)
 from switchboard.tools import build_server
 
 
 class TerminalView:
-    """Prints host events as short readable lines."""
+    """Prints host events as short readable lines (a host event listener)."""
 
     def __init__(self, out: TextIO) -> None:
         self.out = out
 
-    def __call__(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        line = self.render(kind, server_id, detail)
+    def __call__(self, event: HostEvent) -> None:
+        line = self.render(event)
         if line:
             print(line, file=self.out, flush=True)
 
     @staticmethod
-    def render(kind: str, server_id: str, detail: Mapping[str, Any]) -> str | None:
-        if kind == "ready":
-            return f"[{server_id}] connected; granted: {', '.join(detail.get('grant', []))}"
-        if kind == "register":
-            return f"[{server_id}] registered channels: {', '.join(detail.get('accepted', []))}"
-        if kind in ("incoming", "push"):
-            lines = []
-            for m in detail.get("messages", []):
-                text = " ".join(
-                    str(b.get("text", "")) for b in m.get("content", []) if b.get("type") == "text"
-                )
-                author = m.get("author", {}).get("name", "?")
-                lines.append(f"[{server_id}] {m.get('channelId')} <{author}> {text}")
-            return "\n".join(lines) or None
-        if kind == "publish":
-            outcome = detail.get("outcome")
-            status = outcome.status.value if isinstance(outcome, PublishOutcome) else "?"
-            mid = outcome.message_id if isinstance(outcome, PublishOutcome) else None
-            suffix = f" ({status}{', ' + mid if mid else ''})"
-            return f"[{server_id}] {detail.get('channel_id')} <agent> {detail.get('text')}{suffix}"
-        if kind == "connector-exit":
-            return f"[{server_id}] connector gone; dropped its channels"
-        if kind == "connector-restart":
-            return f"[{server_id}] restarting in {detail.get('delay', 0):.1f} s"
-        if kind == "mcp-only":
-            return f"[{server_id}] speaks plain MCP only (no MCPL)"
-        return None
+    def render(event: HostEvent) -> str | None:
+        """The lines that show ``event``, or None for an event the view leaves out."""
+        match event:
+            case ConnectorReady(server_id=sid, grant=grant):
+                return f"[{sid}] connected; granted: {', '.join(grant)}"
+            case ChannelsRegistered(server_id=sid, channel_ids=accepted):
+                return f"[{sid}] registered channels: {', '.join(accepted)}"
+            case MessagesAccepted(server_id=sid, messages=messages):
+                return "\n".join(_message_line(sid, m) for m in messages) or None
+            case PushAccepted(server_id=sid, message=message):
+                return _message_line(sid, message)
+            case Published(server_id=sid, channel_id=cid, text=text, outcome=outcome):
+                mid = outcome.message_id
+                suffix = f" ({outcome.status.value}{', ' + mid if mid else ''})"
+                return f"[{sid}] {cid} <agent> {text}{suffix}"
+            case ConnectorExited(server_id=sid):
+                return f"[{sid}] connector gone; dropped its channels"
+            case ConnectorRestartScheduled(server_id=sid, delay=delay):
+                return f"[{sid}] restarting in {delay:.1f} s"
+            case ConnectorMcpOnly(server_id=sid):
+                return f"[{sid}] speaks plain MCP only (no MCPL)"
+            case _:
+                return None
+
+
+def _message_line(server_id: str, message: Mapping[str, Any]) -> str:
+    text = " ".join(
+        str(b.get("text", "")) for b in message.get("content", []) if b.get("type") == "text"
+    )
+    author = message.get("author", {}).get("name", "?")
+    return f"[{server_id}] {message.get('channelId')} <{author}> {text}"
 
 
 async def scripted_agent(board: Switchboard, agent: str, duration: float, out: TextIO) -> int:
@@ -96,7 +111,7 @@ def _answer(author: str, text: str) -> str | None:
 
 async def run_demo(config: Config, *, agent_mode: str, duration: float, out: TextIO) -> int:
     view = TerminalView(out if agent_mode == "scripted" else sys.stderr)
-    async with Switchboard.started(config, observer=view) as board:
+    async with Switchboard.started(config, listener=view) as board:
         if agent_mode == "stdio":
             await build_server(board, agent=config.agent.name).run_stdio_async()
             return 0

@@ -12,6 +12,7 @@ import anyio
 
 from switchboard.config import AgentConfig, Config, ConnectorConfig, StoreConfig
 from switchboard.host import SessionState, Switchboard
+from switchboard.host.events import HostEvent, LifecycleStep
 from switchboard.store import DecisionLog, MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,
@@ -20,7 +21,7 @@ from switchboard.transport import (
     RpcError,
     memory_link_pair,
 )
-from tests.helpers import Recorder, Seen
+from tests.helpers import Recorder
 
 ALL_CHANNELS = {
     "register": True,
@@ -121,7 +122,7 @@ async def board_with(
     board = Switchboard(
         Config(connectors=[cc], store=StoreConfig(path=str(tmp_path / "host.sqlite"))),
         store,
-        observer=recorder or Recorder(),
+        listener=recorder or Recorder(),
         decisions=decisions,
     )
     if decisions is not None:
@@ -168,7 +169,7 @@ async def board_of(
     config = Config(
         connectors=connectors, store=StoreConfig(path=str(path)), agent=agent or AgentConfig()
     )
-    board = Switchboard(config, store, observer=recorder or Recorder())
+    board = Switchboard(config, store, listener=recorder or Recorder())
     try:
         async with anyio.create_task_group() as tg:
             for cc in connectors:
@@ -295,7 +296,7 @@ async def board_with_log(
     board = Switchboard(
         Config(connectors=[cc], store=StoreConfig(path=str(path))),
         store,
-        observer=recorder or Recorder(),
+        listener=recorder or Recorder(),
         clock=clock or time.time,
         decisions=decisions,
     )
@@ -430,9 +431,14 @@ class LifecycleScript:
         return {"acknowledged": True, "representation": f"reacted {params.get('value')}"}
 
 
-def lifecycle_event(name: str) -> Callable[[Seen], bool]:
-    """A :meth:`Recorder.wait_for` predicate for the host event ``lifecycle``/``name``."""
-    return lambda e: e.kind == "lifecycle" and e.detail.get("event") == name
+def lifecycle_event(name: str) -> Callable[[HostEvent], bool]:
+    """A :meth:`Recorder.wait_for` predicate for the lifecycle step ``name``."""
+    return lambda e: isinstance(e, LifecycleStep) and e.kind == name
+
+
+def lifecycle_steps(recorder: Recorder, name: str) -> list[LifecycleStep]:
+    """The lifecycle steps ``name`` the recorder has seen, in order."""
+    return [e for e in recorder.of(LifecycleStep) if e.kind == name]
 
 
 async def register_settled(
@@ -442,9 +448,7 @@ async def register_settled(
     after = len(recorder.events)
     answer = await fake.call("channels/register", {"channels": channels})
     await recorder.wait_for(
-        lambda e: (
-            e.kind == "lifecycle" and e.detail.get("event") in ("reconciled", "reconcile-skipped")
-        ),
+        lambda e: isinstance(e, LifecycleStep) and e.kind in ("reconciled", "reconcile-skipped"),
         after=after,
         within=10,
     )

@@ -16,6 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from switchboard.config import demo_connector_command
+from switchboard.host.events import ChannelsRegistered, ConnectorExited
 from switchboard.tools import build_server
 from switchboard.transport import StdioLink
 from tests.helpers import Recorder, connector, running_board
@@ -57,7 +58,7 @@ async def test_channel_publish_reaches_the_connector_and_returns_its_message_id(
     demo = connector("demo", demo_connector_command("--interval", "0"))
     recorder = Recorder()
     async with running_board(tmp_path, demo, recorder=recorder) as board:
-        await recorder.wait_kind("register")
+        await recorder.wait_kind(ChannelsRegistered)
         async with Client(build_server(board, agent="agent"), mode="legacy") as client:
             result = await client.call_tool(
                 "channel_publish", {"channel": "demo:#general", "text": "Is anyone around?"}
@@ -77,13 +78,13 @@ async def test_a_killed_connector_is_restarted_and_registers_again(tmp_path: Pat
     demo = connector("demo", demo_connector_command("--interval", "0"))
     recorder = Recorder()
     async with running_board(tmp_path, demo, recorder=recorder) as board:
-        await recorder.wait_kind("register")
+        await recorder.wait_kind(ChannelsRegistered)
         link = board.sessions["demo"].link
         assert isinstance(link, StdioLink)
         os.kill(link.pid, signal.SIGKILL)
-        await recorder.wait_kind("connector-exit")
+        await recorder.wait_kind(ConnectorExited)
         assert board.registry.server_entries("demo") == []
-        await recorder.wait_kind("register", nth=2)
+        await recorder.wait_kind(ChannelsRegistered, nth=2)
         assert board.supervisor.attempts["demo"] == 2
         names = {v.channel_id for v in board.channel_views()}
     assert "demo:#general" in names
@@ -204,7 +205,7 @@ async def test_the_documented_example_connector_works_and_keeps_stdout_for_the_w
         running_board(tmp_path, echo, recorder=recorder) as board,
         Client(build_server(board, agent="agent"), mode="legacy") as client,
     ):
-        await recorder.wait_kind("register")
+        await recorder.wait_kind(ChannelsRegistered)
         published = await client.call_tool(
             "channel_publish", {"channel": "echo:room", "text": "hello"}
         )

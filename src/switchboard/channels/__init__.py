@@ -11,6 +11,8 @@ The registry core sits at the top of the package:
 - :mod:`~switchboard.channels.index` (with ``buckets`` and ``dm_index``): storage and the O(1)
   name indexes.
 - :mod:`~switchboard.channels.registry`: :class:`ChannelRegistry`, register/changed/remove.
+- :mod:`~switchboard.channels.errors`: :class:`ChannelsError`, the root of every exception
+  the package raises.
 
 Each concept built on it has its own folder:
 
@@ -25,6 +27,7 @@ Each concept built on it has its own folder:
 """
 
 from switchboard.channels.descriptor import DescriptorLike, Rejected
+from switchboard.channels.errors import ChannelsError
 from switchboard.channels.index import IndexStatistics
 from switchboard.channels.lifecycle.book import LifecycleBook, SubscriptionPolicy
 from switchboard.channels.lifecycle.decisions import (
@@ -102,6 +105,7 @@ __all__ = [
     "ChannelNames",
     "ChannelRef",
     "ChannelRegistry",
+    "ChannelsError",
     "Choice",
     "Convergence",
     "DecisionEvent",

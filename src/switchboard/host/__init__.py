@@ -3,7 +3,8 @@
 from switchboard.host.agent.desk import AgentDesk, Turn
 from switchboard.host.app import ChannelView, InboxRead, Switchboard
 from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.outcome import PublishOutcome, PublishStatus, Refusal
+from switchboard.host.outcome import PublishOutcome, PublishStatus
+from switchboard.host.refusal import Refusal, RefusalKind
 
 __all__ = [
     "AgentDesk",
@@ -13,6 +14,7 @@ __all__ = [
     "PublishOutcome",
     "PublishStatus",
     "Refusal",
+    "RefusalKind",
     "SessionState",
     "Switchboard",
     "Turn",

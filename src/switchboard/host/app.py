@@ -4,12 +4,16 @@
 checks everything that can be checked before a publish goes out (the channel exists, is not
 inbound-only, its server is connected and ready, the grant has ``channels.publish``), sends it,
 and reads agents' inboxes from the durable store.
+
+It creates the host's :class:`~switchboard.host.events.EventBus` (``board.events``), hands it to
+every part that reports what happened, and subscribes the parts that follow those events (the
+log, the default channel, typing, lifecycle), then the caller's ``listener``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +22,8 @@ import anyio
 import structlog
 
 from switchboard.channels import (
-    AmbiguousName,
     ChannelEntry,
+    ChannelNameError,
     ChannelRef,
     ChannelRegistry,
     UnknownName,
@@ -33,9 +37,10 @@ from switchboard.host.agent.streams import OutgoingStreams
 from switchboard.host.agent.typing_keeper import TypingKeeper
 from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
 from switchboard.host.connection.supervisor import Supervisor
-from switchboard.host.events import Observer, null_observer
+from switchboard.host.events import EventBus, Listener, Published, log_event
 from switchboard.host.lifecycle.host import LifecycleHost
-from switchboard.host.outcome import PublishOutcome, Refusal
+from switchboard.host.outcome import PublishOutcome
+from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.store import DecisionLog, MessageStore, StoredMessage
@@ -73,33 +78,36 @@ class Switchboard:
         config: Config,
         store: MessageStore,
         *,
-        observer: Observer = null_observer,
+        listener: Listener | None = None,
         clock: Callable[[], float] = time.time,
         decisions: DecisionLog | None = None,
     ) -> None:
+        """Build the host's parts.
+
+        Args:
+            listener: told every host event, after the host's own parts (the demo's terminal
+                view, a test's recorder); see :mod:`switchboard.host.events` for the contract.
+        """
         self.config = config
         self.store = store
         #: The durable decision log (lifecycle decisions, tune-outs); None runs without one.
         self.decisions = decisions
         self.registry = ChannelRegistry()
         self.sessions: dict[str, ConnectorSession] = {}
-        self._user_observer = observer
-        self._listeners: list[Observer] = []
-        self._observer: Observer = self._observe
+        #: The host event bus: every part that reports what happened emits here.
+        self.events = EventBus()
         self._clock = clock
         self._inbox_locks: dict[str, anyio.Lock] = {}
         self._configured = frozenset(c.id for c in config.connectors)
         self._desks: dict[str, AgentDesk] = {}
         #: The default publish channel (channel-registry.md §8.7), process-global.
         self.default_channel = DefaultChannel(self.registry)
-        self.listen(self.default_channel.observe)
         # -- presence (H1b): typing indicators, outgoing streams, beforeInference context
         self.typing = TypingKeeper(self.registry, self.sessions)
-        self.listen(self.typing.observe)
         self.streams = OutgoingStreams(self.registry, self.sessions)
         self.context_hooks = ContextHooks()
         # -- lifecycle (H2a): desired state, decisions, reconciliation, speech into closed channels
-        self.lifecycle = LifecycleHost(self, observer=self._observer, clock=clock, sink=decisions)
+        self.lifecycle = LifecycleHost(self, events=self.events, clock=clock, sink=decisions)
         self.lifecycle.on_close = self.typing.stop_soon
         # -- tune-outs (H2b): epochs, diversion from the owner's inbox, owed backlogs
         self.tuneouts = TuneOutHost(
@@ -118,23 +126,15 @@ class Switchboard:
             registry=self.registry,
             make_session=self._make_session,
             on_session=self._adopt,
-            observer=self._observer,
+            events=self.events,
         )
-
-    # -- host events -------------------------------------------------------------------------
-
-    def listen(self, listener: Observer) -> None:
-        """Call ``listener`` for every host event, before the configured observer.
-
-        Host parts that follow connector events (the agents' default channel, lifecycle
-        reconciliation) subscribe here; a listener must not block and must not raise.
-        """
-        self._listeners.append(listener)
-
-    def _observe(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        for listener in self._listeners:
-            listener(kind, server_id, detail)
-        self._user_observer(kind, server_id, detail)
+        # -- who follows host events, in this order (see switchboard.host.events)
+        self.events.subscribe(log_event)
+        self.events.subscribe(self.default_channel.observe)
+        self.events.subscribe(self.typing.observe)
+        self.events.subscribe(self.lifecycle.observe)
+        if listener is not None:
+            self.events.subscribe(listener)
 
     # -- agents ------------------------------------------------------------------------------
 
@@ -150,7 +150,7 @@ class Switchboard:
             config,
             registry=self.registry,
             store=self.store,
-            observer=self._observer,
+            events=self.events,
             clock=self._clock,
         )
 
@@ -182,14 +182,17 @@ class Switchboard:
     @classmethod
     @asynccontextmanager
     async def started(
-        cls, config: Config, *, observer: Observer = null_observer
+        cls, config: Config, *, listener: Listener | None = None
     ) -> AsyncIterator[Switchboard]:
-        """Open the store, start the connectors, yield the host; stop everything on exit."""
+        """Open the store, start the connectors, yield the host; stop everything on exit.
+
+        ``listener`` is told every host event (see :meth:`__init__`).
+        """
         store = await MessageStore.open(config.store.path, synchronous=config.store.synchronous)
         decisions: DecisionLog | None = None
         try:
             decisions = await DecisionLog.open(config.store.path, synchronous="full")
-            board = cls(config, store, observer=observer, decisions=decisions)
+            board = cls(config, store, listener=listener, decisions=decisions)
             await board.restore()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(board.run)
@@ -257,57 +260,44 @@ class Switchboard:
         """Publish ``text`` to the channel ``target`` names, refusing early where it must."""
         if not text.strip():
             return PublishOutcome.refused(
-                Refusal.EMPTY_CONTENT, "there is nothing to send: the text is empty"
+                Refusal(RefusalKind.EMPTY_CONTENT, "there is nothing to send: the text is empty")
             )
         try:
             entry = self.registry.resolve(target, server_id=server_id)
-        except AmbiguousName as exc:
-            return PublishOutcome.refused(
-                Refusal.AMBIGUOUS_CHANNEL,
-                str(exc),
-                candidates=[
-                    {
-                        "server_id": c.ref.server_id,
-                        "channel_id": c.ref.channel_id,
-                        "name": c.name,
-                        "label": c.label,
-                    }
-                    for c in exc.choices
-                ],
-            )
-        except UnknownName as exc:
+        except ChannelNameError as exc:
             # A server that is gone or still connecting has no channels registered: say that,
             # rather than "unknown channel", when the caller named the server.
-            refusal = None if server_id is None else self._server_refusal(server_id)
-            return refusal or PublishOutcome.refused(
-                Refusal.UNKNOWN_CHANNEL, str(exc), suggestions=list(exc.suggestions)
-            )
+            refusal = None
+            if isinstance(exc, UnknownName) and server_id is not None:
+                refusal = self._server_refusal(server_id)
+            return PublishOutcome.refused(refusal or name_refusal(exc, "channel_publish"))
         return await self.publish_to(entry, text, conversation_id=conversation_id)
 
-    def _server_refusal(self, server_id: str) -> PublishOutcome | None:
+    def _server_refusal(self, server_id: str) -> Refusal | None:
+        """Why nothing can be published to ``server_id`` now, or None when it can be."""
         session = self.sessions.get(server_id)
         if session is None and server_id not in self._configured:
-            return PublishOutcome.refused(
-                Refusal.UNKNOWN_CHANNEL,
+            return Refusal(
+                RefusalKind.UNKNOWN_CHANNEL,
                 f"there is no server {server_id!r}; call channel_list to see the servers",
                 server_id=server_id,
             )
         if session is None or session.state is SessionState.CLOSED:
-            return PublishOutcome.refused(
-                Refusal.SERVER_GONE,
+            return Refusal(
+                RefusalKind.SERVER_GONE,
                 f"server {server_id!r} is not connected right now; nothing was sent, "
                 "try again later",
                 server_id=server_id,
             )
         if session.state is SessionState.CONNECTING:
-            return PublishOutcome.refused(
-                Refusal.SERVER_CONNECTING,
+            return Refusal(
+                RefusalKind.SERVER_CONNECTING,
                 f"server {server_id!r} is still connecting; nothing was sent, try again shortly",
                 server_id=server_id,
             )
         if session.state is SessionState.MCP_ONLY:
-            return PublishOutcome.refused(
-                Refusal.NOT_GRANTED,
+            return Refusal(
+                RefusalKind.NOT_GRANTED,
                 f"server {server_id!r} runs without MCPL, so it has no channels to publish to",
                 server_id=server_id,
             )
@@ -319,21 +309,25 @@ class Switchboard:
         ref = entry.ref
         refusal = self._server_refusal(ref.server_id)
         if refusal is not None:
-            return refusal
+            return PublishOutcome.refused(refusal)
         session = self.sessions[ref.server_id]
         if entry.descriptor.direction == "inbound":
             return PublishOutcome.refused(
-                Refusal.INBOUND_ONLY,
-                f"{qualified_name(ref)} is inbound-only: it can be read but not written to",
-                server_id=ref.server_id,
-                channel_id=ref.channel_id,
+                Refusal(
+                    RefusalKind.INBOUND_ONLY,
+                    f"{qualified_name(ref)} is inbound-only: it can be read but not written to",
+                    server_id=ref.server_id,
+                    channel_id=ref.channel_id,
+                )
             )
         if not session.grant.allows("channels.publish"):
             return PublishOutcome.refused(
-                Refusal.NOT_GRANTED,
-                f"server {ref.server_id!r} is not granted channels.publish; nothing was sent",
-                server_id=ref.server_id,
-                channel_id=ref.channel_id,
+                Refusal(
+                    RefusalKind.NOT_GRANTED,
+                    f"server {ref.server_id!r} is not granted channels.publish; nothing was sent",
+                    server_id=ref.server_id,
+                    channel_id=ref.channel_id,
+                )
             )
         # Lifecycle (§8.3): queued work settles, a default-closed channel opens first.
         cleared = await self.lifecycle.speech.clear(entry)
@@ -342,11 +336,7 @@ class Switchboard:
         session = self.sessions.get(ref.server_id, session)
         content = [{"type": "text", "text": text}]
         outcome = await publish_over(session, ref.channel_id, content, conversation_id)
-        self._observer(
-            "publish",
-            ref.server_id,
-            {"channel_id": ref.channel_id, "text": text, "outcome": outcome},
-        )
+        self.events.emit(Published(ref.server_id, ref.channel_id, text, outcome))
         return outcome
 
     # -- inbox -------------------------------------------------------------------------------

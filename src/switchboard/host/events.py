@@ -1,29 +1,332 @@
-"""Host events for people watching: the demo's terminal view and the logs.
+"""Host events: what happened on the host, as typed values, and the bus that carries them.
 
-An :data:`Observer` is a plain callable ``(kind, server_id, detail)``. It must not block and
-must not raise; it is called from inside message handlers. Kinds: ``ready``, ``mcp-only``,
-``register``, ``changed``, ``incoming``, ``push``, ``publish``, ``connector-exit``,
-``connector-restart``, ``manifest`` (a fetched manifest changed the grant) and ``lifecycle``
-(an open, close or reconciliation step; ``detail["event"]`` says which).
+What this module knows:
+
+- **The events.** One frozen dataclass per thing that happens, each naming the connector it
+  concerns (``server_id``) and carrying typed fields. :data:`HostEvent` is their union;
+  listeners take it apart with ``match event:`` and class patterns. The set:
+
+  * :class:`ConnectorReady`, :class:`ConnectorMcpOnly` (the session's handshake);
+  * :class:`ChannelsRegistered`, :class:`ChannelsChanged` (``channels/register``,
+    ``channels/changed``) and :class:`ChannelsRemoved` (the host dropped a live connection's
+    registrations after a manifest change);
+  * :class:`MessagesAccepted` (one committed ``channels/incoming`` batch) and
+    :class:`PushAccepted` (one committed ``push/event``);
+  * :class:`Published` (an agent's publish was carried out, ``Switchboard.publish_to``);
+  * :class:`ConnectorExited`, :class:`ConnectorRestartScheduled` (the supervisor);
+  * :class:`ManifestApplied` (the session, after a changed manifest was fetched);
+  * :class:`LifecycleStep` (lifecycle admission, reconciliation and speech opening a channel).
+
+- **The bus** (:class:`EventBus`): created once by the host and handed to the parts that emit.
+  :meth:`EventBus.subscribe` adds a listener; :meth:`EventBus.emit` calls every listener in
+  subscription order. The contract for a listener: it runs inside the emitter (often a message
+  handler in the peer's reader), so it **must not block** and must not await; work that needs
+  to wait is started in a task group the listener's owner keeps. A listener that raises is
+  logged with the event's type and skipped: the other listeners and the emitter go on.
+  Listeners subscribed while an event is being delivered hear the next event, not this one.
+- **The log line** of each event (:func:`log_event`, a listener the host subscribes first):
+  traffic at DEBUG, one line per batch; everything else at INFO.
+
+What it deliberately does not know: who listens, or what a listener does with an event. The
+wire messages inside :class:`MessagesAccepted` and :class:`PushAccepted` stay the validated
+wire mappings the store took: a batch is one event object, never one object per message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, assert_never
 
-Observer = Callable[[str, str, Mapping[str, Any]], None]
+import structlog
+
+from switchboard.host.connection.manifest_diff import Impact
+from switchboard.host.outcome import PublishOutcome
+
+__all__ = [
+    "ChannelsChanged",
+    "ChannelsRegistered",
+    "ChannelsRemoved",
+    "ConnectorExited",
+    "ConnectorMcpOnly",
+    "ConnectorReady",
+    "ConnectorRestartScheduled",
+    "EventBus",
+    "HostEvent",
+    "LifecycleStep",
+    "LifecycleStepKind",
+    "Listener",
+    "ManifestApplied",
+    "MessagesAccepted",
+    "Published",
+    "PushAccepted",
+    "log_event",
+]
+
+log = structlog.get_logger(__name__)
 
 
-def null_observer(kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-    """An observer that ignores everything."""
+# -- connections -----------------------------------------------------------------------------
 
 
-def fan_out(*observers: Observer) -> Observer:
-    """One observer that calls each of ``observers`` in turn."""
+@dataclass(frozen=True, slots=True)
+class ConnectorReady:
+    """The handshake finished with MCPL in force (the policy receipt was accepted).
 
-    def call(kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        for o in observers:
-            o(kind, server_id, detail)
+    Attributes:
+        grant: The granted capability leaves, sorted.
+        legacy_policy: Whether the policy went out in the pre-0.5 Notification form.
+    """
 
-    return call
+    server_id: str
+    grant: tuple[str, ...]
+    legacy_policy: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorMcpOnly:
+    """The server answered ``initialize`` without MCPL: it runs as plain MCP."""
+
+    server_id: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorExited:
+    """A supervised connection ended; its registrations were dropped.
+
+    Attributes:
+        dropped: The channel ids that were registered when it ended.
+    """
+
+    server_id: str
+    dropped: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorRestartScheduled:
+    """The supervisor will reconnect after ``delay`` seconds (``failures`` in a row so far)."""
+
+    server_id: str
+    delay: float
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestApplied:
+    """A fetched manifest that differed is in force, with the narrowed grant.
+
+    Attributes:
+        revision: The manifest's revision as the server wrote it.
+        grant: The granted capability leaves now, sorted.
+        impacts: The change receipt's lines.
+    """
+
+    server_id: str
+    revision: str | None
+    grant: tuple[str, ...]
+    impacts: tuple[Impact, ...]
+
+
+# -- channels --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsRegistered:
+    """A ``channels/register`` was answered; ``channel_ids`` were accepted (maybe none)."""
+
+    server_id: str
+    channel_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsChanged:
+    """A ``channels/changed`` was applied (as a Request or a Notification).
+
+    Attributes:
+        added: The channel ids it added.
+        removed: The channel ids it removed.
+    """
+
+    server_id: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelsRemoved:
+    """The host dropped a live connection's registrations (a manifest change revoked
+    ``channels.register``); the connection stays up."""
+
+    server_id: str
+    channel_ids: tuple[str, ...]
+
+
+# -- traffic ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesAccepted:
+    """One ``channels/incoming`` batch was committed to the store.
+
+    Attributes:
+        messages: The accepted wire messages that were new (duplicates left out), in arrival
+            order; never empty.
+    """
+
+    server_id: str
+    messages: Sequence[Mapping[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PushAccepted:
+    """A ``push/event`` was committed to the store as ``message`` (never a duplicate)."""
+
+    server_id: str
+    message: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """An agent's publish was carried out (``outcome`` says whether it was delivered)."""
+
+    server_id: str
+    channel_id: str
+    text: str
+    outcome: PublishOutcome
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+
+
+class LifecycleStepKind(StrEnum):
+    """The steps of channel lifecycle work that are reported (docs/lifecycle.md)."""
+
+    AUTO_OPENED = "auto-opened"
+    OPENED_BY_SEND = "opened-by-send"
+    RECONCILED = "reconciled"
+    RECONCILE_SKIPPED = "reconcile-skipped"
+    RECONCILE_FAILED = "reconcile-failed"
+    OPEN_FAILED = "open-failed"
+    OPEN_UNANSWERED = "open-unanswered"
+    CLOSE_FAILED = "close-failed"
+    SUBSTITUTED = "substituted"
+    CONVERGE_FAILED = "converge-failed"
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleStep:
+    """A lifecycle step on one server (or one of its channels).
+
+    Attributes:
+        kind: Which step.
+        channel_id: The channel concerned, when the step is about one.
+        detail: What a person watching wants to know about the step (the error, the source,
+            the announced channels ...); it differs per kind and no host part reads it.
+    """
+
+    server_id: str
+    kind: LifecycleStepKind
+    channel_id: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+HostEvent = (
+    ConnectorReady
+    | ConnectorMcpOnly
+    | ConnectorExited
+    | ConnectorRestartScheduled
+    | ManifestApplied
+    | ChannelsRegistered
+    | ChannelsChanged
+    | ChannelsRemoved
+    | MessagesAccepted
+    | PushAccepted
+    | Published
+    | LifecycleStep
+)
+"""Everything the host tells its listeners."""
+
+Listener = Callable[[HostEvent], None]
+"""A host event listener: must not block, should not raise (see the module docstring)."""
+
+
+# -- the bus ---------------------------------------------------------------------------------
+
+
+class EventBus:
+    """Delivers host events to listeners, in subscription order (see the module docstring)."""
+
+    __slots__ = ("_listeners",)
+
+    def __init__(self) -> None:
+        self._listeners: tuple[Listener, ...] = ()
+
+    def subscribe(self, listener: Listener) -> None:
+        """Call ``listener`` for every event emitted from now on, after earlier listeners."""
+        self._listeners = (*self._listeners, listener)
+
+    def emit(self, event: HostEvent) -> None:
+        """Tell every listener about ``event``; a listener that raises is logged and skipped."""
+        for listener in self._listeners:
+            try:
+                listener(event)
+            except Exception:
+                log.exception(
+                    "host_event_listener_failed",
+                    event_type=type(event).__name__,
+                    server_id=event.server_id,
+                    listener=getattr(listener, "__qualname__", repr(listener)),
+                )
+
+
+# -- the log line of each event --------------------------------------------------------------
+
+
+def log_event(event: HostEvent) -> None:
+    """Log one line for ``event``.
+
+    Connection, channel and lifecycle events are INFO (a connector that went MCP-only is a
+    warning). Traffic (:class:`MessagesAccepted`, :class:`PushAccepted`, :class:`Published`)
+    is DEBUG, one line per batch and never one per message, so the hot paths pay only for a
+    filtered call.
+    """
+    match event:
+        case ConnectorReady(server_id=sid, grant=grant, legacy_policy=legacy):
+            log.info("connector_ready", server_id=sid, grant=list(grant), legacy_policy=legacy)
+        case ConnectorMcpOnly(server_id=sid, reason=reason):
+            log.warning("connector_mcp_only", server_id=sid, reason=reason)
+        case ConnectorExited(server_id=sid, dropped=dropped):
+            log.info("connector_exited", server_id=sid, dropped=len(dropped))
+        case ConnectorRestartScheduled(server_id=sid, delay=delay, failures=failures):
+            log.info(
+                "connector_restart_scheduled",
+                server_id=sid,
+                delay=round(delay, 3),
+                failures=failures,
+            )
+        case ManifestApplied(server_id=sid, revision=revision, impacts=impacts):
+            log.info("manifest_applied", server_id=sid, revision=revision, impacts=len(impacts))
+        case ChannelsRegistered(server_id=sid, channel_ids=ids):
+            log.info("channels_registered", server_id=sid, accepted=len(ids))
+        case ChannelsChanged(server_id=sid, added=added, removed=removed):
+            log.info("channels_changed", server_id=sid, added=len(added), removed=len(removed))
+        case ChannelsRemoved(server_id=sid, channel_ids=ids):
+            log.info("channels_removed", server_id=sid, removed=len(ids))
+        case MessagesAccepted(server_id=sid, messages=messages):
+            log.debug("messages_accepted", server_id=sid, count=len(messages))
+        case PushAccepted(server_id=sid, message=message):
+            log.debug("push_accepted", server_id=sid, message_id=message.get("messageId"))
+        case Published(server_id=sid, channel_id=cid, outcome=outcome):
+            log.debug("published", server_id=sid, channel_id=cid, status=outcome.status.value)
+        case LifecycleStep(server_id=sid, kind=kind, channel_id=cid, detail=detail):
+            log.info(
+                "channel_lifecycle",
+                lifecycle=kind.value,
+                server_id=sid,
+                **({} if cid is None else {"channel_id": cid}),
+                **detail,
+            )
+        case _:
+            assert_never(event)

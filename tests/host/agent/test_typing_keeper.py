@@ -10,6 +10,7 @@ import pytest
 
 from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT
+from switchboard.host.events import ConnectorExited
 from switchboard.protocol import Grant
 from tests.host.fake import (
     ALL_CHANNELS,
@@ -235,7 +236,7 @@ async def test_a_connector_exit_event_forgets_that_servers_typing_at_once(
         await register(fa, "general")
         await register(fb, "general")
         await board.typing.start("general", {"m": 1})
-        board.typing.observe("connector-exit", "a", {"dropped": ["general"]})
+        board.typing.observe(ConnectorExited("a", ("general",)))
         assert board.typing.typing_in() == {B_GENERAL}
         assert board.typing.metadata_of(A_GENERAL) is None
 

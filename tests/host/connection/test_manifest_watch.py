@@ -18,6 +18,7 @@ import pytest
 
 from switchboard.channels import ChannelRef
 from switchboard.host import SessionState, Switchboard
+from switchboard.host.events import ChannelsRemoved, ManifestApplied
 from switchboard.protocol import manifest_digest
 from switchboard.transport import RpcError
 from tests.helpers import Recorder
@@ -170,12 +171,12 @@ async def test_an_addition_is_never_granted_and_is_reported_as_pending(tmp_path:
         grown = manifest(channels={**FULL, "streaming": True}, featureSets=PUSH_SET)
         server.served.append(grown)
         await server.announce()
-        seen = await recorder.wait_for(lambda e: e.kind == "manifest")
+        seen = await recorder.wait_kind(ManifestApplied)
         session = board.sessions["s1"]
         assert not session.grant.allows("pushEvents")
         assert not session.grant.allows("channels.streaming")
         assert session.enabled_feature_sets == frozenset()
-        impacts = {(i["kind"], i["subject"]) for i in seen.detail["impacts"]}
+        impacts = {(i.kind, i.subject) for i in seen.impacts}
         assert ("capability-expansion-pending", "pushEvents") in impacts
         assert ("capability-expansion-pending", "channels.streaming") in impacts
         await settle(server)
@@ -301,10 +302,8 @@ async def test_revoking_channel_registration_drops_the_connections_channels(
         assert ChannelRef("s1", "room") in board.registry
         server.served.append(manifest(channels={"publish": True, "incoming": True}))
         await server.announce()
-        dropped = await recorder.wait_for(
-            lambda e: e.kind == "changed" and bool(e.detail["removed"])
-        )
-        assert dropped.detail["removed"] == ["room"]
+        dropped = await recorder.wait_kind(ChannelsRemoved)
+        assert dropped.channel_ids == ("room",)
         assert ChannelRef("s1", "room") not in board.registry
         with pytest.raises(RpcError) as denied:
             await server.fake.call("channels/list", {})
@@ -368,6 +367,6 @@ async def test_an_identical_manifest_changes_nothing_and_tells_nothing(tmp_path:
         await server.announce()
         await server.wait(fetches=1)
         await settle(server)
-        assert recorder.count("manifest") == 0
+        assert recorder.count(ManifestApplied) == 0
         assert len(server.policies) == 1
         assert board.sessions["s1"].manifest_watch.applied == 0

@@ -12,6 +12,7 @@ import pytest
 from switchboard.channels import ChannelRef
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.host import SessionState, Switchboard
+from switchboard.host.events import ChannelsChanged
 from switchboard.store import MessageStore
 from switchboard.transport import RpcError, memory_link_pair
 from tests.helpers import Recorder
@@ -185,7 +186,7 @@ async def test_changed_as_a_notification_is_applied_item_by_item(tmp_path: Path)
     async with board_with(tmp_path, fake, recorder=recorder) as board:
         assert fake.peer is not None
         await fake.peer.notify("channels/changed", {"added": [descriptor("n1")]})
-        await recorder.wait_kind("changed")
+        await recorder.wait_kind(ChannelsChanged)
         assert ChannelRef("s1", "n1") in board.registry
 
 

@@ -19,6 +19,7 @@ from tests.host.fake import (
     board_with,
     descriptor,
     lifecycle_event,
+    lifecycle_steps,
     register_settled,
 )
 
@@ -57,7 +58,7 @@ async def test_an_auto_policy_opens_every_channel_and_announces_it_once(tmp_path
         await register_settled(fake, rec, [descriptor("a"), descriptor("b")])
         await register_settled(fake, rec, [descriptor("a")])  # a new registration of a
         states = [board.desired_state(ref(c)) for c in "ab"]
-    announced = [e for e in rec.events if lifecycle_event("auto-opened")(e)]
+    announced = lifecycle_steps(rec, "auto-opened")
     assert states == ["open", "open"]
     assert len(announced) == 1
     assert [c["channel_id"] for c in announced[0].detail["channels"]] == ["a", "b"]
@@ -104,7 +105,7 @@ async def test_policy_lifts_a_default_close_but_never_a_decision(tmp_path: Path)
     assert x is not None
     assert (x.state, x.source) == (DesiredState.CLOSED, Source.AGENT_TOOL)
     assert script.opened == ["dm1"]
-    announced = [e for e in rec.events if lifecycle_event("auto-opened")(e)]
+    announced = lifecycle_steps(rec, "auto-opened")
     assert [c["channel_id"] for c in announced[0].detail["channels"]] == ["dm1"]
 
 
@@ -136,12 +137,10 @@ async def test_a_connector_without_the_lifecycle_grant_is_never_sent_opens_or_cl
         assert board.desired_state(ref("a")) == "unknown"  # never admitted
         opened = await board.lifecycle.open(ref("a"))
         closed = await board.lifecycle.close(ref("a"))
-    assert [e.detail["reason"] for e in rec.events if lifecycle_event("reconcile-skipped")(e)]
-    assert opened.ok
+    assert [e.detail["reason"] for e in lifecycle_steps(rec, "reconcile-skipped")]
     assert opened.status == "not directed"
     assert "channels.lifecycle" in opened.text
     assert "as it chooses" in opened.text
-    assert closed.ok
     assert closed.status == "not directed"
     assert fake.got("channels/open") == []
     assert fake.got("channels/close") == []

@@ -3,6 +3,7 @@ what they could not confirm (issue #4 part 4; channel-registry.md §2.3, §5.6).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,7 @@ import pytest
 from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.decisions import DesiredState, Source
 from switchboard.channels.lifecycle.reconcile import MAX_CONVERGE_ATTEMPTS
-from switchboard.host import Switchboard
+from switchboard.host import Refusal, Switchboard
 from switchboard.host.lifecycle.answers import LifecycleAnswer
 from tests.helpers import Recorder
 from tests.host.fake import (
@@ -20,6 +21,7 @@ from tests.host.fake import (
     board_with,
     descriptor,
     lifecycle_event,
+    lifecycle_steps,
     message,
     register_settled,
 )
@@ -27,6 +29,13 @@ from tests.host.fake import (
 pytestmark = pytest.mark.anyio
 
 A, B = ChannelRef("s1", "a"), ChannelRef("s1", "b")
+
+
+async def _refused(verb: Awaitable[LifecycleAnswer]) -> Refusal:
+    """The refusal a verb raises."""
+    with pytest.raises(Refusal) as refused:
+        await verb
+    return refused.value
 
 
 async def _until_sent(script: LifecycleScript, opened: int = 0, closed: int = 0) -> None:
@@ -41,13 +50,16 @@ async def test_a_close_decided_while_an_open_is_in_flight_is_carried_out_after_i
     release = anyio.Event()
     script, rec = LifecycleScript(hold_open={"a": release}), Recorder()
     fake = script.install(FakeConnector())
-    answers: dict[str, LifecycleAnswer] = {}
+    answers: dict[str, LifecycleAnswer | Refusal] = {}
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("a")])
 
         async def call(name: str) -> None:
             verb = board.lifecycle.open if name == "open" else board.lifecycle.close
-            answers[name] = await verb(A)
+            try:
+                answers[name] = await verb(A)
+            except Refusal as refused:
+                answers[name] = refused
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call, "open")
@@ -60,9 +72,11 @@ async def test_a_close_decided_while_an_open_is_in_flight_is_carried_out_after_i
         entry = board.registry.get(A)
         assert entry is not None
         assert not entry.transport_open
-    assert answers["open"].refusal == "overtaken"
-    assert answers["close"].ok
-    assert answers["close"].status == "closed"
+    overtaken, closed = answers["open"], answers["close"]
+    assert isinstance(overtaken, Refusal)
+    assert overtaken.kind == "overtaken"
+    assert isinstance(closed, LifecycleAnswer)
+    assert closed.status == "closed"
     assert script.opened == ["a"]
     assert script.closed == ["a"]
 
@@ -81,11 +95,11 @@ async def test_a_run_gives_up_after_bounded_attempts_when_the_record_keeps_chang
             await board.lifecycle.decide(A, state, Source.AGENT_TOOL)
 
         script.before_answer = flip
-        answer = await board.lifecycle.open(A)
-    assert answer.refusal == "open-failed"
-    assert "kept changing" in answer.text
+        answer = await _refused(board.lifecycle.open(A))
+    assert answer.kind == "open-failed"
+    assert "kept changing" in answer.message
     assert len(script.opened) + len(script.closed) == MAX_CONVERGE_ATTEMPTS
-    assert [e for e in rec.events if lifecycle_event("converge-failed")(e)]
+    assert lifecycle_steps(rec, "converge-failed")
 
 
 async def test_channels_of_one_registration_are_reconciled_in_parallel(tmp_path: Path) -> None:
@@ -113,14 +127,14 @@ async def test_a_failed_close_is_tracked_and_the_next_close_is_really_sent(
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("a", initiallyOpen=True)])
-        failed = await board.lifecycle.close(A)
+        failed = await _refused(board.lifecycle.close(A))
         entry = board.registry.get(A)
         assert entry is not None
         assert board.lifecycle.marks.get(entry).failed_close  # it may still be open
         script.refuse_close.clear()
         again = await board.lifecycle.close(A)
-    assert failed.refusal == "close-failed"
-    assert "may still be open" in failed.text
+    assert failed.kind == "close-failed"
+    assert "may still be open" in failed.message
     assert board.desired_state(A) == "closed"  # the decision stays recorded
     assert again.status == "closed"
     assert script.closed == ["a", "a"]
@@ -134,7 +148,7 @@ async def test_an_unanswered_open_leaves_the_channel_unconfirmed_so_a_close_is_s
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec, request_timeout=0.2) as board:
         await register_settled(fake, rec, [descriptor("a")])
-        opened = await board.lifecycle.open(A)
+        opened = await _refused(board.lifecycle.open(A))
         entry = board.registry.get(A)
         assert entry is not None
         state = board.lifecycle.marks.get(entry)
@@ -142,8 +156,8 @@ async def test_an_unanswered_open_leaves_the_channel_unconfirmed_so_a_close_is_s
         assert not state.open
         closed = await board.lifecycle.close(A)
         never.set()
-    assert opened.refusal == "open-failed"
-    assert "may or may not be open" in opened.text
+    assert opened.kind == "open-failed"
+    assert "may or may not be open" in opened.message
     assert closed.status == "closed"
     assert script.closed == ["a"]
 
@@ -154,12 +168,12 @@ async def test_a_channel_withdrawn_while_its_open_is_in_flight_fails_as_removed(
     release = anyio.Event()
     script, rec = LifecycleScript(hold_open={"a": release}), Recorder()
     fake = script.install(FakeConnector())
-    result: list[LifecycleAnswer] = []
+    result: list[Refusal] = []
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("a")])
 
         async def open_a() -> None:
-            result.append(await board.lifecycle.open(A))
+            result.append(await _refused(board.lifecycle.open(A)))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(open_a)
@@ -167,8 +181,8 @@ async def test_a_channel_withdrawn_while_its_open_is_in_flight_fails_as_removed(
             await fake.call("channels/changed", {"removed": ["a"]})
             release.set()
         state = board.desired_state(A)
-    assert result[0].refusal == "open-failed"
-    assert "no longer registers" in result[0].text
+    assert result[0].kind == "open-failed"
+    assert "no longer registers" in result[0].message
     assert state == "open"  # the record survives the removal (§5.8)
 
 
@@ -181,23 +195,21 @@ async def test_an_open_answered_for_another_channel_marks_the_registration(
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("a")])
-        wrong = await board.lifecycle.open(A)
+        wrong = await _refused(board.lifecycle.open(A))
         entry = board.registry.get(A)
         assert entry is not None
         marked = board.lifecycle.marks.get(entry)
         del script.answer_as["a"]
         right = await board.lifecycle.open(A)
         cleared = board.lifecycle.marks.get(entry)
-    assert wrong.refusal == "open-failed"
-    assert '"zzz"' in wrong.text
+    assert wrong.kind == "open-failed"
+    assert '"zzz"' in wrong.message
     assert marked.answered_elsewhere
     assert not marked.open
     assert right.status == "reconciled"
     assert cleared.open
     assert not cleared.answered_elsewhere
-    assert [e.detail["answered"] for e in rec.events if lifecycle_event("substituted")(e)] == [
-        "zzz"
-    ]
+    assert [e.detail["answered"] for e in lifecycle_steps(rec, "substituted")] == ["zzz"]
 
 
 async def _open_with_history(board: Switchboard, backscroll: int) -> LifecycleAnswer:
@@ -231,7 +243,7 @@ async def test_traffic_on_a_channel_is_evidence_that_it_is_open(tmp_path: Path) 
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("a", initiallyOpen=True)])
-        await board.lifecycle.close(A)
+        await _refused(board.lifecycle.close(A))
         entry = board.registry.get(A)
         assert entry is not None
         before = board.lifecycle.marks.get(entry)

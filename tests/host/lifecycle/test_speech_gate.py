@@ -11,7 +11,7 @@ import pytest
 from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.decisions import DesiredState, Source
 from switchboard.config import DEFAULT_GRANT
-from switchboard.host import PublishOutcome, PublishStatus
+from switchboard.host import PublishOutcome, PublishStatus, Refusal
 from switchboard.host.lifecycle.answers import Origin
 from tests.helpers import Recorder
 from tests.host.fake import (
@@ -19,7 +19,7 @@ from tests.host.fake import (
     LifecycleScript,
     board_with,
     descriptor,
-    lifecycle_event,
+    lifecycle_steps,
     register_settled,
 )
 
@@ -72,8 +72,8 @@ async def test_speech_opens_a_default_or_machine_closed_channel_first(tmp_path: 
         "channels/publish",
     ]
     assert all(r is not None and r.source is Source.OPENED_BY_DELIVERY for r in records)
-    opened = [e.detail for e in rec.events if lifecycle_event("opened-by-send")(e)]
-    assert [(d["channel_id"], d["source"]) for d in opened] == [
+    opened = lifecycle_steps(rec, "opened-by-send")
+    assert [(e.channel_id, e.detail["source"]) for e in opened] == [
         ("g", "opened-by-delivery"),
         ("m", "opened-by-delivery"),
     ]
@@ -85,9 +85,10 @@ async def test_a_machine_close_that_failed_is_reopened_before_speech(tmp_path: P
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec, subscription="auto") as board:
         await register_settled(fake, rec, [descriptor("g")])
-        failed = await board.lifecycle.close(G, origin=Origin.MODULE, source="housekeeping")
+        with pytest.raises(Refusal) as failed:
+            await board.lifecycle.close(G, origin=Origin.MODULE, source="housekeeping")
         outcome = await board.publish("g", "hi")
-    assert failed.refusal == "close-failed"
+    assert failed.value.kind == "close-failed"
     assert outcome.delivered
     assert methods(fake)[-2:] == ["channels/open", "channels/publish"]
 
@@ -172,7 +173,8 @@ async def test_words_are_refused_when_the_open_they_wait_for_fails_to_converge(
         script.before_answer = flip
         outcome = await board.publish("g", "hi")
     assert outcome.status is PublishStatus.FAILED
-    assert outcome.detail["lifecycle"] == "converge"
+    assert outcome.refusal is not None
+    assert outcome.refusal.data["lifecycle"] == "converge"
     assert fake.got("channels/publish") == []
 
 
@@ -189,8 +191,10 @@ async def test_a_channel_answered_elsewhere_takes_no_words_as_it_stands(tmp_path
         del script.answer_as["g"]
         await board.lifecycle.open(G)
         after = await board.publish("g", "three")
-    assert failed_open.detail["lifecycle"] == "open-failed"
-    assert refused.detail["lifecycle"] == "answered-elsewhere"
+    assert failed_open.refusal is not None
+    assert refused.refusal is not None
+    assert failed_open.refusal.data["lifecycle"] == "open-failed"
+    assert refused.refusal.data["lifecycle"] == "answered-elsewhere"
     assert refused.reason is not None
     assert "different channel" in refused.reason
     assert after.delivered

@@ -13,9 +13,10 @@ What this module knows (channel-registry.md §8.7, §9.2 step 5, §11.3, MCPL §
   exception for an edit delivered as an agent's first view does not arise.
 - **The default channel** (:class:`DefaultChannel`): process-global, the channel of the
   latest accepted ``channels/incoming`` message that is not a marker. It follows the host's
-  ``incoming`` events (already committed and accepted); push events, outbound publishes and
-  tools never move it. A message whose channel is no longer registered when the event is seen
-  (its server was removed meanwhile) sets nothing. When the server goes away the *ref* is kept
+  :class:`~switchboard.host.events.MessagesAccepted` events (already committed and accepted);
+  push events, outbound publishes and tools never move it. A message whose channel is no
+  longer registered when the event is seen (its server was removed meanwhile) sets nothing.
+  When the server goes away (:class:`~switchboard.host.events.ConnectorExited`) the *ref* is kept
   on purpose, with only the message and thread ids forgotten: a publish that defaults to it
   is then refused naming the gone channel, and is never sent to another server's channel
   that happens to have the same id.
@@ -26,10 +27,11 @@ What it deliberately does not know: turns, agents and the locus (see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.host.events import ConnectorExited, HostEvent, MessagesAccepted
 
 __all__ = ["MARKER_EVENT_TYPES", "MARKER_TAGS", "DefaultChannel", "is_marker"]
 
@@ -78,7 +80,7 @@ def _wire_is_marker(message: Mapping[str, Any]) -> bool:
 
 
 class DefaultChannel:
-    """The host's default publish channel; subscribe :meth:`observe` with ``board.listen``.
+    """The host's default publish channel; the board subscribes :meth:`observe` to its events.
 
     Attributes:
         ref: The channel of the latest accepted non-marker message, or None before any. It
@@ -95,19 +97,19 @@ class DefaultChannel:
         self.message_id: str | None = None
         self.thread_id: str | None = None
 
-    def observe(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        """A host event: ``incoming`` may move the default, ``connector-exit`` thins it."""
-        if kind == "incoming":
-            messages = detail.get("messages")
-            if isinstance(messages, list):
+    def observe(self, event: HostEvent) -> None:
+        """A host event listener: accepted messages may move the default, an exit thins it."""
+        match event:
+            case MessagesAccepted(server_id=server_id, messages=messages):
                 self._accepted(server_id, messages)
-        elif kind == "connector-exit" and self.ref is not None and self.ref.server_id == server_id:
-            self.message_id = None
-            self.thread_id = None
+            case ConnectorExited(server_id=server_id):
+                if self.ref is not None and self.ref.server_id == server_id:
+                    self.message_id = None
+                    self.thread_id = None
 
-    def _accepted(self, server_id: str, messages: list[Any]) -> None:
+    def _accepted(self, server_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         for message in reversed(messages):
-            if not isinstance(message, Mapping) or _wire_is_marker(message):
+            if _wire_is_marker(message):
                 continue
             channel_id = message.get("channelId")
             if not isinstance(channel_id, str) or not channel_id:

@@ -20,10 +20,11 @@ What this module knows (channel-registry.md §10.1, mcpl-protocol.md 4.10):
   reference sends stops without checking ``channels.typing``, but MCPL forbids any H→S
   message without its gate (H-45), and a server that never saw a start needs no stop. A
   stop always drops the channel's metadata.
-- **Removal.** A channel removed by ``channels/changed`` or a server that went away ends its
-  typing with no stop (the channel is gone); a refresh tick that finds its channel
-  unregistered ends the same way. Speech published into a channel ends its typing with a
-  stop (:meth:`TypingKeeper.observe`).
+- **Removal.** A channel removed (by ``channels/changed``, or by the host when a manifest
+  change revoked registration) or a server that went away ends its typing with no stop (the
+  channel is gone); a refresh tick that finds its channel unregistered ends the same way.
+  Speech published into a channel ends its typing with a stop (:meth:`TypingKeeper.observe`
+  follows these host events).
 - **Automatic typing** for agents: :meth:`TypingKeeper.turn_began` starts typing in the
   turn's locus with a budget and ends the agent's previous automatic typing.
 
@@ -45,7 +46,14 @@ import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.outcome import PublishOutcome, PublishStatus
+from switchboard.host.events import (
+    ChannelsChanged,
+    ChannelsRemoved,
+    ConnectorExited,
+    HostEvent,
+    Published,
+)
+from switchboard.host.outcome import PublishStatus
 from switchboard.transport import Peer, TransportError
 
 __all__ = ["AUTO_TYPING_REFRESHES", "TYPING_INTERVAL", "Sleep", "TypingKeeper", "granted_peer"]
@@ -86,7 +94,7 @@ class _Typing:
 class TypingKeeper:
     """Runs the typing indicators of every channel (see the module docstring).
 
-    Subscribe :meth:`observe` with ``board.listen`` and run :meth:`run` in the host's task
+    Subscribe :meth:`observe` to the host's event bus and run :meth:`run` in the host's task
     group. Without :meth:`run`, a start still goes out once but is not refreshed.
 
     Attributes:
@@ -280,24 +288,22 @@ class TypingKeeper:
 
     # -- host events ---------------------------------------------------------------------
 
-    def observe(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        """A host event: removals end typing silently; speech published ends it with a stop."""
-        if kind == "changed":
-            removed = detail.get("removed")
-            if isinstance(removed, list | tuple):
+    def observe(self, event: HostEvent) -> None:
+        """A host event listener: removals end typing silently; speech published ends it with
+        a stop."""
+        match event:
+            case (
+                ChannelsChanged(server_id=server_id, removed=removed)
+                | ChannelsRemoved(server_id=server_id, channel_ids=removed)
+            ):
                 for channel_id in removed:
-                    self.forget(ChannelRef(server_id, str(channel_id)))
-        elif kind == "connector-exit":
-            for ref in [r for r in self._typing if r.server_id == server_id]:
-                self.forget(ref)
-        elif kind == "publish":
-            outcome = detail.get("outcome")
-            channel_id = detail.get("channel_id")
-            went_out = not isinstance(outcome, PublishOutcome) or (
-                outcome.status is not PublishStatus.FAILED
-            )
-            if isinstance(channel_id, str) and went_out:
-                self.stop_soon(ChannelRef(server_id, channel_id))
+                    self.forget(ChannelRef(server_id, channel_id))
+            case ConnectorExited(server_id=server_id):
+                for ref in [r for r in self._typing if r.server_id == server_id]:
+                    self.forget(ref)
+            case Published(server_id=server_id, channel_id=channel_id, outcome=outcome):
+                if outcome.status is not PublishStatus.FAILED:
+                    self.stop_soon(ChannelRef(server_id, channel_id))
 
     # -- internals -----------------------------------------------------------------------
 

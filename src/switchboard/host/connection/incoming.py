@@ -6,7 +6,9 @@ direction (an outbound-only channel receives nothing) and the configured per-cha
 The method gate itself was checked by the session against the current grant. Results are
 per message. Accepted messages are handed to the store synchronously, so arrival order is kept,
 and the answer goes back only once the store has committed them (a :class:`Deferred`, so the
-next request is read while this one waits for its commit).
+next request is read while this one waits for its commit). Once committed, a batch with new
+messages is told as one :class:`~switchboard.host.events.MessagesAccepted` (a new push event as
+one :class:`~switchboard.host.events.PushAccepted`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ from typing import Any
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.events import Observer
+from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
 from switchboard.store import AppendResult, MessageStore
-from switchboard.transport import INVALID_PARAMS, Deferred, RpcError
+from switchboard.transport import Deferred, ParamProblem, invalid_params
+
+__all__ = ["IncomingHandler"]
 
 log = structlog.get_logger(__name__)
 
@@ -41,25 +45,21 @@ class IncomingHandler:
         server_id: str,
         registry: ChannelRegistry,
         store: MessageStore,
-        observer: Observer,
+        events: EventBus,
         clock: Callable[[], float],
         permits: Callable[[str], bool],
     ) -> None:
         self._server_id = server_id
         self._registry = registry
         self._store = store
-        self._observer = observer
+        self._events = events
         self._clock = clock
         self._permits = permits
 
     async def handle(self, params: Any) -> Deferred:
         raw = params.get("messages") if isinstance(params, dict) else None
         if not isinstance(raw, list):
-            raise RpcError(
-                INVALID_PARAMS,
-                "Invalid params",
-                {"errors": [{"loc": "messages", "msg": "must be an array of messages"}]},
-            )
+            raise invalid_params(ParamProblem("messages", "must be an array of messages"))
         results: list[dict[str, Any]] = []
         accepted: list[dict[str, Any]] = []
         verdicts: dict[str, str | None] = {}
@@ -95,12 +95,12 @@ class IncomingHandler:
             return Deferred(_ready({"results": results}))
         sid = self._server_id
         committed = self._store.submit_wire(sid, accepted, received_at=self._clock())
-        observer = self._observer
+        emit = self._events.emit
 
         def after_commit(stored: list[AppendResult]) -> dict[str, Any]:
             fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
             if fresh:
-                observer("incoming", sid, {"messages": fresh})
+                emit(MessagesAccepted(sid, fresh))
             return {"results": results}
 
         return _deferred(committed, after_commit)
@@ -141,13 +141,13 @@ class IncomingHandler:
         if p.tags is not None:
             message["tags"] = p.tags
         committed = self._store.submit_wire(self._server_id, [message], received_at=self._clock())
-        observer = self._observer
+        emit = self._events.emit
         sid = self._server_id
 
         async def after_commit() -> dict[str, Any]:
             stored = await committed
             if not stored[0].duplicate:
-                observer("push", sid, {"messages": [message]})
+                emit(PushAccepted(sid, message))
             return {"accepted": True}
 
         return Deferred(after_commit())

@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from switchboard.host.outcome import PublishOutcome, PublishStatus, Refusal
+from switchboard.host.outcome import PublishOutcome, PublishStatus
+from switchboard.host.refusal import Refusal, RefusalKind
 from switchboard.transport import METHOD_NOT_FOUND, LinkClosedError, RequestTimeoutError, RpcError
 
 if TYPE_CHECKING:
@@ -36,10 +37,12 @@ async def publish_over(
     peer = session.peer
     if peer is None:
         return PublishOutcome.refused(
-            Refusal.SERVER_GONE,
-            f"server {sid} is not connected",
-            server_id=sid,
-            channel_id=channel_id,
+            Refusal(
+                RefusalKind.SERVER_GONE,
+                f"server {sid} is not connected",
+                server_id=sid,
+                channel_id=channel_id,
+            )
         )
     params = {"conversationId": conversation_id, "channelId": channel_id, "content": content}
     timeout = session.config.publish_timeout
@@ -59,12 +62,15 @@ async def publish_over(
             return _unconfirmed(
                 sid, channel_id, "sent as a notification; this connector gives no receipt"
             )
-        return PublishOutcome(
-            PublishStatus.FAILED,
-            sid,
-            channel_id,
-            reason=f"the connector refused the publish: {exc.message} (code {exc.code})",
-            detail={"code": exc.code, "data": exc.data},
+        return PublishOutcome.refused(
+            Refusal(
+                RefusalKind.CONNECTOR_FAILED,
+                f"the connector refused the publish: {exc.message} (code {exc.code})",
+                server_id=sid,
+                channel_id=channel_id,
+                code=exc.code,
+                data=exc.data,
+            )
         )
     except RequestTimeoutError:
         return _unconfirmed(sid, channel_id, f"no answer from the connector within {timeout:g} s")
@@ -80,12 +86,14 @@ async def publish_over(
                 PublishStatus.DELIVERED, sid, channel_id, message_id=str(message_id)
             )
         if delivered is False:
-            return PublishOutcome(
-                PublishStatus.FAILED,
-                sid,
-                channel_id,
-                reason="the connector reported that the message was not delivered",
-                detail={"result": dict(result)},
+            return PublishOutcome.refused(
+                Refusal(
+                    RefusalKind.CONNECTOR_FAILED,
+                    "the connector reported that the message was not delivered",
+                    server_id=sid,
+                    channel_id=channel_id,
+                    result=dict(result),
+                )
             )
     return _unconfirmed(sid, channel_id, "the connector's answer did not confirm delivery")
 

@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from switchboard.channels import ChannelRegistry, DescriptorLike, Rejected
-from switchboard.host.events import Observer
+from switchboard.host.events import ChannelsChanged, ChannelsRegistered, EventBus
 from switchboard.protocol import ChangedParams, RegisterParams, validate_descriptors
 from switchboard.protocol.messages import ChannelDescriptor, DescriptorProblem
 
@@ -35,7 +35,7 @@ class RegistrationHandler:
     Args:
         server_id: the connection's server id.
         registry: where channels are kept.
-        observer: told ``register`` and ``changed`` host events.
+        events: where :class:`ChannelsRegistered` and :class:`ChannelsChanged` are emitted.
         allows: whether the grant in force allows a capability path, asked per descriptor.
         permits: the per-channel narrowing of the config.
     """
@@ -45,13 +45,13 @@ class RegistrationHandler:
         *,
         server_id: str,
         registry: ChannelRegistry,
-        observer: Observer,
+        events: EventBus,
         allows: Callable[[str], bool],
         permits: Callable[[str], bool],
     ) -> None:
         self._server_id = server_id
         self._registry = registry
-        self._observer = observer
+        self._events = events
         self._allows = allows
         self._permits = permits
         self._log = log.bind(server_id=server_id)
@@ -79,8 +79,8 @@ class RegistrationHandler:
             self._server_id, self._items(p.channels), authorize=self._authorize
         )
         results = [_item(r) for r in change.results]
-        self._observer(
-            "register", self._server_id, {"accepted": [r.channel_id for r in change.added]}
+        self._events.emit(
+            ChannelsRegistered(self._server_id, tuple(r.channel_id for r in change.added))
         )
         return {"results": results}
 
@@ -106,13 +106,12 @@ class RegistrationHandler:
                         reason=r.reason,
                         form="notification",
                     )
-        self._observer(
-            "changed",
-            self._server_id,
-            {
-                "added": [r.channel_id for r in change.added],
-                "removed": [r.channel_id for r in change.removed],
-            },
+        self._events.emit(
+            ChannelsChanged(
+                self._server_id,
+                tuple(r.channel_id for r in change.added),
+                tuple(r.channel_id for r in change.removed),
+            )
         )
         return {"results": results}
 

@@ -10,7 +10,9 @@ is treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL 
 
 Readiness is set by the peer's reader the moment the receipt is read (``on_response``), so a
 ``channels/register`` that the connector sends straight after its receipt is never rejected by a
-race between the handshake task and the dispatcher.
+race between the handshake task and the dispatcher. The session's peer reads every error
+answer with :func:`switchboard.protocol.read_error`, so a request the host sends over it
+raises the MCPL class of the code (``except UnknownChannel:``), or a plain ``RpcError``.
 
 After the handshake the manifest can change (MCPL §17): ``mcpl/manifestChanged`` goes to the
 session's :class:`~switchboard.host.connection.manifest_watch.ManifestWatch`, which fetches and
@@ -18,6 +20,11 @@ diffs it;
 the session adopts the narrowed grant (dropping this connection's registrations when
 ``channels.register`` is revoked, as if it had never been advertised) and tells the connector
 with a ``featureSets/update`` Request.
+
+What happened is told on the host's :class:`~switchboard.host.events.EventBus`:
+``ConnectorReady`` or ``ConnectorMcpOnly`` after the handshake, ``ChannelsRemoved`` (when a
+revocation drops the registrations) and ``ManifestApplied`` after a manifest change;
+registration and incoming emit their own events.
 
 It knows nothing of supervision (see :mod:`switchboard.host.connection.supervisor`) or of agents.
 """
@@ -42,7 +49,13 @@ from switchboard.host.connection.manifest_diff import Narrowing
 from switchboard.host.connection.manifest_watch import ManifestWatch
 from switchboard.host.connection.publish_request import publish_over
 from switchboard.host.connection.registration import RegistrationHandler
-from switchboard.host.events import Observer
+from switchboard.host.events import (
+    ChannelsRemoved,
+    ConnectorMcpOnly,
+    ConnectorReady,
+    EventBus,
+    ManifestApplied,
+)
 from switchboard.protocol import (
     CAPABILITY_PATHS,
     MCP_PROTOCOL_VERSION,
@@ -57,6 +70,7 @@ from switchboard.protocol import (
     host_advertisement,
     parse_manifest,
     parse_receipt,
+    read_error,
 )
 from switchboard.store import MessageStore
 from switchboard.transport import (
@@ -66,6 +80,7 @@ from switchboard.transport import (
     Peer,
     RequestTimeoutError,
     RpcError,
+    method_not_found,
 )
 
 __all__ = ["ConnectorSession", "SessionState", "publish_over"]
@@ -89,7 +104,7 @@ class ConnectorSession:
         *,
         registry: ChannelRegistry,
         store: MessageStore,
-        observer: Observer,
+        events: EventBus,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
@@ -102,7 +117,7 @@ class ConnectorSession:
         self.enabled_feature_sets: frozenset[str] = frozenset()
         self._registry = registry
         self._store = store
-        self._observer = observer
+        self._events = events
         self._clock = clock
         self._peer: Peer | None = None
         self.link: Link | None = None
@@ -112,14 +127,14 @@ class ConnectorSession:
             server_id=self.server_id,
             registry=registry,
             store=store,
-            observer=observer,
+            events=events,
             clock=clock,
             permits=self.channel_permitted,
         )
         self._registration = RegistrationHandler(
             server_id=self.server_id,
             registry=registry,
-            observer=observer,
+            events=events,
             allows=lambda path: self.grant.allows(path),
             permits=self.channel_permitted,
         )
@@ -156,6 +171,7 @@ class ConnectorSession:
             on_notification=self._on_notification,
             name=f"connector:{self.server_id}",
             default_timeout=self.config.request_timeout,
+            read_error=read_error,
         )
         self._peer = peer
         self.link = link
@@ -192,8 +208,9 @@ class ConnectorSession:
         await peer.notify("notifications/initialized", {})
         if manifest is None:
             self.state = SessionState.MCP_ONLY
-            self.log.warning("connector_mcp_only", reason="no experimental.mcpl in initialize")
-            self._observer("mcp-only", self.server_id, {})
+            self._events.emit(
+                ConnectorMcpOnly(self.server_id, reason="no experimental.mcpl in initialize")
+            )
             return
         self.manifest = manifest
         for note in manifest.diagnostics:
@@ -239,10 +256,10 @@ class ConnectorSession:
             self._become_ready(*pending)
             await peer.notify("featureSets/update", params)
         if self.state is SessionState.READY:
-            self._observer(
-                "ready",
-                self.server_id,
-                {"grant": sorted(self.grant.leaves()), "legacy": self.legacy_policy},
+            self._events.emit(
+                ConnectorReady(
+                    self.server_id, tuple(sorted(self.grant.leaves())), self.legacy_policy
+                )
             )
 
     def _become_ready(self, grant: Grant, enabled: frozenset[str]) -> None:
@@ -269,19 +286,16 @@ class ConnectorSession:
             # capability behaves as if it had never been advertised (MCPL §5.4).
             gone = self._registry.remove_server(self.server_id)
             if gone:
-                self._observer(
-                    "changed",
-                    self.server_id,
-                    {"added": [], "removed": [ref.channel_id for ref in gone]},
+                self._events.emit(
+                    ChannelsRemoved(self.server_id, tuple(ref.channel_id for ref in gone))
                 )
-        self._observer(
-            "manifest",
-            self.server_id,
-            {
-                "revision": manifest.revision,
-                "grant": sorted(self.grant.leaves()),
-                "impacts": [impact.to_json() for impact in narrowing.impacts],
-            },
+        self._events.emit(
+            ManifestApplied(
+                self.server_id,
+                manifest.revision,
+                tuple(sorted(self.grant.leaves())),
+                narrowing.impacts,
+            )
         )
 
     async def tell_policy(self) -> None:
@@ -330,7 +344,7 @@ class ConnectorSession:
         self.gate_check(method)
         handler = self._handlers.get(method)
         if handler is None:
-            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method})
+            raise method_not_found(method)
         return await handler(params)
 
     async def _on_notification(self, method: str, params: Any) -> None:

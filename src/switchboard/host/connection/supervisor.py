@@ -5,6 +5,8 @@ connector's channels are not offered to agents); a restarted connector registers
 taken back. The delay before the next attempt doubles after each failure up to
 ``backoff_max``, with jitter so that several connectors that died together do not come back in
 lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
+Each end is told as :class:`~switchboard.host.events.ConnectorExited`, each planned reconnect as
+:class:`~switchboard.host.events.ConnectorRestartScheduled`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from switchboard.channels import ChannelRegistry
 from switchboard.config import ConnectorConfig
 from switchboard.host.connection.links import open_link
 from switchboard.host.connection.session import ConnectorSession
-from switchboard.host.events import Observer
+from switchboard.host.events import ConnectorExited, ConnectorRestartScheduled, EventBus
+
+__all__ = ["HEALTHY_AFTER", "Supervisor", "backoff_delay"]
 
 log = structlog.get_logger(__name__)
 
@@ -43,13 +47,13 @@ class Supervisor:
         registry: ChannelRegistry,
         make_session: Callable[[ConnectorConfig], ConnectorSession],
         on_session: Callable[[ConnectorSession], None],
-        observer: Observer,
+        events: EventBus,
         rng: random.Random | None = None,
     ) -> None:
         self._registry = registry
         self._make_session = make_session
         self._on_session = on_session
-        self._observer = observer
+        self._events = events
         self._rng = rng or random.Random()
         self.attempts: dict[str, int] = {}
 
@@ -70,15 +74,12 @@ class Supervisor:
                 slog.warning("connector_failed", error=repr(exc))
             finally:
                 removed = self._registry.remove_server(config.id)
-                self._observer(
-                    "connector-exit", config.id, {"dropped": [r.channel_id for r in removed]}
-                )
+                self._events.emit(ConnectorExited(config.id, tuple(r.channel_id for r in removed)))
             if not config.restart:
                 return
             if time.monotonic() - started >= HEALTHY_AFTER:
                 failures = 0
             delay = backoff_delay(failures, config.backoff_initial, config.backoff_max, self._rng)
             failures += 1
-            slog.info("connector_restart_scheduled", delay=round(delay, 3), failures=failures)
-            self._observer("connector-restart", config.id, {"delay": delay})
+            self._events.emit(ConnectorRestartScheduled(config.id, delay, failures))
             await anyio.sleep(delay)

@@ -11,8 +11,8 @@ What this module knows (channel-registry.md §5.5, §5.6, §11.1-§11.2):
   on the wire. Every channel of the batch first gets its initial record
   (:meth:`~switchboard.channels.LifecycleBook.ensure_initial`: ``initiallyOpen`` or the policy
   lift a ``default-closed`` record, a real decision is never overridden), recorded as one
-  batch; fresh policy opens are announced once (event ``lifecycle``/``auto-opened``); then each
-  channel is reconciled on its own queue, and ``lifecycle``/``reconciled`` reports the end. A
+  batch; fresh policy opens are announced once (a ``LifecycleStep`` ``auto-opened``); then each
+  channel is reconciled on its own queue, and a ``LifecycleStep`` ``reconciled`` reports the end. A
   connector whose grant lacks ``channels.lifecycle`` is not admitted at all (its channels get
   no record: the host never directs a lifecycle it was not granted), and an ``auto`` or
   allow-list policy does nothing for it.
@@ -32,6 +32,7 @@ from switchboard.channels.lifecycle.decisions import Append
 from switchboard.channels.lifecycle.events import DesiredStateSet
 from switchboard.channels.lifecycle.speech import Reach
 from switchboard.config import ConnectorConfig, SubscriptionAllow
+from switchboard.host.events import LifecycleStepKind
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
 
 if TYPE_CHECKING:
@@ -59,7 +60,11 @@ async def admit_channels(host: LifecycleHost, server_id: str, channel_ids: Itera
         return
     if not host.directs(server_id):
         if host.reach(server_id) is Reach.UP:
-            host.emit(server_id, "reconcile-skipped", reason="channels.lifecycle not granted")
+            host.emit(
+                server_id,
+                LifecycleStepKind.RECONCILE_SKIPPED,
+                reason="channels.lifecycle not granted",
+            )
         return
     policy = host.policy_for(server_id)
     events: list[DesiredStateSet] = []
@@ -95,6 +100,11 @@ async def admit_channels(host: LifecycleHost, server_id: str, channel_ids: Itera
     finally:
         gate.release(refs)
     if announced:
-        host.emit(server_id, "auto-opened", source="subscription-policy", channels=announced)
+        host.emit(
+            server_id,
+            LifecycleStepKind.AUTO_OPENED,
+            source="subscription-policy",
+            channels=announced,
+        )
     runs = await host.reconciler.reconcile(refs)
-    host.emit(server_id, "reconciled", channels=len(refs), runs=runs)
+    host.emit(server_id, LifecycleStepKind.RECONCILED, channels=len(refs), runs=runs)

@@ -15,8 +15,9 @@ A channel's decision is proposed only once the previous decision on it is applie
 (:class:`~switchboard.host.lifecycle.queue.DecisionGate`). Start-up replays the journal
 (:meth:`LifecycleHost.restore`: snapshot, then the events after it).
 
-It follows connector events (``board.listen``): a channel admitted by ``channels/register`` or
-``changed.added`` gets its initial record from the connector's subscription policy
+It follows host events (:meth:`LifecycleHost.observe`, which the board subscribes to its
+:class:`~switchboard.host.events.EventBus`): a channel admitted by ``channels/register`` or
+``channels/changed`` (added) gets its initial record from the connector's subscription policy
 (:mod:`.admission`; policy and ``initiallyOpen`` lift a ``default-closed`` record and
 never override a decision), then is reconciled, each channel on its own queue; accepted traffic
 marks a channel's transport open; a connector that exits takes its transport marks with it. A
@@ -39,7 +40,7 @@ they make, and the wire beyond what :mod:`~switchboard.host.lifecycle.reconcile`
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -62,7 +63,17 @@ from switchboard.channels.lifecycle.speech import ChannelFacts, Reach
 from switchboard.config import Config
 from switchboard.host.connection.session import ConnectorSession, SessionState
 from switchboard.host.connection.transport_marks import TransportMarks
-from switchboard.host.events import Observer
+from switchboard.host.events import (
+    ChannelsChanged,
+    ChannelsRegistered,
+    ConnectorExited,
+    ConnectorReady,
+    EventBus,
+    HostEvent,
+    LifecycleStep,
+    LifecycleStepKind,
+    MessagesAccepted,
+)
 from switchboard.host.lifecycle.admission import admit_channels, subscription_policy
 from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin
 from switchboard.host.lifecycle.background import BackgroundWork
@@ -90,8 +101,6 @@ class LifecycleBoard(Protocol):
     config: Config
     registry: ChannelRegistry
     sessions: dict[str, ConnectorSession]
-
-    def listen(self, listener: Observer) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,12 +130,12 @@ class LifecycleHost:
         self,
         board: LifecycleBoard,
         *,
-        observer: Observer,
+        events: EventBus,
         clock: Callable[[], float] = time.time,
         sink: DecisionSink | None = None,
     ) -> None:
         self._board = board
-        self._observer = observer
+        self._events = events
         self._clock = clock
         self.registry = board.registry
         self.sessions = board.sessions
@@ -142,7 +151,7 @@ class LifecycleHost:
             book=lambda: self.book,
             marks=self.marks,
             queue=self.queue,
-            observer=observer,
+            events=events,
         )
         self.verbs = LifecycleVerbs(self)
         self.decliner = Decliner(self)
@@ -152,7 +161,6 @@ class LifecycleHost:
         #: Called with a channel whose close was just recorded (the board stops typing there).
         self.on_close: Callable[[ChannelRef], object] = lambda ref: None
         self.background = BackgroundWork("lifecycle")
-        board.listen(self.observe)
 
     def now(self) -> float:
         """The host clock."""
@@ -361,25 +369,21 @@ class LifecycleHost:
         """Give newly registered channels their initial record, then reconcile them."""
         await admit_channels(self, server_id, channel_ids)
 
-    def observe(self, kind: str, server_id: str, detail: Mapping[str, Any]) -> None:
-        """Host events (a ``board.listen`` listener): admit, reconcile, follow traffic."""
-        if kind == "incoming":
-            messages = detail.get("messages") or ()
-            self.marks.traffic(server_id, {m.get("channelId") for m in messages})
-        elif kind == "register":
-            self.background.spawn(
-                server_id, self.admit, server_id, list(detail.get("accepted") or ())
-            )
-        elif kind == "changed":
-            added = list(detail.get("added") or ())
-            if added:
-                self.background.spawn(server_id, self.admit, server_id, added)
-        elif kind == "ready":
-            known = [e.ref.channel_id for e in self.registry.server_entries(server_id)]
-            if known:
-                self.background.spawn(server_id, self.admit, server_id, known)
-        elif kind == "connector-exit":
-            self.marks.drop_server(server_id)
+    def observe(self, event: HostEvent) -> None:
+        """A host event listener: admit and reconcile new channels, follow traffic and exits."""
+        match event:
+            case MessagesAccepted(server_id=server_id, messages=messages):
+                self.marks.traffic(server_id, {m["channelId"] for m in messages})
+            case ChannelsRegistered(server_id=server_id, channel_ids=accepted):
+                self.background.spawn(server_id, self.admit, server_id, list(accepted))
+            case ChannelsChanged(server_id=server_id, added=added) if added:
+                self.background.spawn(server_id, self.admit, server_id, list(added))
+            case ConnectorReady(server_id=server_id):
+                known = [e.ref.channel_id for e in self.registry.server_entries(server_id)]
+                if known:
+                    self.background.spawn(server_id, self.admit, server_id, known)
+            case ConnectorExited(server_id=server_id):
+                self.marks.drop_server(server_id)
 
     # -- background work ---------------------------------------------------------------------
 
@@ -395,11 +399,18 @@ class LifecycleHost:
         """Speech or a reply opened a closed channel (``opened-by-delivery``/``-by-reply``)."""
         self.emit(
             ref.server_id,
-            "opened-by-send",
+            LifecycleStepKind.OPENED_BY_SEND,
             channel_id=ref.channel_id,
             source=None if source is None else source.value,
         )
 
-    def emit(self, server_id: str, event: str, **detail: Any) -> None:
-        log.info("channel_lifecycle", lifecycle=event, server_id=server_id)
-        self._observer("lifecycle", server_id, {"event": event, **detail})
+    def emit(
+        self,
+        server_id: str,
+        kind: LifecycleStepKind,
+        *,
+        channel_id: str | None = None,
+        **detail: Any,
+    ) -> None:
+        """Tell the host's listeners about a lifecycle step (:class:`LifecycleStep`)."""
+        self._events.emit(LifecycleStep(server_id, kind, channel_id, detail))

@@ -26,7 +26,8 @@ registration. A connector that advertises the lifecycle but answers ``channels/o
 connection (a compatibility decision, like the notification fallback of publishes).
 
 :meth:`Reconciler.reconcile` runs every channel of a (re)registration that needs a command,
-each on its own queue, concurrently, and reports failures.
+each on its own queue, concurrently, and reports failures as
+:class:`~switchboard.host.events.LifecycleStep` events.
 
 What it deliberately does not know: how records are decided or admitted (see
 :mod:`switchboard.host.lifecycle.host`), names and agents' texts.
@@ -54,13 +55,13 @@ from switchboard.channels.lifecycle.reconcile import (
     judge_open_answer,
     wanted_op,
 )
+from switchboard.channels.names.wording import q
 from switchboard.host.connection.session import ConnectorSession, SessionState
 from switchboard.host.connection.transport_marks import TransportMarks
-from switchboard.host.events import Observer
+from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.host.lifecycle.errors import (
     LifecycleError,
     not_up_clause,
-    q,
     removed_clause,
     substituted_clause,
 )
@@ -113,7 +114,7 @@ class Reconciler:
         book: Callable[[], LifecycleBook],
         marks: TransportMarks,
         queue: LifecycleQueue,
-        observer: Observer,
+        events: EventBus,
         limit: int = MAX_CONVERGE_ATTEMPTS,
     ) -> None:
         self._registry = registry
@@ -121,7 +122,7 @@ class Reconciler:
         self._book = book
         self._marks = marks
         self._queue = queue
-        self._observer = observer
+        self._events = events
         self._convergence = Convergence(limit)
         #: Sessions that answered a lifecycle request "method not found" (see _unsupported).
         self._unsupported: dict[str, ConnectorSession] = {}
@@ -195,7 +196,7 @@ class Reconciler:
             record = self._record(ref)
             step = self._convergence.step(ref, record, transport)
             if isinstance(step, GaveUp):
-                self._report(ref, "converge-failed", attempts=step.attempts)
+                self._report(ref, LifecycleStepKind.CONVERGE_FAILED, attempts=step.attempts)
                 raise LifecycleError(
                     LifecycleErrorKind.CONVERGE,
                     ref,
@@ -239,7 +240,7 @@ class Reconciler:
             result = await peer.request("channels/open", params)
         except RpcError as exc:
             self._not_implemented(session, exc)
-            self._report(ref, "open-failed", code=exc.code, message=exc.message)
+            self._report(ref, LifecycleStepKind.OPEN_FAILED, code=exc.code, message=exc.message)
             raise LifecycleError(
                 None,
                 ref,
@@ -247,7 +248,7 @@ class Reconciler:
             ) from exc
         except (RequestTimeoutError, LinkClosedError) as exc:
             self._mark(entry, lambda t: t.open_unanswered())
-            self._report(ref, "open-unanswered", error=str(exc))
+            self._report(ref, LifecycleStepKind.OPEN_UNANSWERED, error=str(exc))
             raise LifecycleError(
                 None,
                 ref,
@@ -273,7 +274,7 @@ class Reconciler:
         verdict = judge_open_answer(ref, answered, self._record(ref), self._marks.get(entry))
         self._marks.set(entry, verdict.transport)
         if verdict.error is LifecycleErrorKind.SUBSTITUTED:
-            self._report(ref, "substituted", answered=answered)
+            self._report(ref, LifecycleStepKind.SUBSTITUTED, answered=answered)
             if verdict.close_next:
                 return True  # the record wants it closed: the next step closes it
             raise LifecycleError(
@@ -294,7 +295,7 @@ class Reconciler:
             if isinstance(exc, RpcError):
                 self._not_implemented(session, exc)
             self._mark(entry, lambda t: t.close_failed())
-            self._report(ref, "close-failed", error=str(exc))
+            self._report(ref, LifecycleStepKind.CLOSE_FAILED, error=str(exc))
             raise LifecycleError(
                 None,
                 ref,
@@ -314,11 +315,8 @@ class Reconciler:
         if self._registry.get(entry.ref) is entry:
             self._marks.set(entry, change(self._marks.get(entry)))
 
-    def _report(self, ref: ChannelRef, event: str, **detail: Any) -> None:
-        log.info("channel_lifecycle", lifecycle=event, server_id=ref.server_id, **detail)
-        self._observer(
-            "lifecycle", ref.server_id, {"event": event, "channel_id": ref.channel_id, **detail}
-        )
+    def _report(self, ref: ChannelRef, kind: LifecycleStepKind, **detail: Any) -> None:
+        self._events.emit(LifecycleStep(ref.server_id, kind, ref.channel_id, detail))
 
     # -- reconciling a (re)registration ------------------------------------------------------
 
@@ -340,7 +338,7 @@ class Reconciler:
                 record = self._record(ref)
                 self._report(
                     ref,
-                    "reconcile-failed",
+                    LifecycleStepKind.RECONCILE_FAILED,
                     desired=None if record is None else record.state.value,
                     error=exc.reason,
                 )

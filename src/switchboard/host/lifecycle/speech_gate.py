@@ -43,15 +43,12 @@ from switchboard.channels.lifecycle.speech import (
     plan_speech,
     send_open_outcome,
 )
+from switchboard.channels.names.wording import q
 from switchboard.host.connection.session import SessionState
-from switchboard.host.lifecycle.errors import (
-    LifecycleError,
-    is_converge_failure,
-    q,
-    removed_clause,
-)
+from switchboard.host.lifecycle.errors import LifecycleError, is_converge_failure, removed_clause
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
-from switchboard.host.outcome import PublishOutcome, Refusal
+from switchboard.host.outcome import PublishOutcome
+from switchboard.host.refusal import Refusal, RefusalKind
 
 if TYPE_CHECKING:
     from switchboard.host.lifecycle.host import LifecycleHost
@@ -88,12 +85,14 @@ class SendOpenResult:
 def _lifecycle_failed(ref: ChannelRef, reason: str, kind: str) -> PublishOutcome:
     """Nothing was posted because of the channel's lifecycle (detail ``lifecycle``: why)."""
     return PublishOutcome.refused(
-        Refusal.CHANNEL_NOT_OPEN,
-        reason,
-        server_id=ref.server_id,
-        channel_id=ref.channel_id,
-        lifecycle=kind,
-        sent=False,
+        Refusal(
+            RefusalKind.CHANNEL_NOT_OPEN,
+            reason,
+            server_id=ref.server_id,
+            channel_id=ref.channel_id,
+            lifecycle=kind,
+            sent=False,
+        )
     )
 
 
@@ -218,10 +217,12 @@ class SpeechGate:
             )
         if plan.refusal is SpeechRefusal.INBOUND_ONLY:
             return PublishOutcome.refused(
-                Refusal.INBOUND_ONLY,
-                f"channel {q(ref.channel_id)} on server {q(ref.server_id)} is inbound-only",
-                server_id=ref.server_id,
-                channel_id=ref.channel_id,
+                Refusal(
+                    RefusalKind.INBOUND_ONLY,
+                    f"channel {q(ref.channel_id)} on server {q(ref.server_id)} is inbound-only",
+                    server_id=ref.server_id,
+                    channel_id=ref.channel_id,
+                )
             )
         return _lifecycle_failed(ref, removed_clause(ref), "removed")
 
@@ -233,18 +234,22 @@ class SpeechGate:
         session = self._host.sessions.get(sid)
         if session is None or session.state is not SessionState.READY:
             return PublishOutcome.refused(
-                Refusal.SERVER_GONE,
-                f"server {q(sid)} went away while the words waited; nothing was sent",
-                server_id=sid,
-                channel_id=done.ref.channel_id,
+                Refusal(
+                    RefusalKind.SERVER_GONE,
+                    f"server {q(sid)} went away while the words waited; nothing was sent",
+                    server_id=sid,
+                    channel_id=done.ref.channel_id,
+                )
             )
         if not session.grant.allows("channels.publish"):
             return PublishOutcome.refused(
-                Refusal.NOT_GRANTED,
-                f"server {q(sid)} stopped granting channels.publish while the words waited; "
-                "nothing was sent",
-                server_id=sid,
-                channel_id=done.ref.channel_id,
+                Refusal(
+                    RefusalKind.NOT_GRANTED,
+                    f"server {q(sid)} stopped granting channels.publish while the words "
+                    "waited; nothing was sent",
+                    server_id=sid,
+                    channel_id=done.ref.channel_id,
+                )
             )
         return done
 
