@@ -35,9 +35,9 @@ from switchboard.channels.lifecycle.decisions import (
     DesiredRecord,
     DesiredState,
     NoChange,
-    Refused,
     Source,
     TuneOutScope,
+    Vetoed,
 )
 from switchboard.channels.lifecycle.events import (
     DecisionEvent,
@@ -134,7 +134,6 @@ __all__ = [
     "Piece",
     "ProseMode",
     "Reach",
-    "Refused",
     "RegistryChange",
     "Rejected",
     "Route",
@@ -153,6 +152,7 @@ __all__ = [
     "TuneOutTerms",
     "TuneOutWake",
     "UnknownName",
+    "Vetoed",
     "decode_events",
     "extract_dm_meta",
     "is_prose_target_token",

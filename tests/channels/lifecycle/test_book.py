@@ -11,11 +11,11 @@ from switchboard.channels.lifecycle.decisions import (
     DesiredState,
     NoChange,
     NoChangeReason,
-    RefusalReason,
-    Refused,
     Source,
     TuneOutEpoch,
     TuneOutScope,
+    Vetoed,
+    VetoReason,
 )
 from switchboard.channels.lifecycle.events import DesiredStateSet, TuneOutStarted
 from switchboard.channels.ref import ChannelRef
@@ -92,25 +92,25 @@ CASES: list[tuple[str, Current, DesiredState, Source, Expect]] = [
     ("machine close of a policy open is recorded as itself",
      (OPEN, S.SUBSCRIPTION_POLICY), CLOSED, S.SUBSCRIPTION_GC, ("append", S.SUBSCRIPTION_GC)),
     ("machine close of the agent's open is refused as stated intent",
-     (OPEN, S.AGENT_TOOL), CLOSED, S.SUBSCRIPTION_GC, ("refused", RefusalReason.EXPLICIT_OPEN)),
+     (OPEN, S.AGENT_TOOL), CLOSED, S.SUBSCRIPTION_GC, ("refused", VetoReason.EXPLICIT_OPEN)),
     ("machine close of the agent's tune-out is refused as stated intent",
-     (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.HOUSEKEEPING, ("refused", RefusalReason.EXPLICIT_OPEN)),
+     (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.HOUSEKEEPING, ("refused", VetoReason.EXPLICIT_OPEN)),
     ("machine close of a module's tune-out is refused as tuned out",
-     (TUNED_OUT, S.MODULE_TOOL), CLOSED, S.SUBSCRIPTION_GC, ("refused", RefusalReason.TUNED_OUT)),
+     (TUNED_OUT, S.MODULE_TOOL), CLOSED, S.SUBSCRIPTION_GC, ("refused", VetoReason.TUNED_OUT)),
     ("module close of the agent's open is not guarded",
      (OPEN, S.AGENT_TOOL), CLOSED, S.MODULE_TOOL, ("append", S.MODULE_TOOL)),
     ("agent open of a tuned-out channel is refused",
-     (TUNED_OUT, S.AGENT_TOOL), OPEN, S.AGENT_TOOL, ("refused", RefusalReason.TUNED_OUT)),
+     (TUNED_OUT, S.AGENT_TOOL), OPEN, S.AGENT_TOOL, ("refused", VetoReason.TUNED_OUT)),
     ("agent close of a tuned-out channel is refused",
-     (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.AGENT_TOOL, ("refused", RefusalReason.TUNED_OUT)),
+     (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.AGENT_TOOL, ("refused", VetoReason.TUNED_OUT)),
     ("decline of a tuned-out channel is refused",
      (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.INVITATION_DECLINED,
-     ("refused", RefusalReason.TUNED_OUT)),
+     ("refused", VetoReason.TUNED_OUT)),
     ("module close of a tuned-out channel is refused",
-     (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.MODULE_TOOL, ("refused", RefusalReason.TUNED_OUT)),
+     (TUNED_OUT, S.AGENT_TOOL), CLOSED, S.MODULE_TOOL, ("refused", VetoReason.TUNED_OUT)),
     ("delivery open of a tuned-out channel is refused",
      (TUNED_OUT, S.MODULE_TOOL), OPEN, S.OPENED_BY_DELIVERY,
-     ("refused", RefusalReason.TUNED_OUT)),
+     ("refused", VetoReason.TUNED_OUT)),
     ("a change of state is always recorded",
      (CLOSED, S.AGENT_TOOL), OPEN, S.OPENED_BY_DELIVERY, ("append", S.OPENED_BY_DELIVERY)),
     ("a put-back of default-closed over a delivery open is recorded",
@@ -143,7 +143,7 @@ def test_each_overwrite_rule_gives_its_answer(
         assert answer.reason is detail
         assert answer.record == book.record(G)
     else:
-        assert isinstance(answer, Refused)
+        assert isinstance(answer, Vetoed)
         assert answer.reason is detail
         assert answer.record == book.record(G)
 
@@ -158,15 +158,15 @@ def test_an_idle_lease_lets_a_machine_close_through_the_explicit_open_guard() ->
 def test_an_idle_lease_does_not_let_a_machine_close_end_a_tune_out() -> None:
     book = book_with(TUNED_OUT, S.AGENT_TOOL)
     answer = book.propose(G, CLOSED, S.SUBSCRIPTION_GC, 1.0, override_explicit_open=True)
-    assert isinstance(answer, Refused)
-    assert answer.reason is RefusalReason.TUNED_OUT
+    assert isinstance(answer, Vetoed)
+    assert answer.reason is VetoReason.TUNED_OUT
 
 
 def test_a_machine_close_of_a_channel_a_tune_out_covers_is_refused_as_stated_intent() -> None:
     book = book_with(OPEN, S.SUBSCRIPTION_POLICY)
     answer = book.propose(G, CLOSED, S.HOUSEKEEPING, 1.0, covered_by_tune_out=True)
-    assert isinstance(answer, Refused)
-    assert answer.reason is RefusalReason.EXPLICIT_OPEN
+    assert isinstance(answer, Vetoed)
+    assert answer.reason is VetoReason.EXPLICIT_OPEN
     leased = book.propose(
         G, CLOSED, S.HOUSEKEEPING, 1.0, covered_by_tune_out=True, override_explicit_open=True
     )

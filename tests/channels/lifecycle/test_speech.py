@@ -12,7 +12,7 @@ from switchboard.channels.lifecycle.speech import (
     ClosedByAgent,
     Reach,
     SendAnswer,
-    SpeechRefusal,
+    SpeechBlock,
     SpeechStep,
     after_speech_failure,
     answered_elsewhere_text,
@@ -94,7 +94,7 @@ def test_speech_into_a_channel_opens_it_only_when_nobody_decided_it_closed(
     plan = plan_speech(record, facts)
     assert plan.step is step
     assert plan.open_source is source
-    assert plan.refusal is None
+    assert plan.block is None
     if step is not SpeechStep.WAIT:  # the predicate ignores queued work; the plan waits first
         assert speech_opens(record, facts) is (step is SpeechStep.OPEN_FIRST)
 
@@ -117,13 +117,13 @@ def test_an_explicit_sends_reply_path_opens_with_its_own_source() -> None:
 @pytest.mark.parametrize(
     ("record", "facts", "refusal"),
     [
-        (DEFAULT, ChannelFacts(registered=False), SpeechRefusal.NOT_REGISTERED),
-        (OPENED, ChannelFacts(transport_open=True, inbound_only=True), SpeechRefusal.INBOUND_ONLY),
-        (AGENT_CLOSED, ChannelFacts(answered_elsewhere=True), SpeechRefusal.ANSWERED_ELSEWHERE),
+        (DEFAULT, ChannelFacts(registered=False), SpeechBlock.NOT_REGISTERED),
+        (OPENED, ChannelFacts(transport_open=True, inbound_only=True), SpeechBlock.INBOUND_ONLY),
+        (AGENT_CLOSED, ChannelFacts(answered_elsewhere=True), SpeechBlock.ANSWERED_ELSEWHERE),
         (
             AGENT_CLOSED,
             ChannelFacts(transport_open=True, answered_elsewhere=True),
-            SpeechRefusal.ANSWERED_ELSEWHERE,
+            SpeechBlock.ANSWERED_ELSEWHERE,
         ),
     ],
     ids=[
@@ -134,11 +134,11 @@ def test_an_explicit_sends_reply_path_opens_with_its_own_source() -> None:
     ],
 )
 def test_speech_is_refused_where_its_words_could_not_land_safely(
-    record: DesiredRecord, facts: ChannelFacts, refusal: SpeechRefusal
+    record: DesiredRecord, facts: ChannelFacts, refusal: SpeechBlock
 ) -> None:
     plan = plan_speech(record, facts)
     assert plan.step is SpeechStep.REFUSE
-    assert plan.refusal is refusal
+    assert plan.block is refusal
 
 
 def test_a_channel_answered_elsewhere_that_speech_opens_gets_the_open_first() -> None:
@@ -161,12 +161,12 @@ def test_words_waiting_behind_an_open_go_in_when_the_agent_closes_the_channel_me
 def test_words_are_refused_when_the_wait_failed_because_the_address_kept_changing() -> None:
     plan = after_speech_failure(AGENT_CLOSED, CLOSED_TRANSPORT, converge_failure=True)
     assert plan.step is SpeechStep.REFUSE
-    assert plan.refusal is SpeechRefusal.PREVENTED
+    assert plan.block is SpeechBlock.PREVENTED
 
 
 def test_words_are_refused_after_a_failed_open_of_a_channel_speech_must_open() -> None:
     plan = after_speech_failure(DEFAULT, CLOSED_TRANSPORT, converge_failure=False)
-    assert plan.refusal is SpeechRefusal.PREVENTED
+    assert plan.block is SpeechBlock.PREVENTED
 
 
 # -- predicates ----------------------------------------------------------------------------------

@@ -13,11 +13,11 @@ from switchboard.channels.lifecycle.decisions import (
     DesiredState,
     NoChange,
     NoChangeReason,
-    RefusalReason,
-    Refused,
     ScopeKind,
     Source,
     TuneOutScope,
+    Vetoed,
+    VetoReason,
 )
 from switchboard.channels.lifecycle.events import (
     DecisionEvent,
@@ -60,7 +60,7 @@ class Host:
         owner: str = "ada",
         now: float = 10.0,
         terms: TuneOutTerms | None = None,
-    ) -> Append[TuneOutStarted] | Refused:
+    ) -> Append[TuneOutStarted] | Vetoed:
         return self.tuneouts.start(
             epoch_id, owner, scope, now, lifecycle=self.lifecycle, terms=terms
         )
@@ -87,23 +87,23 @@ def test_a_one_channel_tune_out_holds_the_channel_open_and_diverts_only_its_owne
 @pytest.mark.parametrize(
     ("state", "source", "reason"),
     [
-        (OPEN, Source.AGENT_TOOL, RefusalReason.TUNED_OUT),
-        (CLOSED, Source.AGENT_TOOL, RefusalReason.TUNED_OUT),
-        (CLOSED, Source.INVITATION_DECLINED, RefusalReason.TUNED_OUT),
-        (CLOSED, Source.MODULE_TOOL, RefusalReason.TUNED_OUT),
-        (CLOSED, Source.SUBSCRIPTION_GC, RefusalReason.EXPLICIT_OPEN),
-        (CLOSED, Source.HOUSEKEEPING, RefusalReason.EXPLICIT_OPEN),
+        (OPEN, Source.AGENT_TOOL, VetoReason.TUNED_OUT),
+        (CLOSED, Source.AGENT_TOOL, VetoReason.TUNED_OUT),
+        (CLOSED, Source.INVITATION_DECLINED, VetoReason.TUNED_OUT),
+        (CLOSED, Source.MODULE_TOOL, VetoReason.TUNED_OUT),
+        (CLOSED, Source.SUBSCRIPTION_GC, VetoReason.EXPLICIT_OPEN),
+        (CLOSED, Source.HOUSEKEEPING, VetoReason.EXPLICIT_OPEN),
     ],
 )
 def test_channel_tools_and_machine_closes_are_refused_on_a_tuned_out_channel(
-    state: DesiredState, source: Source, reason: RefusalReason
+    state: DesiredState, source: Source, reason: VetoReason
 ) -> None:
     host = Host()
     host.commit(host.start("e1", TuneOutScope(G)))
     answer = host.lifecycle.propose(
         G, state, source, 11.0, covered_by_tune_out=host.tuneouts.covers(G)
     )
-    assert isinstance(answer, Refused)
+    assert isinstance(answer, Vetoed)
     assert answer.reason is reason
 
 
@@ -164,8 +164,8 @@ def test_another_agents_tune_out_holds_the_channel_against_a_second_owner() -> N
     host = Host()
     host.commit(host.start("e1", TuneOutScope(G)))
     answer = host.start("e2", TuneOutScope(G), owner="bob")
-    assert isinstance(answer, Refused)
-    assert answer.reason is RefusalReason.TUNED_OUT_BY_ANOTHER
+    assert isinstance(answer, Vetoed)
+    assert answer.reason is VetoReason.TUNED_OUT_BY_ANOTHER
 
 
 def test_an_all_except_tune_out_diverts_every_other_channel_and_records_no_state() -> None:
@@ -183,8 +183,8 @@ def test_an_all_except_tune_out_diverts_every_other_channel_and_records_no_state
     gc = host.lifecycle.propose(
         H, CLOSED, Source.SUBSCRIPTION_GC, 11.0, covered_by_tune_out=host.tuneouts.covers(H)
     )
-    assert isinstance(gc, Refused)
-    assert gc.reason is RefusalReason.EXPLICIT_OPEN
+    assert isinstance(gc, Vetoed)
+    assert gc.reason is VetoReason.EXPLICIT_OPEN
     assert isinstance(host.lifecycle.propose(H, CLOSED, Source.AGENT_TOOL, 11.0), Append)
 
 
@@ -371,5 +371,5 @@ def test_a_module_may_start_a_tune_out_which_machine_closes_still_respect() -> N
     )
     host.commit(answer)
     gc = host.lifecycle.propose(G, CLOSED, Source.SUBSCRIPTION_GC, 2.0)
-    assert isinstance(gc, Refused)
-    assert gc.reason is RefusalReason.TUNED_OUT
+    assert isinstance(gc, Vetoed)
+    assert gc.reason is VetoReason.TUNED_OUT

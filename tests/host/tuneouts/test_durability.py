@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from switchboard.channels import ChannelRef, DesiredState, Source, TuneOutScope, TuneOutTerms
-from switchboard.channels.lifecycle.decisions import RefusalReason, Refused, ScopeKind
+from switchboard.channels.lifecycle.decisions import ScopeKind, Vetoed, VetoReason
 from switchboard.host import Switchboard
 from switchboard.host.refusal import Refusal
 from switchboard.store import StoredMessage
@@ -191,9 +191,9 @@ async def test_a_machine_close_of_a_covered_channel_is_refused_as_stated_intent(
         await board.lifecycle.decide(ROOM, DesiredState.OPEN, Source.SUBSCRIPTION_POLICY)
         gc = await board.lifecycle.decide(ROOM, DesiredState.CLOSED, Source.SUBSCRIPTION_GC)
         kept = await board.lifecycle.decide(OTHER, DesiredState.CLOSED, Source.HOUSEKEEPING)
-    assert isinstance(gc.answer, Refused)
-    assert gc.answer.reason is RefusalReason.EXPLICIT_OPEN
-    assert not isinstance(kept.answer, Refused)
+    assert isinstance(gc.answer, Vetoed)
+    assert gc.answer.reason is VetoReason.EXPLICIT_OPEN
+    assert not isinstance(kept.answer, Vetoed)
 
 
 async def test_decisions_on_one_channel_take_turns_with_the_lifecycle(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ What this module knows (channel-registry.md §5.2-§5.5):
 - The put-back after a speech- or reply-triggered open failed (:meth:`~LifecycleBook.put_back`).
 
 The protocol with the store: ``propose`` never changes memory. It answers :class:`Append`
-(append the event, *then* call ``apply``), :class:`NoChange` or :class:`Refused`. If the append
+(append the event, *then* call ``apply``), :class:`NoChange` or :class:`Vetoed`. If the append
 fails, the caller skips ``apply`` and the decision was not made.
 
 What it deliberately does not know: registrations, transport state and grants (see
@@ -50,10 +50,10 @@ from switchboard.channels.lifecycle.decisions import (
     DesiredState,
     NoChange,
     NoChangeReason,
-    RefusalReason,
-    Refused,
     ScopeKind,
     Source,
+    Vetoed,
+    VetoReason,
     is_close_decision,
 )
 from switchboard.channels.lifecycle.events import (
@@ -207,7 +207,7 @@ class LifecycleBook:
         by_agent: str | None = None,
         override_explicit_open: bool = False,
         covered_by_tune_out: bool = False,
-    ) -> Append[DesiredStateSet] | NoChange | Refused:
+    ) -> Append[DesiredStateSet] | NoChange | Vetoed:
         """Decide whether ``source`` wanting ``state`` for ``ref`` is recorded.
 
         Args:
@@ -246,9 +246,9 @@ class LifecycleBook:
                 )
             )
         ):
-            return Refused(RefusalReason.EXPLICIT_OPEN, current)
+            return Vetoed(VetoReason.EXPLICIT_OPEN, current)
         if current is not None and current.state is _TUNED_OUT:
-            return Refused(RefusalReason.TUNED_OUT, current)
+            return Vetoed(VetoReason.TUNED_OUT, current)
         if current is None:
             recorded = Source.DEFAULT_CLOSED if machine else source
             return Append(DesiredStateSet(ref, state, recorded, now, by_agent))

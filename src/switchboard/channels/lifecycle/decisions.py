@@ -9,7 +9,7 @@ What this module knows:
 - :class:`DesiredRecord`, one channel's desired state with its source, its time and who decided;
 - :class:`TuneOutScope` and :class:`TuneOutEpoch`, the terms of one tune-out epoch;
 - the answers of every rule: :class:`Append` (append this event to the log, *then* apply it),
-  :class:`NoChange` and :class:`Refused`, each with a reason from a closed vocabulary;
+  :class:`NoChange` and :class:`Vetoed`, each with a reason from a closed vocabulary;
 - the JSON form of these values (camelCase keys, a ref as ``serverId``/``channelId``), with a
   decoder that raises :class:`DecodeError` on anything malformed.
 
@@ -42,12 +42,12 @@ __all__ = [
     "DesiredState",
     "NoChange",
     "NoChangeReason",
-    "RefusalReason",
-    "Refused",
     "ScopeKind",
     "Source",
     "TuneOutEpoch",
     "TuneOutScope",
+    "VetoReason",
+    "Vetoed",
     "is_close_decision",
 ]
 
@@ -147,8 +147,8 @@ class NoChangeReason(StrEnum):
     """The tune-out epoch is not in effect (ended, replaced, or never started)."""
 
 
-class RefusalReason(StrEnum):
-    """Why a proposal was refused; the values match the tools' ``data.refusal``."""
+class VetoReason(StrEnum):
+    """Why the book vetoed a proposal; the host reports each as the refusal of the same name."""
 
     TUNED_OUT = "tuned-out"
     """The channel is tuned out: only the tune-out's own end changes its record."""
@@ -185,15 +185,15 @@ class NoChange:
 
 
 @dataclass(frozen=True, slots=True)
-class Refused:
+class Vetoed:
     """The proposal goes against stated intent; nothing is recorded or sent.
 
     Attributes:
-        reason: Which refusal.
+        reason: Which veto.
         record: The channel's record as it stands.
     """
 
-    reason: RefusalReason
+    reason: VetoReason
     record: DesiredRecord | None = None
 
 

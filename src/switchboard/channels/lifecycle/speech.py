@@ -42,8 +42,8 @@ __all__ = [
     "SendAnswer",
     "SendOpenOutcome",
     "SendOpenPlan",
+    "SpeechBlock",
     "SpeechPlan",
-    "SpeechRefusal",
     "SpeechStep",
     "after_speech_failure",
     "answered_elsewhere_text",
@@ -188,7 +188,7 @@ class SpeechStep(StrEnum):
     """Nothing is posted."""
 
 
-class SpeechRefusal(StrEnum):
+class SpeechBlock(StrEnum):
     """Why a publish posts nothing (lifecycle reasons only)."""
 
     NOT_REGISTERED = "channel-not-registered"
@@ -208,12 +208,12 @@ class SpeechPlan:
         open_source: For ``open-first``: the source to record the open with; None when the
             record already wants it open (``open``, or ``tuned-out``, which keeps its
             tune-out): only the transport is opened.
-        refusal: For ``refuse``: why.
+        block: For ``refuse``: why.
     """
 
     step: SpeechStep
     open_source: Source | None = None
-    refusal: SpeechRefusal | None = None
+    block: SpeechBlock | None = None
 
 
 def plan_speech(
@@ -234,9 +234,9 @@ def plan_speech(
             and publishes, ``opened-by-reply`` for an explicit send's reply path).
     """
     if not facts.registered:
-        return SpeechPlan(SpeechStep.REFUSE, refusal=SpeechRefusal.NOT_REGISTERED)
+        return SpeechPlan(SpeechStep.REFUSE, block=SpeechBlock.NOT_REGISTERED)
     if facts.inbound_only:
-        return SpeechPlan(SpeechStep.REFUSE, refusal=SpeechRefusal.INBOUND_ONLY)
+        return SpeechPlan(SpeechStep.REFUSE, block=SpeechBlock.INBOUND_ONLY)
     if facts.lifecycle_pending:
         return SpeechPlan(SpeechStep.WAIT)
     if speech_opens(record, facts):
@@ -245,7 +245,7 @@ def plan_speech(
     if facts.transport_open and not close_stands(record, facts):
         return SpeechPlan(SpeechStep.SEND)
     if facts.answered_elsewhere:
-        return SpeechPlan(SpeechStep.REFUSE, refusal=SpeechRefusal.ANSWERED_ELSEWHERE)
+        return SpeechPlan(SpeechStep.REFUSE, block=SpeechBlock.ANSWERED_ELSEWHERE)
     return SpeechPlan(SpeechStep.SEND_AS_IT_STANDS)
 
 
@@ -259,7 +259,7 @@ def after_speech_failure(
     """
     if refusal_gives_way(record, facts, converge_failure=converge_failure):
         return plan_speech(record, replace(facts, lifecycle_pending=False))
-    return SpeechPlan(SpeechStep.REFUSE, refusal=SpeechRefusal.PREVENTED)
+    return SpeechPlan(SpeechStep.REFUSE, block=SpeechBlock.PREVENTED)
 
 
 class SendAnswer(StrEnum):

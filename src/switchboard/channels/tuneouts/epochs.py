@@ -20,7 +20,7 @@ The protocol with the store is the same as
 :class:`~switchboard.channels.lifecycle.book.LifecycleBook`'s:
 a verb answers :class:`~switchboard.channels.lifecycle.decisions.Append` (append, then ``apply`` the
 event to *both* books), :class:`~switchboard.channels.lifecycle.decisions.NoChange` or
-:class:`~switchboard.channels.lifecycle.decisions.Refused`, and changes nothing itself.
+:class:`~switchboard.channels.lifecycle.decisions.Vetoed`, and changes nothing itself.
 
 What it deliberately does not know: messages (the host keeps the backlog), agents' turns and
 what a "wake" is for them (the caller reports one), names and texts, and the clock.
@@ -40,12 +40,12 @@ from switchboard.channels.lifecycle.decisions import (
     DesiredState,
     NoChange,
     NoChangeReason,
-    RefusalReason,
-    Refused,
     ScopeKind,
     Source,
     TuneOutEpoch,
     TuneOutScope,
+    Vetoed,
+    VetoReason,
 )
 from switchboard.channels.lifecycle.events import (
     DecisionEvent,
@@ -190,7 +190,7 @@ class TuneOutBook:
         terms: TuneOutTerms | None = None,
         source: Source = Source.AGENT_TOOL,
         started_at_sequence: int | None = None,
-    ) -> Append[TuneOutStarted] | Refused:
+    ) -> Append[TuneOutStarted] | Vetoed:
         """Start an epoch for ``owner``.
 
         Args:
@@ -220,7 +220,7 @@ class TuneOutBook:
         if scope.kind is ScopeKind.CHANNEL:
             held = self.on_channel(scope.ref)
             if held is not None and held.epoch.owner != owner:
-                return Refused(RefusalReason.TUNED_OUT_BY_ANOTHER, lifecycle.record(scope.ref))
+                return Vetoed(VetoReason.TUNED_OUT_BY_ANOTHER, lifecycle.record(scope.ref))
             if held is not None:
                 resume = held.resume
             else:

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Refused, Source
+from switchboard.channels.lifecycle.decisions import DesiredState, Source, Vetoed
 from switchboard.channels.lifecycle.events import InvitationDeclined
 from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
 from switchboard.channels.names.wording import q
@@ -74,7 +74,7 @@ class Decliner(VerbBase):
                 "no acknowledgment was posted and nothing was sent to the server."
             )
             raise refuse(ref, RefusalKind.NOT_RECORDED, text) from exc
-        if isinstance(decision.answer, Refused):
+        if isinstance(decision.answer, Vetoed):
             raise self._tuned_out(ref, "channel_decline", meanwhile=True)
         acknowledged, representation, ack_error = await self._acknowledge(
             ref, message_id, acknowledge

@@ -55,8 +55,8 @@ from switchboard.channels.lifecycle.decisions import (
     DesiredRecord,
     DesiredState,
     NoChange,
-    Refused,
     Source,
+    Vetoed,
 )
 from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet
 from switchboard.channels.lifecycle.speech import ChannelFacts, Reach
@@ -113,7 +113,7 @@ class Decision:
         after: The record now (for an :class:`Append`, the very object that was written).
     """
 
-    answer: Append[DesiredStateSet] | NoChange | Refused
+    answer: Append[DesiredStateSet] | NoChange | Vetoed
     before: DesiredRecord | None
     after: DesiredRecord | None
 

@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from switchboard.channels import ChannelEntry, ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Refused, Source
+from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source, Vetoed
 from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
 from switchboard.channels.lifecycle.speech import (
     SendAnswer,
+    SpeechBlock,
     SpeechPlan,
-    SpeechRefusal,
     SpeechStep,
     after_speech_failure,
     answered_elsewhere_text,
@@ -168,7 +168,7 @@ class SpeechGate:
             except DecisionNotRecorded as exc:
                 reason = f"the open it needs first could not be recorded ({exc})"
                 return _lifecycle_failed(ref, reason, "not-recorded")
-            if isinstance(decision.answer, Refused):
+            if isinstance(decision.answer, Vetoed):
                 return None  # a tune-out or decision came first: plan against it
             if decision.made:
                 written, displaced = decision.after, decision.before
@@ -200,7 +200,7 @@ class SpeechGate:
         ):
             return None
         plan = after_speech_failure(record, facts, converge_failure=is_converge_failure(error))
-        if plan.step is SpeechStep.REFUSE and plan.refusal is SpeechRefusal.PREVENTED:
+        if plan.step is SpeechStep.REFUSE and plan.block is SpeechBlock.PREVENTED:
             if error.kind is LifecycleErrorKind.CONVERGE:
                 return _lifecycle_failed(ref, f"its lifecycle failed: {error.reason}", "converge")
             return _lifecycle_failed(ref, f"it could not be opened: {error.reason}", prevented)
@@ -211,11 +211,11 @@ class SpeechGate:
     ) -> ChannelEntry | PublishOutcome:
         if plan.step in (SpeechStep.SEND, SpeechStep.SEND_AS_IT_STANDS):
             return entry
-        if plan.refusal is SpeechRefusal.ANSWERED_ELSEWHERE:
+        if plan.block is SpeechBlock.ANSWERED_ELSEWHERE:
             return _lifecycle_failed(
                 ref, answered_elsewhere_text(ref.server_id), "answered-elsewhere"
             )
-        if plan.refusal is SpeechRefusal.INBOUND_ONLY:
+        if plan.block is SpeechBlock.INBOUND_ONLY:
             return PublishOutcome.refused(
                 Refusal(
                     RefusalKind.INBOUND_ONLY,

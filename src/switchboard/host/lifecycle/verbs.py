@@ -34,9 +34,9 @@ from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.decisions import (
     MACHINE_CLOSE_SOURCES,
     DesiredState,
-    RefusalReason,
-    Refused,
     Source,
+    Vetoed,
+    VetoReason,
 )
 from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
 from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin, VerbBase, refuse
@@ -100,7 +100,7 @@ class LifecycleVerbs(VerbBase):
                     f"failed ({exc}), so nothing was sent to its server."
                 )
             raise refuse(ref, RefusalKind.NOT_RECORDED, text) from exc
-        if isinstance(decision.answer, Refused):
+        if isinstance(decision.answer, Vetoed):
             raise self._tuned_out(ref, "channel_open", meanwhile=True)
         if already:
             return LifecycleAnswer(ref, "already open")
@@ -210,8 +210,8 @@ class LifecycleVerbs(VerbBase):
                 )
             raise refuse(ref, RefusalKind.NOT_RECORDED, text) from exc
         answer = decision.answer
-        if isinstance(answer, Refused):
-            if answer.reason is RefusalReason.EXPLICIT_OPEN:
+        if isinstance(answer, Vetoed):
+            if answer.reason is VetoReason.EXPLICIT_OPEN:
                 was = answer.record.source.value if answer.record is not None else "agent-tool"
                 text = (
                     f"Channel {shown} was explicitly opened (source: {was}); a "

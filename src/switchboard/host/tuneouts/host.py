@@ -56,7 +56,7 @@ from switchboard.channels import (
     TuneOutTerms,
     TuneOutWake,
 )
-from switchboard.channels.lifecycle.decisions import Append, NoChange, Refused, ScopeKind
+from switchboard.channels.lifecycle.decisions import Append, NoChange, ScopeKind, Vetoed
 from switchboard.channels.lifecycle.events import EndReason
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
@@ -208,7 +208,7 @@ class TuneOutHost:
                 source=source,
                 started_at_sequence=position,
             )
-            if isinstance(answer, Refused):
+            if isinstance(answer, Vetoed):
                 other = book.on_channel(scope.ref)
                 raise another_agent(self._shown(scope.ref), other.epoch.owner if other else None)
             started = answer.event
