@@ -1,9 +1,10 @@
 """Each layer raises exceptions of one tree: every exception class it defines has its root.
 
 The roots: ``TransportError`` (the wire), ``ProtocolError`` (MCPL; ``McplError`` is also a
-transport ``RpcError``), ``ChannelsError``, ``StoreError``, ``HostError`` and, for the
-connector SDK, ``ConnectorError``. The walk imports every module of a package and looks at the
-exception classes defined there, so a new module's exception cannot slip past.
+transport ``RpcError``), ``ChannelsError``, ``StoreError``, ``HostError``, and for the
+connector SDK ``ConnectorError`` and for the conformance kit ``KitError``. The walk imports
+every module of a package and looks at the exception classes defined there, so a new module's
+exception cannot slip past.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import ModuleType
 import pytest
 
 from switchboard.channels import ChannelsError
+from switchboard.conformance.common.errors import KitError
 from switchboard.connector import ConnectorError
 from switchboard.host.errors import HostError
 from switchboard.protocol import McplError, ProtocolError
@@ -29,6 +31,7 @@ ROOTS: dict[str, type[Exception]] = {
     "switchboard.store": StoreError,
     "switchboard.host": HostError,
     "switchboard.connector": ConnectorError,
+    "switchboard.conformance": KitError,
 }
 
 

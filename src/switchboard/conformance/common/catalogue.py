@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .errors import KitError
+
 __all__ = [
     "DEFAULT_CATALOGUE_PATH",
     "Catalogue",
@@ -58,7 +60,7 @@ _PREFIX_TARGET: Mapping[str, Target] = MappingProxyType(
 )
 
 
-class CatalogueError(ValueError):
+class CatalogueError(KitError, ValueError):
     """The catalogue file is missing, is not TOML, or does not validate."""
 
 

@@ -29,6 +29,8 @@ import enum
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
+from .errors import KitError
+
 __all__ = [
     "CheckFailed",
     "CheckResult",
@@ -101,7 +103,7 @@ def not_applicable(message: str) -> Verdict:
     return Verdict(Outcome.NOT_APPLICABLE, message)
 
 
-class CheckStop(Exception):
+class CheckStop(KitError):
     """Ends a check from inside a helper, with the outcome of its subclass."""
 
     outcome = Outcome.FAIL
