@@ -86,7 +86,9 @@ async def test_a_killed_connector_is_restarted_and_registers_again(tmp_path: Pat
         assert board.registry.server_entries("demo") == []
         await recorder.wait_kind(ChannelsRegistered, nth=2)
         assert board.supervisor.attempts["demo"] == 2
-        names = {v.channel_id for v in board.channel_views()}
+        async with Client(build_server(board, agent="agent"), mode="legacy") as client:
+            listed = await client.call_tool("channel_list", {})
+    names = {c["channel_id"] for c in (listed.structured_content or {})["channels"]}
     assert "demo:#general" in names
 
 

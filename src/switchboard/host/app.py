@@ -5,9 +5,27 @@ checks everything that can be checked before a publish goes out (the channel exi
 inbound-only, its server is connected and ready, the grant has ``channels.publish``), sends it,
 and reads agents' inboxes from the durable store.
 
-It creates the host's :class:`~switchboard.host.events.EventBus` (``board.events``), hands it to
-every part that reports what happened, and subscribes the parts that follow those events (the
-log, the default channel, typing, lifecycle), then the caller's ``listener``.
+It is the host's composition root: :meth:`Switchboard.__init__` builds every part in
+dependency order and hands each, by constructor argument, only what it uses; nothing is wired
+onto a part after it is built. The order:
+
+1. the registry, the session map, the host :class:`~switchboard.host.events.EventBus`
+   (``board.events``) and the :class:`~switchboard.host.connection.supervisor.SessionFactory`;
+2. the agent-facing presence parts (default channel, typing, streams, context hooks);
+3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
+   state (which also answers whether a tune-out covers a channel), the decision journal kept
+   with both as its parts, and the decision gate;
+4. the :class:`~switchboard.host.lifecycle.host.LifecycleHost` (which builds the reconciler),
+   then the :class:`~switchboard.host.tuneouts.host.TuneOutHost` over the lifecycle's
+   reconciler, then the tune-out inbox;
+5. the :class:`~switchboard.host.connection.supervisor.Supervisor`.
+
+Last it subscribes the parts that follow host events (the log, the default channel, typing,
+lifecycle), then the caller's ``listener``: the bus's own registration, in the order listeners
+hear each event.
+
+What it deliberately does not know: MCP and tool results (the tools reach it through
+:mod:`switchboard.host.port`), and the rules each part keeps.
 """
 
 from __future__ import annotations
@@ -26,6 +44,7 @@ from switchboard.channels import (
     ChannelNameError,
     ChannelRef,
     ChannelRegistry,
+    LifecycleBook,
     UnknownName,
     qualified_name,
 )
@@ -36,31 +55,21 @@ from switchboard.host.agent.desk import AgentDesk
 from switchboard.host.agent.streams import OutgoingStreams
 from switchboard.host.agent.typing_keeper import TypingKeeper
 from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
-from switchboard.host.connection.supervisor import Supervisor
+from switchboard.host.connection.supervisor import SessionFactory, Supervisor
 from switchboard.host.events import EventBus, Listener, Published, log_event
+from switchboard.host.lifecycle.book_state import LifecycleBookPart
 from switchboard.host.lifecycle.host import LifecycleHost
+from switchboard.host.lifecycle.journal import DecisionJournal
+from switchboard.host.lifecycle.queue import DecisionGate
 from switchboard.host.outcome import PublishOutcome
 from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.inbox import TuneOutInbox
+from switchboard.host.tuneouts.state import TuneOutState
 from switchboard.store import DecisionLog, MessageStore, StoredMessage
 from switchboard.transport import Link
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class ChannelView:
-    """One registered channel as an agent sees it."""
-
-    name: str
-    server_id: str
-    channel_id: str
-    label: str
-    type: str
-    direction: str
-    open: bool
-    desired: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +91,7 @@ class Switchboard:
         clock: Callable[[], float] = time.time,
         decisions: DecisionLog | None = None,
     ) -> None:
-        """Build the host's parts.
+        """Build the host's parts, in dependency order (see the module docstring).
 
         Args:
             listener: told every host event, after the host's own parts (the demo's terminal
@@ -92,41 +101,58 @@ class Switchboard:
         self.store = store
         #: The durable decision log (lifecycle decisions, tune-outs); None runs without one.
         self.decisions = decisions
-        self.registry = ChannelRegistry()
+        self.registry = registry = ChannelRegistry()
         self.sessions: dict[str, ConnectorSession] = {}
         #: The host event bus: every part that reports what happened emits here.
-        self.events = EventBus()
-        self._clock = clock
+        self.events = events = EventBus()
+        self._session_factory = SessionFactory(
+            sessions=self.sessions, registry=registry, store=store, events=events, clock=clock
+        )
         self._inbox_locks: dict[str, anyio.Lock] = {}
         self._configured = frozenset(c.id for c in config.connectors)
         self._desks: dict[str, AgentDesk] = {}
         #: The default publish channel (channel-registry.md §8.7), process-global.
-        self.default_channel = DefaultChannel(self.registry)
-        # -- presence (H1b): typing indicators, outgoing streams, beforeInference context
-        self.typing = TypingKeeper(self.registry, self.sessions)
-        self.streams = OutgoingStreams(self.registry, self.sessions)
-        self.context_hooks = ContextHooks()
-        # -- lifecycle (H2a): desired state, decisions, reconciliation, speech into closed channels
-        self.lifecycle = LifecycleHost(self, events=self.events, clock=clock, sink=decisions)
-        self.lifecycle.on_close = self.typing.stop_soon
-        # -- tune-outs (H2b): epochs, diversion from the owner's inbox, owed backlogs
-        self.tuneouts = TuneOutHost(
-            registry=self.registry,
-            store=store,
-            journal=lambda: self.lifecycle.journal,
-            lifecycle=lambda: self.lifecycle.book,
-            gate=self.lifecycle.gate,
-            reconcile=lambda ref: self.lifecycle.reconciler.reconcile([ref]),
+        self.default_channel = DefaultChannel(registry)
+        # -- presence: typing indicators, outgoing streams, beforeInference context
+        self.typing = TypingKeeper(registry, self.sessions)
+        self.streams = OutgoingStreams(registry, self.sessions)
+        self.context_hooks = ContextHooks(self.registry, self.default_channel, self.sessions)
+        # -- what the lifecycle and the tune-outs share, lowest first
+        book = LifecycleBook()
+        tuneout_state = TuneOutState()
+        journal = DecisionJournal(
+            decisions,
+            parts={"lifecycle": LifecycleBookPart(book), "tuneouts": tuneout_state},
+            snapshot_every=config.store.snapshot_every,
+        )
+        gate = DecisionGate()
+        # -- lifecycle: desired state, decisions, reconciliation, speech into closed channels
+        self.lifecycle = LifecycleHost(
+            registry=registry,
+            sessions=self.sessions,
+            configs=config.connectors,
+            book=book,
+            journal=journal,
+            gate=gate,
+            tune_outs=tuneout_state,
+            on_close=self.typing.stop_soon,
+            events=events,
             clock=clock,
         )
-        self.lifecycle.journal.join("tuneouts", self.tuneouts.state)
-        self.lifecycle.covered_by_tune_out = self.tuneouts.covers
+        # -- tune-outs: epochs, diversion from the owner's inbox, owed backlogs
+        self.tuneouts = TuneOutHost(
+            registry=registry,
+            store=store,
+            state=tuneout_state,
+            journal=journal,
+            lifecycle=book,
+            gate=gate,
+            reconciler=self.lifecycle.reconciler,
+            clock=clock,
+        )
         self._tuneout_inbox = TuneOutInbox(self.tuneouts)
         self.supervisor = Supervisor(
-            registry=self.registry,
-            make_session=self._make_session,
-            on_session=self._adopt,
-            events=self.events,
+            registry=registry, sessions=self._session_factory, events=events
         )
         # -- who follows host events, in this order (see switchboard.host.events)
         self.events.subscribe(log_event)
@@ -145,25 +171,12 @@ class Switchboard:
             desk = self._desks[agent] = AgentDesk(agent, self.config.agent)
         return desk
 
-    def _make_session(self, config: ConnectorConfig) -> ConnectorSession:
-        return ConnectorSession(
-            config,
-            registry=self.registry,
-            store=self.store,
-            events=self.events,
-            clock=self._clock,
-        )
-
-    def _adopt(self, session: ConnectorSession) -> None:
-        self.sessions[session.server_id] = session
-
     async def serve_link(self, config: ConnectorConfig, link: Link) -> None:
         """Serve one connector over a link the caller opened (no supervision, no restart).
 
         When the link ends, the connector's registrations are dropped, as the supervisor does.
         """
-        session = self._make_session(config)
-        self._adopt(session)
+        session = self._session_factory.session(config)
         try:
             async with self.lifecycle.serving(config.id):
                 await session.run(link)
@@ -213,24 +226,6 @@ class Switchboard:
 
     # -- channels ----------------------------------------------------------------------------
 
-    def channel_views(self) -> list[ChannelView]:
-        views = []
-        for entry in self.registry.entries():
-            d = entry.descriptor
-            views.append(
-                ChannelView(
-                    name=self.registry.name_for(entry.ref),
-                    server_id=entry.ref.server_id,
-                    channel_id=entry.ref.channel_id,
-                    label=d.label,
-                    type=d.type,
-                    direction=d.direction,
-                    open=entry.transport_open,
-                    desired=self.desired_state(entry.ref),
-                )
-            )
-        return views
-
     async def before_inference(
         self, desk: AgentDesk, user_message: str | None = None
     ) -> list[dict[str, Any]]:
@@ -243,14 +238,11 @@ class Switchboard:
         """
         await self.streams.abort_all(desk.name)
         await self.typing.turn_began(desk.name, desk.locus(self.registry, self.default_channel).ref)
-        return await self.context_hooks.gather(self, desk, user_message=user_message)
+        return await self.context_hooks.gather(desk, user_message=user_message)
 
     def desired_state(self, ref: ChannelRef) -> str:
         """The recorded desired lifecycle state of ``ref``, or ``"unknown"`` when none is."""
         return self.lifecycle.desired_state(ref)
-
-    def session_for(self, server_id: str) -> ConnectorSession | None:
-        return self.sessions.get(server_id)
 
     # -- publish -----------------------------------------------------------------------------
 
@@ -347,6 +339,6 @@ class Switchboard:
         """Messages since ``agent``'s cursor (waiting up to ``wait_seconds`` for the first)."""
         lock = self._inbox_locks.setdefault(agent, anyio.Lock())
         async with lock:
-            # Tune-outs (H2b): owed backlogs first; what a tune-out withholds is skipped.
+            # Owed tune-out backlogs come first; what a tune-out withholds is skipped.
             page = await self._tuneout_inbox.read(agent, wait_seconds=wait_seconds, limit=limit)
             return InboxRead(page.messages, page.cursor, self.store.latest_seq > page.cursor)

@@ -40,7 +40,6 @@ from switchboard.channels import (
 from switchboard.host.errors import HostError
 
 __all__ = [
-    "ASK_OPERATOR",
     "ASK_TO_CLOSE",
     "GONE",
     "NEXT_STEP",
@@ -110,8 +109,6 @@ class RefusalKind(StrEnum):
 
 RETRY = "call it again; if it fails the same way, ask whoever runs this host"
 """After a decision that could not be recorded."""
-ASK_OPERATOR = "ask whoever runs this host"
-"""Nothing the agent can call would change it."""
 GONE = (
     "call channel_list and pass another channel's name as channel; this one is reachable "
     "again once its server registers it again"

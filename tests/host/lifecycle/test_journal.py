@@ -22,7 +22,7 @@ from switchboard.channels.lifecycle.decisions import (
     TuneOutScope,
 )
 from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet, TuneOutStarted
-from switchboard.host.lifecycle.book_state import book_from_snapshot, book_snapshot
+from switchboard.host.lifecycle.book_state import book_snapshot, restore_book
 from switchboard.host.lifecycle.journal import DecisionJournal, DecisionNotRecorded
 from switchboard.store import DecisionLog, LoadedLog, StoreError
 
@@ -40,7 +40,7 @@ def closed(ref: ChannelRef, at: float = 2.0) -> DesiredStateSet:
 
 
 class BookPart:
-    """A journal part holding a lifecycle book, as the lifecycle host joins."""
+    """A journal part holding a lifecycle book, as the lifecycle book is kept."""
 
     def __init__(self) -> None:
         self.book = LifecycleBook()
@@ -54,7 +54,7 @@ class BookPart:
         return book_snapshot(self.book)
 
     def restore_snapshot(self, state: object | None) -> None:
-        self.book = book_from_snapshot(state)
+        restore_book(self.book, state)
 
 
 class ManualSink:
@@ -90,8 +90,7 @@ async def _until(predicate: Any) -> None:
 async def test_an_event_is_applied_only_once_the_log_committed_it() -> None:
     sink = ManualSink()
     part = BookPart()
-    journal = DecisionJournal(sink)
-    journal.join("lifecycle", part)
+    journal = DecisionJournal(sink, parts={"lifecycle": part})
     async with anyio.create_task_group() as tg:
         tg.start_soon(journal.record, [opened(A)])
         await _until(lambda: sink.pending)
@@ -108,8 +107,7 @@ async def test_a_refused_append_raises_and_changes_no_memory() -> None:
     """T29: a failed append means the decision was not made."""
     sink = ManualSink()
     part = BookPart()
-    journal = DecisionJournal(sink)
-    journal.join("lifecycle", part)
+    journal = DecisionJournal(sink, parts={"lifecycle": part})
     failure: list[BaseException] = []
 
     async def record() -> None:
@@ -132,8 +130,7 @@ async def test_a_closed_log_refuses_at_once_and_nothing_is_applied(tmp_path: Pat
     log = await DecisionLog.open(tmp_path / "d.sqlite")
     await log.aclose()
     part = BookPart()
-    journal = DecisionJournal(log)
-    journal.join("lifecycle", part)
+    journal = DecisionJournal(log, parts={"lifecycle": part})
     with pytest.raises(DecisionNotRecorded):
         await journal.record([opened(A)])
     assert part.seen == []
@@ -142,8 +139,7 @@ async def test_a_closed_log_refuses_at_once_and_nothing_is_applied(tmp_path: Pat
 async def test_batches_in_flight_apply_in_commit_order() -> None:
     sink = ManualSink()
     part = BookPart()
-    journal = DecisionJournal(sink)
-    journal.join("lifecycle", part)
+    journal = DecisionJournal(sink, parts={"lifecycle": part})
     async with anyio.create_task_group() as tg:
         tg.start_soon(journal.record, [opened(A, 1.0)])
         tg.start_soon(journal.record, [closed(A, 2.0)])
@@ -159,8 +155,7 @@ async def test_batches_in_flight_apply_in_commit_order() -> None:
 async def test_a_cancelled_caller_still_waits_for_its_commit_and_it_is_applied() -> None:
     sink = ManualSink()
     part = BookPart()
-    journal = DecisionJournal(sink)
-    journal.join("lifecycle", part)
+    journal = DecisionJournal(sink, parts={"lifecycle": part})
     returned: list[int] = []
 
     async def record() -> None:
@@ -182,11 +177,7 @@ async def test_every_part_sees_every_event_including_records_of_its_own_kind() -
             return {"kind": "part-record"}
 
     first, second = BookPart(), BookPart()
-    journal = DecisionJournal(None)
-    journal.join("one", first)
-    journal.join("two", second)
-    with pytest.raises(ValueError, match="joined already"):
-        journal.join("one", BookPart())
+    journal = DecisionJournal(None, parts={"one": first, "two": second})
     await journal.record([opened(A), HostRecord()])
     assert len(first.seen) == len(second.seen) == 2
     assert first.book == second.book
@@ -198,8 +189,7 @@ async def test_snapshots_every_n_events_and_restart_restores_the_same_book(
     path = tmp_path / "d.sqlite"
     async with await DecisionLog.open(path) as log:
         part = BookPart()
-        journal = DecisionJournal(log, snapshot_every=3)
-        journal.join("lifecycle", part)
+        journal = DecisionJournal(log, parts={"lifecycle": part}, snapshot_every=3)
         for i in range(10):
             await journal.record([opened(A, i) if i % 2 else closed(B, i)])
         await journal.record([closed(A, 99.0)])
@@ -209,8 +199,7 @@ async def test_snapshots_every_n_events_and_restart_restores_the_same_book(
         assert len(loaded.tail) < 3  # compacted: start-up reads the snapshot and a short tail
     async with await DecisionLog.open(path) as log:
         again = BookPart()
-        fresh = DecisionJournal(log)
-        fresh.join("lifecycle", again)
+        fresh = DecisionJournal(log, parts={"lifecycle": again})
         restored = await fresh.restore()
     assert again.book == part.book
     assert restored.snapshot_seq > 0
@@ -226,8 +215,7 @@ async def test_restore_skips_junk_records_and_junk_snapshot_rows(tmp_path: Path)
         await log.append([opened(A).to_json(), {"not": "an event"}])
     async with await DecisionLog.open(path) as log:
         part = BookPart()
-        journal = DecisionJournal(log)
-        journal.join("lifecycle", part)
+        journal = DecisionJournal(log, parts={"lifecycle": part})
         restored = await journal.restore()
     assert restored.events == 1
     assert restored.skipped == 1
@@ -262,14 +250,12 @@ async def test_whatever_the_snapshot_interval_restore_equals_memory(
         path = Path(folder) / "d.sqlite"
         async with await DecisionLog.open(path, synchronous="normal") as log:
             part = BookPart()
-            journal = DecisionJournal(log, snapshot_every=every)
-            journal.join("lifecycle", part)
+            journal = DecisionJournal(log, parts={"lifecycle": part}, snapshot_every=every)
             for ref, what, at in events:
                 await journal.record([_event(ref, what, at)])
         async with await DecisionLog.open(path) as log:
             again = BookPart()
-            fresh = DecisionJournal(log)
-            fresh.join("lifecycle", again)
+            fresh = DecisionJournal(log, parts={"lifecycle": again})
             await fresh.restore()
     assert again.book == part.book
     assert again.book == LifecycleBook.replay(_event(*e) for e in events)
@@ -282,12 +268,10 @@ async def test_a_long_uncompacted_tail_is_snapshotted_right_after_it_is_replayed
     async with await DecisionLog.open(path) as log:
         await log.append([opened(A, i).to_json() for i in range(7)])
     async with await DecisionLog.open(path) as log:
-        journal = DecisionJournal(log, snapshot_every=5)
-        journal.join("lifecycle", BookPart())
+        journal = DecisionJournal(log, parts={"lifecycle": BookPart()}, snapshot_every=5)
         first = await journal.restore()
     async with await DecisionLog.open(path) as log:
-        again = DecisionJournal(log, snapshot_every=5)
-        again.join("lifecycle", BookPart())
+        again = DecisionJournal(log, parts={"lifecycle": BookPart()}, snapshot_every=5)
         second = await again.restore()
     assert (first.snapshot_seq, first.events) == (0, 7)
     assert (second.snapshot_seq, second.events) == (7, 0)

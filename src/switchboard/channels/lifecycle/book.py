@@ -389,6 +389,10 @@ class LifecycleBook:
             return record
         return None
 
+    def clear(self) -> None:
+        """Forget every record, so that a restore can replay the log into this same book."""
+        self._records.clear()
+
     @classmethod
     def replay(cls, events: Iterable[DecisionEvent]) -> LifecycleBook:
         """Rebuild a book by applying ``events`` in order (the last record per channel wins)."""

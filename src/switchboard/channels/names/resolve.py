@@ -1,7 +1,7 @@
 """Turning a typed name into exactly one channel, or refusing with what to do next.
 
 What this module knows: how the pieces combine into the resolvers that accept every kind of
-name (channel-registry.md §4.5-§4.6, issue #3):
+name (channel-registry.md §4.5-§4.6):
 
 - :func:`resolve`, the general resolver (``ChannelRegistry.resolve``). Without a server id:
   the turn's own channels first (:mod:`~switchboard.channels.names.picking`: a name equal to the id

@@ -1,6 +1,6 @@
 """What a typed name matches: the kinds of names, tried in a fixed order, first hit decides.
 
-What this module knows (channel-registry.md §3.1 and §4.6, issue #3): a name is tried as
+What this module knows (channel-registry.md §3.1 and §4.6): a name is tried as
 
 1. :attr:`Tier.NAME`: a channel id, or a server-qualified name ``"<server>:<id>"`` matched
    against the *registered pairs* (never split at a colon). Ids and qualified names are one

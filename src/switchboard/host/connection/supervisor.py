@@ -7,13 +7,21 @@ taken back. The delay before the next attempt doubles after each failure up to
 lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
 Each end is told as :class:`~switchboard.host.events.ConnectorExited`, each planned reconnect as
 :class:`~switchboard.host.events.ConnectorRestartScheduled`.
+
+Every connection gets a fresh :class:`~switchboard.host.connection.session.ConnectorSession`
+from the :class:`SessionFactory`, which also makes it the server's current session in the map
+the rest of the host reads (``board.sessions``); a link served outside supervision
+(``Switchboard.serve_link``) takes its session from the same factory.
+
+What it deliberately does not know: what a session does with its link, channels beyond dropping
+a server's registrations, and agents.
 """
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 
 import anyio
 import structlog
@@ -23,8 +31,9 @@ from switchboard.config import ConnectorConfig
 from switchboard.host.connection.links import open_link
 from switchboard.host.connection.session import ConnectorSession
 from switchboard.host.events import ConnectorExited, ConnectorRestartScheduled, EventBus
+from switchboard.store import MessageStore
 
-__all__ = ["HEALTHY_AFTER", "Supervisor", "backoff_delay"]
+__all__ = ["HEALTHY_AFTER", "SessionFactory", "Supervisor", "backoff_delay"]
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +47,47 @@ def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Ran
     return base * rng.uniform(0.5, 1.0)
 
 
+class SessionFactory:
+    """Makes each connection's session and makes it the server's current one.
+
+    Args:
+        sessions: The current session of each server (the map the host reads).
+        registry: The channel registry every session registers into.
+        store: The message store every session writes accepted messages to.
+        events: Where every session tells what happened.
+        clock: The host clock.
+    """
+
+    __slots__ = ("_clock", "_events", "_registry", "_sessions", "_store")
+
+    def __init__(
+        self,
+        *,
+        sessions: MutableMapping[str, ConnectorSession],
+        registry: ChannelRegistry,
+        store: MessageStore,
+        events: EventBus,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._sessions = sessions
+        self._registry = registry
+        self._store = store
+        self._events = events
+        self._clock = clock
+
+    def session(self, config: ConnectorConfig) -> ConnectorSession:
+        """A new session for one connection of ``config``, now the server's current one."""
+        session = ConnectorSession(
+            config,
+            registry=self._registry,
+            store=self._store,
+            events=self._events,
+            clock=self._clock,
+        )
+        self._sessions[config.id] = session
+        return session
+
+
 class Supervisor:
     """Runs one supervision loop per connector config inside the caller's task group."""
 
@@ -45,14 +95,12 @@ class Supervisor:
         self,
         *,
         registry: ChannelRegistry,
-        make_session: Callable[[ConnectorConfig], ConnectorSession],
-        on_session: Callable[[ConnectorSession], None],
+        sessions: SessionFactory,
         events: EventBus,
         rng: random.Random | None = None,
     ) -> None:
         self._registry = registry
-        self._make_session = make_session
-        self._on_session = on_session
+        self._sessions = sessions
         self._events = events
         self._rng = rng or random.Random()
         self.attempts: dict[str, int] = {}
@@ -62,8 +110,7 @@ class Supervisor:
         failures = 0
         slog = log.bind(server_id=config.id)
         while True:
-            session = self._make_session(config)
-            self._on_session(session)
+            session = self._sessions.session(config)
             self.attempts[config.id] = self.attempts.get(config.id, 0) + 1
             started = time.monotonic()
             try:

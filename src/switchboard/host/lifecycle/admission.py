@@ -1,110 +1,144 @@
 """Admission: the initial desired record of newly registered channels, then reconciliation.
 
-What this module knows (channel-registry.md §5.5, §5.6, §11.1-§11.2):
-
-- :func:`subscription_policy`: a connector's ``subscription`` setting as a
-  :class:`~switchboard.channels.SubscriptionPolicy` (``initially-open``: only what the
-  descriptor's ``initiallyOpen`` asks for; ``auto``: every channel; ``{allow = [...]}``: also
-  the listed channel ids or raw address ids). The policy is ongoing: a wanted channel opens
-  whenever it is discovered and nobody decided otherwise.
-- :func:`admit_channels`: runs after the ``channels/register`` (or ``changed.added``) answer is
-  on the wire. Every channel of the batch first gets its initial record
-  (:meth:`~switchboard.channels.LifecycleBook.ensure_initial`: ``initiallyOpen`` or the policy
-  lift a ``default-closed`` record, a real decision is never overridden), recorded as one
-  batch; fresh policy opens are announced once (a ``LifecycleStep`` ``auto-opened``); then each
-  channel is reconciled on its own queue, and a ``LifecycleStep`` ``reconciled`` reports the end. A
-  connector whose grant lacks ``channels.lifecycle`` is not admitted at all (its channels get
-  no record: the host never directs a lifecycle it was not granted), and an ``auto`` or
-  allow-list policy does nothing for it.
+What this module knows (channel-registry.md §5.5, §5.6, §11.1-§11.2): :class:`Admission`,
+whose :meth:`~Admission.admit` runs after the ``channels/register`` (or ``changed.added``)
+answer is on the wire. Every channel of the batch first gets its initial record
+(:meth:`~switchboard.channels.LifecycleBook.ensure_initial`: ``initiallyOpen`` or the
+connector's subscription policy (:func:`~switchboard.host.lifecycle.parts.subscription_policy`)
+lift a ``default-closed`` record, a real decision is never overridden), recorded as one batch;
+fresh policy opens are announced once (a ``LifecycleStep`` ``auto-opened``); then each channel
+is reconciled on its own queue, and a ``LifecycleStep`` ``reconciled`` reports the end. A
+connector whose grant lacks ``channels.lifecycle`` is not admitted at all (its channels get no
+record: the host never directs a lifecycle it was not granted), and an ``auto`` or allow-list
+policy does nothing for it.
 
 What it deliberately does not know: the wire (see :mod:`.reconcile`), tools and speech.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import structlog
 
-from switchboard.channels import ChannelRef, SubscriptionPolicy
+from switchboard.channels import ChannelRef, ChannelRegistry, LifecycleBook
 from switchboard.channels.lifecycle.decisions import Append
 from switchboard.channels.lifecycle.events import DesiredStateSet
 from switchboard.channels.lifecycle.speech import Reach
-from switchboard.config import ConnectorConfig, SubscriptionAllow
-from switchboard.host.events import LifecycleStepKind
-from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
+from switchboard.host.lifecycle.journal import DecisionJournal, DecisionNotRecorded
+from switchboard.host.lifecycle.parts import Connectors
+from switchboard.host.lifecycle.queue import DecisionGate
+from switchboard.host.lifecycle.reconcile import Reconciler
 
-if TYPE_CHECKING:
-    from switchboard.host.lifecycle.host import LifecycleHost
-
-__all__ = ["admit_channels", "subscription_policy"]
+__all__ = ["Admission"]
 
 log = structlog.get_logger(__name__)
 
 
-def subscription_policy(config: ConnectorConfig) -> SubscriptionPolicy:
-    """The policy of a connector's ``subscription`` setting."""
-    setting = config.subscription
-    if isinstance(setting, SubscriptionAllow):
-        return SubscriptionPolicy.allowing(setting.allow)
-    if setting == "auto":
-        return SubscriptionPolicy.automatic()
-    return SubscriptionPolicy.manual()
+class Admission:
+    """Admits newly registered channels (see the module docstring).
 
+    Args:
+        registry: The channel registry (the batch's registrations).
+        book: The lifecycle book (its ``ensure_initial`` proposes the initial records).
+        journal: Records the batch before memory changes.
+        gate: Holds the batch's channels while their records are decided.
+        connectors: Reach, direction and subscription policy of the server.
+        reconciler: Runs each admitted channel to its record.
+        events: Where the admission's lifecycle steps are told.
+        clock: The host clock.
+    """
 
-async def admit_channels(host: LifecycleHost, server_id: str, channel_ids: Iterable[str]) -> None:
-    """Give newly registered channels their initial record, then reconcile them."""
-    refs = [ChannelRef(server_id, c) for c in dict.fromkeys(channel_ids)]
-    if not refs:
-        return
-    if not host.directs(server_id):
-        if host.reach(server_id) is Reach.UP:
-            host.emit(
+    __slots__ = (
+        "_book",
+        "_clock",
+        "_connectors",
+        "_events",
+        "_gate",
+        "_journal",
+        "_reconciler",
+        "_registry",
+    )
+
+    def __init__(
+        self,
+        *,
+        registry: ChannelRegistry,
+        book: LifecycleBook,
+        journal: DecisionJournal,
+        gate: DecisionGate,
+        connectors: Connectors,
+        reconciler: Reconciler,
+        events: EventBus,
+        clock: Callable[[], float],
+    ) -> None:
+        self._registry = registry
+        self._book = book
+        self._journal = journal
+        self._gate = gate
+        self._connectors = connectors
+        self._reconciler = reconciler
+        self._events = events
+        self._clock = clock
+
+    async def admit(self, server_id: str, channel_ids: Iterable[str]) -> None:
+        """Give newly registered channels their initial record, then reconcile them."""
+        refs = [ChannelRef(server_id, c) for c in dict.fromkeys(channel_ids)]
+        if not refs:
+            return
+        connectors = self._connectors
+        if not connectors.directs(server_id):
+            if connectors.reach(server_id) is Reach.UP:
+                self._step(
+                    server_id,
+                    LifecycleStepKind.RECONCILE_SKIPPED,
+                    reason="channels.lifecycle not granted",
+                )
+            return
+        policy = connectors.policy_for(server_id)
+        events: list[DesiredStateSet] = []
+        announced: list[dict[str, Any]] = []
+        gate = self._gate
+        await gate.wait_free(refs)
+        gate.take(refs)
+        try:
+            now = self._clock()
+            ensure = self._book.ensure_initial
+            registry = self._registry
+            for ref in refs:
+                entry = registry.get(ref)
+                if entry is None:
+                    continue
+                descriptor = entry.descriptor
+                admission = ensure(
+                    ref,
+                    now,
+                    policy=policy,
+                    initially_open=descriptor.initially_open,
+                    raw_id=entry.raw_id,
+                )
+                if isinstance(admission.decision, Append):
+                    events.append(admission.decision.event)
+                if admission.announce:
+                    announced.append({"channel_id": ref.channel_id, "label": descriptor.label})
+            if events:
+                await self._journal.record(events)
+        except DecisionNotRecorded as exc:
+            log.error("admission_not_recorded", server_id=server_id, error=str(exc))
+            announced = []
+        finally:
+            gate.release(refs)
+        if announced:
+            self._step(
                 server_id,
-                LifecycleStepKind.RECONCILE_SKIPPED,
-                reason="channels.lifecycle not granted",
+                LifecycleStepKind.AUTO_OPENED,
+                source="subscription-policy",
+                channels=announced,
             )
-        return
-    policy = host.policy_for(server_id)
-    events: list[DesiredStateSet] = []
-    announced: list[dict[str, Any]] = []
-    gate = host.gate
-    await gate.wait_free(refs)
-    gate.take(refs)
-    try:
-        now = host.now()
-        ensure = host.book.ensure_initial
-        registry = host.registry
-        for ref in refs:
-            entry = registry.get(ref)
-            if entry is None:
-                continue
-            descriptor = entry.descriptor
-            admission = ensure(
-                ref,
-                now,
-                policy=policy,
-                initially_open=descriptor.initially_open,
-                raw_id=entry.raw_id,
-            )
-            if isinstance(admission.decision, Append):
-                events.append(admission.decision.event)
-            if admission.announce:
-                announced.append({"channel_id": ref.channel_id, "label": descriptor.label})
-        if events:
-            await host.journal.record(events)
-    except DecisionNotRecorded as exc:
-        log.error("admission_not_recorded", server_id=server_id, error=str(exc))
-        announced = []
-    finally:
-        gate.release(refs)
-    if announced:
-        host.emit(
-            server_id,
-            LifecycleStepKind.AUTO_OPENED,
-            source="subscription-policy",
-            channels=announced,
-        )
-    runs = await host.reconciler.reconcile(refs)
-    host.emit(server_id, LifecycleStepKind.RECONCILED, channels=len(refs), runs=runs)
+        runs = await self._reconciler.reconcile(refs)
+        self._step(server_id, LifecycleStepKind.RECONCILED, channels=len(refs), runs=runs)
+
+    def _step(self, server_id: str, kind: LifecycleStepKind, **detail: Any) -> None:
+        self._events.emit(LifecycleStep(server_id, kind, None, detail))

@@ -16,17 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from switchboard.channels import ChannelRef
 from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
 from switchboard.channels.names.wording import q
 from switchboard.host.lifecycle.errors import not_up_clause
+from switchboard.host.lifecycle.parts import LifecycleParts
 from switchboard.host.refusal import GONE, Refusal, RefusalKind
 from switchboard.host.tuneouts.words import tuned_out_meanwhile_text, tuned_out_refusal_text
-
-if TYPE_CHECKING:
-    from switchboard.host.lifecycle.host import LifecycleHost
 
 __all__ = ["LifecycleAnswer", "Origin", "VerbBase", "refuse"]
 
@@ -86,18 +84,18 @@ def refuse(
 
 
 class VerbBase:
-    """The refusals every verb shares, over one lifecycle host."""
+    """The refusals every verb shares, over the lifecycle's parts."""
 
-    def __init__(self, host: LifecycleHost) -> None:
-        self._host = host
+    def __init__(self, parts: LifecycleParts) -> None:
+        self._parts = parts
 
     def _shown(self, ref: ChannelRef) -> str:
-        return self._host.registry.names.quoted_shown(ref)
+        return self._parts.registry.names.quoted_shown(ref)
 
     def _tuned_out(
         self, ref: ChannelRef, tool: str, *, meanwhile: bool, stand_down: bool = False
     ) -> Refusal:
-        name = self._host.registry.names.name_for(ref)
+        name = self._parts.registry.names.name_for(ref)
         words = tuned_out_meanwhile_text if meanwhile else tuned_out_refusal_text
         text = words(self._shown(ref), name, tool)
         return refuse(ref, RefusalKind.TUNED_OUT, text, stand_down=stand_down)
@@ -110,7 +108,7 @@ class VerbBase:
     def _undirected(self, ref: ChannelRef, what: str) -> LifecycleAnswer:
         """The decision is recorded but nothing can be sent to the connector now."""
         sid = ref.server_id
-        if self._host.reach(sid) is Reach.UP:
+        if self._parts.connectors.reach(sid) is Reach.UP:
             text = (
                 f"{lifecycle_withheld_text(sid)}. Your decision to {what} channel "
                 f"{self._shown(ref)} is recorded and applies if that server is ever granted "

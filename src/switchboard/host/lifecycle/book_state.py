@@ -1,4 +1,4 @@
-"""The lifecycle book as a snapshot: the JSON value a decision-log snapshot stores for it.
+"""The lifecycle book as a decision-journal part, and the JSON value a snapshot stores for it.
 
 What this module knows: the snapshot form of a :class:`~switchboard.channels.LifecycleBook`,
 ``{"records": [[serverId, channelId, record], ...]}`` with each record in
@@ -7,6 +7,11 @@ by applying, per record, the one event that writes exactly that record (a ``tune
 is rebuilt from a one-channel ``tune-out-started`` carrying its epoch id, owner, source and
 time; the epoch's other terms live in the tune-out book's own snapshot part). Junk entries
 are skipped, as replay skips junk events.
+
+:class:`LifecycleBookPart` is how the book joins the
+:class:`~switchboard.host.lifecycle.journal.DecisionJournal` (as ``"lifecycle"``): it applies
+committed events to the book and restores the book *in place*, so every part that was handed
+the book at construction keeps reading the live one.
 
 What it deliberately does not know: the log, when snapshots are taken, other books.
 """
@@ -25,7 +30,28 @@ from switchboard.channels.lifecycle.decisions import (
 )
 from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet, TuneOutStarted
 
-__all__ = ["book_from_snapshot", "book_snapshot"]
+__all__ = ["LifecycleBookPart", "book_snapshot", "restore_book"]
+
+
+class LifecycleBookPart:
+    """The lifecycle book as a journal part (see the module docstring)."""
+
+    __slots__ = ("_book",)
+
+    def __init__(self, book: LifecycleBook) -> None:
+        self._book = book
+
+    def apply(self, event: DecisionEvent) -> object:
+        """Apply one committed event to the book (called by the journal only)."""
+        return self._book.apply(event)
+
+    def take_snapshot(self) -> object:
+        """The book as a JSON value (:func:`book_snapshot`)."""
+        return book_snapshot(self._book)
+
+    def restore_snapshot(self, state: object | None) -> None:
+        """Rebuild the book from :meth:`take_snapshot`'s value (None: start empty)."""
+        restore_book(self._book, state)
 
 
 def book_snapshot(book: LifecycleBook) -> dict[str, object]:
@@ -33,9 +59,10 @@ def book_snapshot(book: LifecycleBook) -> dict[str, object]:
     return {"records": [[r.server_id, r.channel_id, d.to_json()] for r, d in book.items()]}
 
 
-def book_from_snapshot(state: object | None) -> LifecycleBook:
-    """A book holding the records of :func:`book_snapshot`'s value (empty for None or junk)."""
-    book = LifecycleBook()
+def restore_book(book: LifecycleBook, state: object | None) -> None:
+    """Make ``book`` hold exactly the records of :func:`book_snapshot`'s value (none for None
+    or junk)."""
+    book.clear()
     rows = state.get("records") if isinstance(state, Mapping) else None
     for row in rows if isinstance(rows, list) else ():
         if not (isinstance(row, list) and len(row) == 3):
@@ -50,7 +77,6 @@ def book_from_snapshot(state: object | None) -> LifecycleBook:
         except DecodeError:
             continue
         book.apply(_event_making(ChannelRef(server_id, channel_id), record))
-    return book
 
 
 def _event_making(ref: ChannelRef, record: DesiredRecord) -> DecisionEvent:

@@ -25,10 +25,11 @@ from switchboard.channels.lifecycle.decisions import DesiredState, Source, Vetoe
 from switchboard.channels.lifecycle.events import InvitationDeclined
 from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
 from switchboard.channels.names.wording import q
-from switchboard.host.connection.session import SessionState
+from switchboard.host.connection.session import ConnectorSession, SessionState
 from switchboard.host.lifecycle.answers import LifecycleAnswer, VerbBase, refuse
 from switchboard.host.lifecycle.errors import LifecycleError, not_up_clause
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.host.lifecycle.parts import LifecycleParts
 from switchboard.host.refusal import ASK_TO_CLOSE, RefusalKind
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
@@ -36,7 +37,16 @@ __all__ = ["Decliner"]
 
 
 class Decliner(VerbBase):
-    """``decline`` over one lifecycle host."""
+    """``decline`` over the lifecycle's parts.
+
+    Args:
+        parts: The lifecycle parts the verb works over.
+        sessions: The current session of each server (the acknowledgment goes over it).
+    """
+
+    def __init__(self, parts: LifecycleParts, *, sessions: Mapping[str, ConnectorSession]) -> None:
+        super().__init__(parts)
+        self._sessions = sessions
 
     # -- decline ------------------------------------------------------------------------------
 
@@ -49,23 +59,25 @@ class Decliner(VerbBase):
         by_agent: str | None = None,
     ) -> LifecycleAnswer:
         """Deliberately stay out of ``ref`` after being addressed there (``channel_decline``)."""
-        host = self._host
-        entry = host.registry.get(ref)
+        parts = self._parts
+        connectors = parts.connectors
+        entry = parts.registry.get(ref)
         if entry is None:
             raise self._unregistered(ref)
         shown = self._shown(ref)
-        record = host.record(ref)
+        record = parts.book.record(ref)
         if record is not None and record.state is DesiredState.TUNED_OUT:
             raise self._tuned_out(ref, "channel_decline", meanwhile=False)
-        if host.marks.get(entry).open:
+        if parts.marks.get(entry).open:
             text = f"Channel {shown} is open, so there is nothing to decline"
             step = None
-            if host.reach(ref.server_id) is Reach.UP and not host.directs(ref.server_id):
-                text += f", and {lifecycle_withheld_text(ref.server_id)}"
+            sid = ref.server_id
+            if connectors.reach(sid) is Reach.UP and not connectors.directs(sid):
+                text += f", and {lifecycle_withheld_text(sid)}"
                 step = ASK_TO_CLOSE
             raise refuse(ref, RefusalKind.NOTHING_TO_DECLINE, text + ".", step)
         try:
-            decision = await host.decide(
+            decision = await parts.decider.decide(
                 ref, DesiredState.CLOSED, Source.INVITATION_DECLINED, by_agent=by_agent
             )
         except DecisionNotRecorded as exc:
@@ -80,23 +92,25 @@ class Decliner(VerbBase):
             ref, message_id, acknowledge
         )
         close_error: str | None = None
-        current = host.registry.get(ref)
+        current = parts.registry.get(ref)
         if (
             current is not None
-            and host.directs(ref.server_id)
-            and host.desired_state(ref) == DesiredState.CLOSED.value
-            and (host.marks.get(current).may_be_open or host.queue.pending(ref))
+            and connectors.directs(ref.server_id)
+            and parts.book.state(ref) is DesiredState.CLOSED
+            and (parts.marks.get(current).may_be_open or parts.queue.pending(ref))
         ):
             try:
-                await host.reconciler.run(ref)
+                await parts.reconciler.run(ref)
             except LifecycleError as exc:
                 close_error = exc.reason
         posted = (representation or acknowledge) if acknowledged else None
         with contextlib.suppress(DecisionNotRecorded):  # an audit line; the decline stands
-            await host.note(InvitationDeclined(ref, message_id, host.now(), posted))
-        current = host.registry.get(ref)
-        state = None if current is None else host.marks.get(current)
-        closed = state is not None and not state.may_be_open and not host.queue.pending(ref)
+            await parts.decider.note(
+                InvitationDeclined(ref, message_id, parts.decider.now(), posted)
+            )
+        current = parts.registry.get(ref)
+        state = None if current is None else parts.marks.get(current)
+        closed = state is not None and not state.may_be_open and not parts.queue.pending(ref)
         if closed:
             status, text = "remained closed", ""
         else:
@@ -122,7 +136,7 @@ class Decliner(VerbBase):
         if value is None:
             return False, None, None
         sid = ref.server_id
-        session = self._host.sessions.get(sid)
+        session = self._sessions.get(sid)
         peer = None if session is None else session.peer
         if session is None or session.state is not SessionState.READY or peer is None:
             return False, None, f"{not_up_clause(sid)}, so no acknowledgment was posted"

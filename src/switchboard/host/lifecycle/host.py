@@ -1,19 +1,25 @@
 """The host's desired lifecycle state: decided, durably recorded, replayed and reconciled.
 
-What this module knows: :class:`LifecycleHost`, reached as ``board.lifecycle``. It owns the
-:class:`~switchboard.channels.LifecycleBook` and the one path every decision takes:
+What this module knows: :class:`LifecycleHost`, reached as ``board.lifecycle``. It is handed
+the lower-level objects it shares with the tune-outs (the
+:class:`~switchboard.channels.LifecycleBook`, the
+:class:`~switchboard.host.lifecycle.journal.DecisionJournal` that keeps it, the
+:class:`~switchboard.host.lifecycle.queue.DecisionGate`, and whether a tune-out covers a
+channel), builds its own parts in dependency order, and hands each only what it uses:
 
-1. the book *proposes* (the overwrite rules of channel-registry.md §5.2 live there);
-2. the :class:`~switchboard.host.lifecycle.journal.DecisionJournal` appends the event to the
-   decision log, and only once it committed applies it to memory. A failed append raises
-   :class:`~switchboard.host.lifecycle.journal.DecisionNotRecorded`: the decision was not made,
-   and the caller tells the agent so;
-3. reconciliation (:mod:`switchboard.host.lifecycle.reconcile`) drives the connector toward the
-record.
+1. the :class:`~switchboard.host.lifecycle.queue.LifecycleQueue`, the transport marks and the
+   :class:`~switchboard.host.lifecycle.reconcile.Reconciler`, which drives a connector toward
+   the record;
+2. :class:`~switchboard.host.lifecycle.parts.Connectors` (reach, direction, policy, facts);
+3. the :class:`~switchboard.host.lifecycle.decider.Decider`, the one path every decision takes
+   (the book proposes, the journal appends, then applies);
+4. the verbs (:mod:`.verbs`: ``open``, ``close``; :mod:`.decline`: ``decline``), for an agent or
+   a module (:class:`~.answers.Origin`), and the speech rules (:mod:`.speech_gate`,
+   ``board.lifecycle.speech``), over one :class:`~switchboard.host.lifecycle.parts.LifecycleParts`;
+5. :class:`~switchboard.host.lifecycle.admission.Admission`.
 
-A channel's decision is proposed only once the previous decision on it is applied
-(:class:`~switchboard.host.lifecycle.queue.DecisionGate`). Start-up replays the journal
-(:meth:`LifecycleHost.restore`: snapshot, then the events after it).
+Start-up replays the journal (:meth:`LifecycleHost.restore`: snapshot, then the events after
+it) into the same book every part was handed.
 
 It follows host events (:meth:`LifecycleHost.observe`, which the board subscribes to its
 :class:`~switchboard.host.events.EventBus`): a channel admitted by ``channels/register`` or
@@ -24,44 +30,21 @@ marks a channel's transport open; a connector that exits takes its transport mar
 connector whose grant lacks ``channels.lifecycle`` is never admitted or reconciled: it keeps its
 channels as it chooses.
 
-The verbs are :mod:`.verbs` (``open``, ``close``) and :mod:`.decline`
-(``decline``), for an agent or a module (:class:`~.lifecycle_answers.Origin`); the speech rules
-are :mod:`.speech_gate` (``board.lifecycle.speech``). This class exposes them.
-
-Joining the journal (for the tune-out book): ``board.lifecycle.journal.join(name, part)``
-before ``board.restore()``; see the contract in :mod:`switchboard.host.lifecycle.journal`. A
-tune-out host also sets :attr:`LifecycleHost.covered_by_tune_out`, which the explicit-open
-guard of machine closes reads.
-
-What it deliberately does not know: names and tool results, tune-out epochs beyond the records
-they make, and the wire beyond what :mod:`~switchboard.host.lifecycle.reconcile` sends.
+What it deliberately does not know: names and tool results, tune-out epochs beyond whether one
+covers a channel, and the wire beyond what :mod:`~switchboard.host.lifecycle.reconcile` sends.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from typing import Any, Protocol
-
-import structlog
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, LifecycleBook
-from switchboard.channels.lifecycle.book import SelectedForOpening, SubscriptionPolicy
-from switchboard.channels.lifecycle.decisions import (
-    MACHINE_CLOSE_SOURCES,
-    Append,
-    DesiredRecord,
-    DesiredState,
-    NoChange,
-    Source,
-    Vetoed,
-)
-from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet
-from switchboard.channels.lifecycle.speech import ChannelFacts, Reach
-from switchboard.config import Config
-from switchboard.host.connection.session import ConnectorSession, SessionState
+from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source
+from switchboard.channels.lifecycle.speech import ChannelFacts
+from switchboard.config import ConnectorConfig
+from switchboard.host.connection.session import ConnectorSession
 from switchboard.host.connection.transport_marks import TransportMarks
 from switchboard.host.events import (
     ChannelsChanged,
@@ -70,118 +53,110 @@ from switchboard.host.events import (
     ConnectorReady,
     EventBus,
     HostEvent,
-    LifecycleStep,
-    LifecycleStepKind,
     MessagesAccepted,
 )
-from switchboard.host.lifecycle.admission import admit_channels, subscription_policy
+from switchboard.host.lifecycle.admission import Admission
 from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin
 from switchboard.host.lifecycle.background import BackgroundWork
-from switchboard.host.lifecycle.book_state import book_from_snapshot, book_snapshot
+from switchboard.host.lifecycle.decider import Decider, Decision, TuneOutCover
 from switchboard.host.lifecycle.decline import Decliner
-from switchboard.host.lifecycle.journal import (
-    DecisionJournal,
-    DecisionNotRecorded,
-    DecisionSink,
-    Restored,
-)
+from switchboard.host.lifecycle.journal import DecisionJournal, Restored
+from switchboard.host.lifecycle.parts import Connectors, LifecycleParts
 from switchboard.host.lifecycle.queue import DecisionGate, LifecycleQueue
 from switchboard.host.lifecycle.reconcile import Reconciler
 from switchboard.host.lifecycle.speech_gate import SpeechGate
 from switchboard.host.lifecycle.verbs import LifecycleVerbs
 
-__all__ = ["Decision", "LifecycleBoard", "LifecycleHost"]
-
-log = structlog.get_logger(__name__)
-
-
-class LifecycleBoard(Protocol):
-    """What the lifecycle host reads of the board (``Switchboard`` provides it)."""
-
-    config: Config
-    registry: ChannelRegistry
-    sessions: dict[str, ConnectorSession]
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What became of one proposal.
-
-    Attributes:
-        answer: The book's answer (an :class:`Append` was recorded and applied).
-        before: The record before.
-        after: The record now (for an :class:`Append`, the very object that was written).
-    """
-
-    answer: Append[DesiredStateSet] | NoChange | Vetoed
-    before: DesiredRecord | None
-    after: DesiredRecord | None
-
-    @property
-    def made(self) -> bool:
-        """Whether a new record was written."""
-        return isinstance(self.answer, Append)
+__all__ = ["LifecycleHost"]
 
 
 class LifecycleHost:
-    """Desired state, its decisions, replay and reconciliation (see the module docstring)."""
+    """Desired state, its decisions, replay and reconciliation (see the module docstring).
+
+    Args:
+        registry: The channel registry.
+        sessions: The current session of each server (the board's map, kept up to date).
+        configs: Every configured connector.
+        book: The lifecycle book (a part of ``journal``).
+        journal: The decision journal the book is kept from.
+        gate: One decision per channel at a time (shared with the tune-outs).
+        tune_outs: Whether a tune-out covers a channel (the explicit-open guard reads it).
+        on_close: Told each channel whose close was just recorded (the board stops typing).
+        events: Where lifecycle steps are told.
+        clock: The host clock.
+    """
 
     def __init__(
         self,
-        board: LifecycleBoard,
         *,
+        registry: ChannelRegistry,
+        sessions: Mapping[str, ConnectorSession],
+        configs: Sequence[ConnectorConfig],
+        book: LifecycleBook,
+        journal: DecisionJournal,
+        gate: DecisionGate,
+        tune_outs: TuneOutCover,
+        on_close: Callable[[ChannelRef], object],
         events: EventBus,
         clock: Callable[[], float] = time.time,
-        sink: DecisionSink | None = None,
     ) -> None:
-        self._board = board
-        self._events = events
-        self._clock = clock
-        self.registry = board.registry
-        self.sessions = board.sessions
-        self.book = LifecycleBook()
-        self.journal = DecisionJournal(sink, snapshot_every=board.config.store.snapshot_every)
-        self.journal.join("lifecycle", self)
+        self._registry = registry
+        self.book = book
+        self.journal = journal
+        self.gate = gate
+        self._tune_outs = tune_outs
         self.queue = LifecycleQueue()
-        self.gate = DecisionGate()
-        self.marks = TransportMarks(self.registry)
+        self.marks = TransportMarks(registry)
         self.reconciler = Reconciler(
-            registry=self.registry,
-            sessions=self.sessions,
-            book=lambda: self.book,
+            registry=registry,
+            sessions=sessions,
+            book=book,
             marks=self.marks,
             queue=self.queue,
             events=events,
         )
-        self.verbs = LifecycleVerbs(self)
-        self.decliner = Decliner(self)
-        self.speech = SpeechGate(self)
-        #: Whether an active tune-out (of any scope) covers a channel; a tune-out host sets it.
-        self.covered_by_tune_out: Callable[[ChannelRef], bool] = lambda ref: False
-        #: Called with a channel whose close was just recorded (the board stops typing there).
-        self.on_close: Callable[[ChannelRef], object] = lambda ref: None
+        self.connectors = Connectors(
+            sessions=sessions,
+            configs=configs,
+            reconciler=self.reconciler,
+            marks=self.marks,
+            queue=self.queue,
+        )
+        self.decider = Decider(
+            registry=registry,
+            book=book,
+            journal=journal,
+            gate=gate,
+            tune_outs=tune_outs,
+            connectors=self.connectors,
+            clock=clock,
+        )
+        parts = LifecycleParts(
+            registry=registry,
+            book=book,
+            decider=self.decider,
+            connectors=self.connectors,
+            marks=self.marks,
+            queue=self.queue,
+            reconciler=self.reconciler,
+        )
+        self.verbs = LifecycleVerbs(parts, on_close=on_close)
+        self.decliner = Decliner(parts, sessions=sessions)
+        self.speech = SpeechGate(parts, sessions=sessions, events=events)
+        self.admission = Admission(
+            registry=registry,
+            book=book,
+            journal=journal,
+            gate=gate,
+            connectors=self.connectors,
+            reconciler=self.reconciler,
+            events=events,
+            clock=clock,
+        )
         self.background = BackgroundWork("lifecycle")
 
-    def now(self) -> float:
-        """The host clock."""
-        return self._clock()
-
-    # -- journal part ------------------------------------------------------------------------
-
-    def apply(self, event: DecisionEvent) -> object:
-        """Apply one committed event to the book (called by the journal only)."""
-        return self.book.apply(event)
-
-    def take_snapshot(self) -> object:
-        """The book as a JSON value (see :mod:`.book_state`)."""
-        return book_snapshot(self.book)
-
-    def restore_snapshot(self, state: object | None) -> None:
-        """Rebuild the book from :meth:`take_snapshot`'s value (None: start empty)."""
-        self.book = book_from_snapshot(state)
-
     async def restore(self) -> Restored:
-        """Rebuild the book (and every joined part) from the decision log."""
+        """Rebuild the book (and every other part of the journal) from the decision log."""
         return await self.journal.restore()
 
     # -- reading -----------------------------------------------------------------------------
@@ -195,46 +170,17 @@ class LifecycleHost:
         record = self.book.record(ref)
         return "unknown" if record is None else record.state.value
 
-    def reach(self, server_id: str) -> Reach:
-        """How reachable a connector is now."""
-        session = self.sessions.get(server_id)
-        if session is None:
-            return Reach.GONE
-        if session.state is SessionState.READY:
-            return Reach.UP
-        if session.state is SessionState.CONNECTING:
-            return Reach.CONNECTING
-        if session.state is SessionState.CLOSED and session.config.restart:
-            return Reach.RECONNECTING
-        return Reach.GONE
+    def covered_by_tune_out(self, ref: ChannelRef) -> bool:
+        """Whether an active tune-out (of any scope) covers ``ref`` (machine closes read it)."""
+        return self._tune_outs.covers(ref)
 
     def directs(self, server_id: str) -> bool:
         """Whether the host may open and close the server's channels now."""
-        return self.reconciler.lifecycle_session(server_id) is not None
+        return self.connectors.directs(server_id)
 
     def facts(self, entry: ChannelEntry) -> ChannelFacts:
         """What the host knows about one registration, for the speech rules."""
-        ref = entry.ref
-        transport = self.marks.get(entry)
-        return ChannelFacts(
-            registered=True,
-            transport_open=transport.open,
-            directs_lifecycle=self.directs(ref.server_id),
-            reach=self.reach(ref.server_id),
-            inbound_only=entry.descriptor.direction == "inbound",
-            answered_elsewhere=transport.answered_elsewhere,
-            lifecycle_pending=self.queue.pending(ref),
-        )
-
-    def policy_for(self, server_id: str) -> SubscriptionPolicy:
-        """The server's subscription policy (manual when nothing configures one)."""
-        session = self.sessions.get(server_id)
-        if session is not None:
-            return subscription_policy(session.config)
-        for config in self._board.config.connectors:
-            if config.id == server_id:
-                return subscription_policy(config)
-        return SubscriptionPolicy.manual()
+        return self.connectors.facts(entry)
 
     # -- deciding ----------------------------------------------------------------------------
 
@@ -252,65 +198,9 @@ class LifecycleHost:
         Raises:
             DecisionNotRecorded: The log refused the event; nothing changed.
         """
-        gate = self.gate
-        await gate.wait_free((ref,))
-        gate.take((ref,))
-        try:
-            before = self.book.record(ref)
-            covered = source in MACHINE_CLOSE_SOURCES and self.covered_by_tune_out(ref)
-            answer = self.book.propose(
-                ref,
-                state,
-                source,
-                self._clock(),
-                by_agent=by_agent,
-                override_explicit_open=override_explicit_open,
-                covered_by_tune_out=covered,
-            )
-            if isinstance(answer, Append):
-                await self.journal.record((answer.event,))
-            return Decision(answer, before, self.book.record(ref))
-        finally:
-            gate.release((ref,))
-
-    async def put_back(
-        self, ref: ChannelRef, written: DesiredRecord | None, displaced: DesiredRecord | None
-    ) -> SelectedForOpening | None:
-        """Undo a speech- or reply-open that failed (unless a decision came meanwhile).
-
-        Returns:
-            Why the channel stays selected for opening, if it does (``unrecorded`` when the
-            put-back itself could not be recorded).
-        """
-        if written is None:
-            return None
-        entry = self.registry.get(ref)
-        gate = self.gate
-        await gate.wait_free((ref,))
-        gate.take((ref,))
-        try:
-            answer = self.book.put_back(
-                ref,
-                written,
-                displaced,
-                self._clock(),
-                policy=self.policy_for(ref.server_id),
-                initially_open=None if entry is None else entry.descriptor.initially_open,
-                raw_id=None if entry is None else entry.raw_id,
-            )
-            if isinstance(answer.decision, Append):
-                try:
-                    await self.journal.record((answer.decision.event,))
-                except DecisionNotRecorded as exc:
-                    log.warning("put_back_not_recorded", server_id=ref.server_id, error=str(exc))
-                    return SelectedForOpening.UNRECORDED
-            return answer.selected
-        finally:
-            gate.release((ref,))
-
-    async def note(self, event: DecisionEvent) -> None:
-        """Record an audit event that changes no record (``invitation-declined``)."""
-        await self.journal.record((event,))
+        return await self.decider.decide(
+            ref, state, source, by_agent=by_agent, override_explicit_open=override_explicit_open
+        )
 
     # -- the verbs (channel_open, channel_close, channel_decline) ------------------------------
 
@@ -365,23 +255,19 @@ class LifecycleHost:
 
     # -- admission and reconciliation --------------------------------------------------------
 
-    async def admit(self, server_id: str, channel_ids: Iterable[str]) -> None:
-        """Give newly registered channels their initial record, then reconcile them."""
-        await admit_channels(self, server_id, channel_ids)
-
     def observe(self, event: HostEvent) -> None:
         """A host event listener: admit and reconcile new channels, follow traffic and exits."""
         match event:
             case MessagesAccepted(server_id=server_id, messages=messages):
                 self.marks.traffic(server_id, {m["channelId"] for m in messages})
             case ChannelsRegistered(server_id=server_id, channel_ids=accepted):
-                self.background.spawn(server_id, self.admit, server_id, list(accepted))
+                self.background.spawn(server_id, self.admission.admit, server_id, list(accepted))
             case ChannelsChanged(server_id=server_id, added=added) if added:
-                self.background.spawn(server_id, self.admit, server_id, list(added))
+                self.background.spawn(server_id, self.admission.admit, server_id, list(added))
             case ConnectorReady(server_id=server_id):
-                known = [e.ref.channel_id for e in self.registry.server_entries(server_id)]
+                known = [e.ref.channel_id for e in self._registry.server_entries(server_id)]
                 if known:
-                    self.background.spawn(server_id, self.admit, server_id, known)
+                    self.background.spawn(server_id, self.admission.admit, server_id, known)
             case ConnectorExited(server_id=server_id):
                 self.marks.drop_server(server_id)
 
@@ -394,23 +280,3 @@ class LifecycleHost:
     def serving(self, server_id: str) -> AbstractAsyncContextManager[None]:
         """Host the background work of one connection served outside :meth:`run`."""
         return self.background.serving(server_id)
-
-    def speech_opened(self, ref: ChannelRef, source: Source | None) -> None:
-        """Speech or a reply opened a closed channel (``opened-by-delivery``/``-by-reply``)."""
-        self.emit(
-            ref.server_id,
-            LifecycleStepKind.OPENED_BY_SEND,
-            channel_id=ref.channel_id,
-            source=None if source is None else source.value,
-        )
-
-    def emit(
-        self,
-        server_id: str,
-        kind: LifecycleStepKind,
-        *,
-        channel_id: str | None = None,
-        **detail: Any,
-    ) -> None:
-        """Tell the host's listeners about a lifecycle step (:class:`LifecycleStep`)."""
-        self._events.emit(LifecycleStep(server_id, kind, channel_id, detail))

@@ -4,24 +4,26 @@ What this module knows:
 
 - :class:`DecisionJournal` turns decision events (:mod:`switchboard.channels.lifecycle.events`)
   into log records and back. :meth:`~DecisionJournal.record` appends a batch *before* any
-  memory changes; only once the batch has committed does it apply each event to every joined
-  part, in commit order. A failed append raises :class:`DecisionNotRecorded`: the decision was
-  not made, memory is untouched, and the caller says so.
+  memory changes; only once the batch has committed does it apply each event to every part,
+  in commit order. A failed append raises :class:`DecisionNotRecorded`: the decision was not
+  made, memory is untouched, and the caller says so.
 - Snapshots: every ``snapshot_every`` applied events it stores a snapshot of every part (and
   the log compacts the rows it covers), so start-up reads one snapshot plus a short tail.
 - :meth:`~DecisionJournal.restore`: the latest snapshot, then the events after it; a tail
   longer than ``snapshot_every`` is snapshotted at once, so it is replayed only once.
 
-The contract for a book that joins (the lifecycle book joins as ``"lifecycle"``; the tune-out
-book joins as another part): implement :class:`JournalPart` and call
-:meth:`DecisionJournal.join` *before* ``Switchboard.restore()`` runs. Then
+The contract for a book kept from the journal (the lifecycle book is the part
+``"lifecycle"``, the tune-out state the part ``"tuneouts"``): implement :class:`JournalPart`
+and be among the ``parts`` the journal is constructed with (the composition root builds the
+books first, then the journal, then whatever records through it). Then
 
 - ``apply(event)`` is called for every committed event, in log order, whatever its kind (a
   part ignores the kinds it does not keep). It must not raise and must not await.
 - ``take_snapshot()`` returns the part's whole state as a JSON value, and
-  ``restore_snapshot(state)`` rebuilds the part from it (``None``: the snapshot had no part of
-  this name, or there was no snapshot: start empty). They are called only between applies, so
-  a snapshot and its ``upto_seq`` always agree.
+  ``restore_snapshot(state)`` rebuilds the part from it, in place (``None``: the snapshot had
+  no part of this name, or there was no snapshot: start empty), so that whoever was handed
+  the part at construction reads the restored state. They are called only between applies,
+  so a snapshot and its ``upto_seq`` always agree.
 - Every decision event goes through :meth:`DecisionJournal.record`; appending to the
   ``DecisionLog`` directly would leave memory and snapshots behind the log.
 
@@ -124,20 +126,26 @@ class Restored:
 
 
 class DecisionJournal:
-    """Appends decisions to a log, then applies them to every joined part, in log order.
+    """Appends decisions to a log, then applies them to every part, in log order.
 
     Args:
         sink: The durable log, or None to keep decisions in memory only (they apply at once).
+        parts: The books kept from the journal, by name (their key in snapshots); each event
+            is applied to them in this order.
         snapshot_every: Applied events between two snapshots.
     """
 
     def __init__(
-        self, sink: DecisionSink | None, *, snapshot_every: int = DEFAULT_SNAPSHOT_EVERY
+        self,
+        sink: DecisionSink | None,
+        *,
+        parts: Mapping[str, JournalPart],
+        snapshot_every: int = DEFAULT_SNAPSHOT_EVERY,
     ) -> None:
         if snapshot_every < 1:
             raise ValueError("snapshot_every must be at least 1")
         self._sink = sink
-        self._parts: dict[str, JournalPart] = {}
+        self._parts: dict[str, JournalPart] = dict(parts)
         self.snapshot_every = snapshot_every
         self._since_snapshot = 0
         self._snapshotting = False
@@ -152,12 +160,6 @@ class DecisionJournal:
     def durable(self) -> bool:
         """Whether decisions go to a durable log."""
         return self._sink is not None
-
-    def join(self, name: str, part: JournalPart) -> None:
-        """Keep ``part`` from the journal under ``name`` (its key in snapshots)."""
-        if name in self._parts:
-            raise ValueError(f"a journal part named {name!r} has joined already")
-        self._parts[name] = part
 
     async def record(self, events: Sequence[JournalRecord]) -> int:
         """Append ``events`` as one batch; once committed, apply each to every part.

@@ -111,7 +111,7 @@ class Reconciler:
         *,
         registry: ChannelRegistry,
         sessions: Mapping[str, ConnectorSession],
-        book: Callable[[], LifecycleBook],
+        book: LifecycleBook,
         marks: TransportMarks,
         queue: LifecycleQueue,
         events: EventBus,
@@ -154,7 +154,7 @@ class Reconciler:
             )
 
     def _record(self, ref: ChannelRef) -> DesiredRecord | None:
-        return self._book().record(ref)
+        return self._book.record(ref)
 
     async def run(self, ref: ChannelRef, *, history: Mapping[str, Any] | None = None) -> RunResult:
         """Queue a run for ``ref`` and drive its transport to the record.

@@ -26,8 +26,9 @@ What it deliberately does not know: names beyond the send-target rule, and the p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from switchboard.channels import ChannelEntry, ChannelRef
 from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source, Vetoed
@@ -44,14 +45,13 @@ from switchboard.channels.lifecycle.speech import (
     send_open_outcome,
 )
 from switchboard.channels.names.wording import q
-from switchboard.host.connection.session import SessionState
+from switchboard.host.connection.session import ConnectorSession, SessionState
+from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.host.lifecycle.errors import LifecycleError, is_converge_failure, removed_clause
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.host.lifecycle.parts import LifecycleParts
 from switchboard.host.outcome import PublishOutcome
 from switchboard.host.refusal import Refusal, RefusalKind
-
-if TYPE_CHECKING:
-    from switchboard.host.lifecycle.host import LifecycleHost
 
 __all__ = ["SendOpenResult", "SpeechGate"]
 
@@ -97,10 +97,26 @@ def _lifecycle_failed(ref: ChannelRef, reason: str, kind: str) -> PublishOutcome
 
 
 class SpeechGate:
-    """The lifecycle step of a publish, and the explicit-send open (see the module docstring)."""
+    """The lifecycle step of a publish, and the explicit-send open (see the module docstring).
 
-    def __init__(self, host: LifecycleHost) -> None:
-        self._host = host
+    Args:
+        parts: The lifecycle parts the gate works over.
+        sessions: The current session of each server (rechecked after a wait).
+        events: Where an open that speech or a reply caused is told.
+    """
+
+    __slots__ = ("_events", "_parts", "_sessions")
+
+    def __init__(
+        self,
+        parts: LifecycleParts,
+        *,
+        sessions: Mapping[str, ConnectorSession],
+        events: EventBus,
+    ) -> None:
+        self._parts = parts
+        self._sessions = sessions
+        self._events = events
 
     async def clear(
         self, entry: ChannelEntry, *, open_source: Source = Source.OPENED_BY_DELIVERY
@@ -110,31 +126,32 @@ class SpeechGate:
         Returns:
             The registration to publish into, or the failed outcome saying why nothing is.
         """
-        host = self._host
+        parts = self._parts
         ref = entry.ref
-        if not host.queue.pending(ref):
+        if not parts.queue.pending(ref):
             # The common cases, decided as plan_speech decides them (the caller has checked
             # that the server is up and the channel takes words): an open channel whose record
             # does not want it closed takes the words now, and so does any channel of a server
             # whose lifecycle the host does not direct, unless its last open was answered for
             # another channel.
-            transport = host.marks.get(entry)
+            transport = parts.marks.get(entry)
             if transport.open:
-                record = host.book.record(ref)
+                record = parts.book.record(ref)
                 if record is None or record.state is not DesiredState.CLOSED:
                     return entry
-            if not transport.answered_elsewhere and not host.directs(ref.server_id):
+            if not transport.answered_elsewhere and not parts.connectors.directs(ref.server_id):
                 return entry
         waited = False
         for _ in range(_MAX_ROUNDS):
-            current = host.registry.get(ref)
+            current = parts.registry.get(ref)
             if current is None:
                 return _lifecycle_failed(ref, removed_clause(ref), "removed")
-            plan = plan_speech(host.record(ref), host.facts(current), open_source=open_source)
+            facts = parts.connectors.facts(current)
+            plan = plan_speech(parts.book.record(ref), facts, open_source=open_source)
             if plan.step is SpeechStep.WAIT:
                 waited = True
-                await host.queue.settled(ref)
-                failure = host.reconciler.failures.get(ref)
+                await parts.queue.settled(ref)
+                failure = parts.reconciler.failures.get(ref)
                 if failure is not None:
                     settled = self._after_failure(ref, failure)
                     if settled is not None:
@@ -159,12 +176,12 @@ class SpeechGate:
         self, ref: ChannelRef, plan: SpeechPlan
     ) -> ChannelEntry | PublishOutcome | None:
         """Open before speaking: None to plan again, else the entry or the failed outcome."""
-        host = self._host
+        parts = self._parts
         written: DesiredRecord | None = None
         displaced: DesiredRecord | None = None
         if plan.open_source is not None:
             try:
-                decision = await host.decide(ref, DesiredState.OPEN, plan.open_source)
+                decision = await parts.decider.decide(ref, DesiredState.OPEN, plan.open_source)
             except DecisionNotRecorded as exc:
                 reason = f"the open it needs first could not be recorded ({exc})"
                 return _lifecycle_failed(ref, reason, "not-recorded")
@@ -173,28 +190,28 @@ class SpeechGate:
             if decision.made:
                 written, displaced = decision.after, decision.before
         try:
-            result = await host.reconciler.run(ref)
+            result = await parts.reconciler.run(ref)
         except LifecycleError as exc:
-            await host.put_back(ref, written, displaced)
+            await parts.decider.put_back(ref, written, displaced)
             settled = self._after_failure(ref, exc, "open-failed")
             if settled is not None:
                 return settled
             return None  # it is open after all: plan again
         if result.open and written is not None:
-            host.speech_opened(ref, plan.open_source)
+            self._opened(ref, plan.open_source)
         if not result.directed:
-            await host.put_back(ref, written, displaced)
+            await parts.decider.put_back(ref, written, displaced)
         return None
 
     def _after_failure(
         self, ref: ChannelRef, error: LifecycleError, prevented: str = "prevented"
     ) -> ChannelEntry | PublishOutcome | None:
         """After a failed wait or open: the words' fate, or None when the channel is open."""
-        host = self._host
-        current = host.registry.get(ref)
+        parts = self._parts
+        current = parts.registry.get(ref)
         if current is None:
             return _lifecycle_failed(ref, removed_clause(ref), "removed")
-        record, facts = host.record(ref), host.facts(current)
+        record, facts = parts.book.record(ref), parts.connectors.facts(current)
         if facts.transport_open and not (
             record is not None and record.state is DesiredState.CLOSED and facts.directs_lifecycle
         ):
@@ -231,7 +248,7 @@ class SpeechGate:
         if isinstance(done, PublishOutcome):
             return done
         sid = done.ref.server_id
-        session = self._host.sessions.get(sid)
+        session = self._sessions.get(sid)
         if session is None or session.state is not SessionState.READY:
             return PublishOutcome.refused(
                 Refusal(
@@ -259,22 +276,24 @@ class SpeechGate:
         self, raw: str, *, server_id: str | None = None
     ) -> SendOpenResult:
         """After an explicit send into ``raw``: open the channel if speech would."""
-        host = self._host
-        targets = host.registry.names.send_targets(raw, server_id=server_id or None)
+        parts = self._parts
+        targets = parts.registry.names.send_targets(raw, server_id=server_id or None)
         if not targets:
             return SendOpenResult("unknown-channel")
         if len(targets) > 1:
             return SendOpenResult("ambiguous")
         entry = targets[0]
         ref, label = entry.ref, entry.descriptor.label
-        plan = plan_send_open(host.record(ref), host.facts(entry))
+        plan = plan_send_open(parts.book.record(ref), parts.connectors.facts(entry))
         if plan.answer is not None:
             return SendOpenResult(plan.answer.value, ref, label)
         written: DesiredRecord | None = None
         displaced: DesiredRecord | None = None
         if plan.opening:
             try:
-                decision = await host.decide(ref, DesiredState.OPEN, Source.OPENED_BY_REPLY)
+                decision = await parts.decider.decide(
+                    ref, DesiredState.OPEN, Source.OPENED_BY_REPLY
+                )
             except DecisionNotRecorded as exc:
                 return SendOpenResult("open-failed", ref, label, reason=f"not recorded: {exc}")
             if decision.made:
@@ -283,25 +302,25 @@ class SpeechGate:
         opened = False
         overtaken = False
         try:
-            result = await host.reconciler.run(ref)
+            result = await parts.reconciler.run(ref)
             opened = result.open and result.directed
             overtaken = result.overtaken
         except LifecycleError as exc:
             error = exc
         selected = None
         if not opened:
-            selected = await host.put_back(ref, written, displaced)
+            selected = await parts.decider.put_back(ref, written, displaced)
         elif written is not None:
-            host.speech_opened(ref, Source.OPENED_BY_REPLY)
-        now = host.registry.get(ref)
+            self._opened(ref, Source.OPENED_BY_REPLY)
+        now = parts.registry.get(ref)
         if now is None:
             return SendOpenResult("open-failed", ref, label, reason=removed_clause(ref))
         kind = error.kind if error is not None else None
         if kind is None and overtaken and not opened:
             kind = LifecycleErrorKind.OVERTAKEN
         outcome = send_open_outcome(
-            host.record(ref),
-            host.facts(now),
+            parts.book.record(ref),
+            parts.connectors.facts(now),
             opening=plan.opening,
             opened=opened,
             error=kind,
@@ -318,4 +337,11 @@ class SpeechGate:
             opening=opening,
             selected=None if outcome.selected is None else outcome.selected.value,
             reason=None if error is None else error.reason,
+        )
+
+    def _opened(self, ref: ChannelRef, source: Source | None) -> None:
+        """Speech or a reply opened a closed channel (``opened-by-delivery``/``-by-reply``)."""
+        detail = {"source": None if source is None else source.value}
+        self._events.emit(
+            LifecycleStep(ref.server_id, LifecycleStepKind.OPENED_BY_SEND, ref.channel_id, detail)
         )

@@ -1,8 +1,8 @@
 """The lifecycle verbs open and close: one channel, for an agent or a module.
 
 What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of ``open`` and
-``close`` over :class:`~switchboard.host.lifecycle.host.LifecycleHost`, answered with
-:class:`~switchboard.host.lifecycle.answers.LifecycleAnswer`.
+``close`` over the lifecycle's parts (:class:`~switchboard.host.lifecycle.parts.LifecycleParts`),
+answered with :class:`~switchboard.host.lifecycle.answers.LifecycleAnswer`.
 
 - Provenance comes from the caller, never from tool input
   (:class:`~switchboard.host.lifecycle.answers.Origin`). An agent's open and close record
@@ -17,6 +17,7 @@ What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of `
   and the answer says so (``not-recorded``). A connector that is down, or does not grant
   ``channels.lifecycle``, gets no request: the decision stays recorded and the answer says
   what happens to it.
+- A recorded close stops typing in that channel (the ``on_close`` the verbs are built with).
 - An open may ask for earlier messages (``history``, at most :data:`MAX_BACKSCROLL`); only an
   open answer carries them, so it is sent even for a channel already open.
 
@@ -28,6 +29,7 @@ result shapes (the tools layer turns answers and refusals into MCP results).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from switchboard.channels import ChannelRef
@@ -42,6 +44,7 @@ from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
 from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin, VerbBase, refuse
 from switchboard.host.lifecycle.errors import LifecycleError
 from switchboard.host.lifecycle.journal import DecisionNotRecorded
+from switchboard.host.lifecycle.parts import LifecycleParts
 from switchboard.host.refusal import Refusal, RefusalKind, pass_a_source
 
 __all__ = ["MAX_BACKSCROLL", "LifecycleVerbs"]
@@ -51,7 +54,16 @@ MAX_BACKSCROLL = 500
 
 
 class LifecycleVerbs(VerbBase):
-    """``open`` and ``close`` over one lifecycle host."""
+    """``open`` and ``close`` over the lifecycle's parts.
+
+    Args:
+        parts: The lifecycle parts the verbs work over.
+        on_close: Told each channel whose close was just recorded (typing stops there).
+    """
+
+    def __init__(self, parts: LifecycleParts, *, on_close: Callable[[ChannelRef], object]) -> None:
+        super().__init__(parts)
+        self._on_close = on_close
 
     # -- open ---------------------------------------------------------------------------------
 
@@ -70,11 +82,11 @@ class LifecycleVerbs(VerbBase):
             Refusal: Nothing was opened (``unknown-channel``, ``tuned-out``, ``not-recorded``,
                 ``open-failed``, ``overtaken``).
         """
-        host = self._host
-        entry = host.registry.get(ref)
+        parts = self._parts
+        entry = parts.registry.get(ref)
         if entry is None:
             raise self._unregistered(ref)
-        record = host.record(ref)
+        record = parts.book.record(ref)
         if record is not None and record.state is DesiredState.TUNED_OUT:
             raise self._tuned_out(ref, "channel_open", meanwhile=False)
         source = Source.AGENT_TOOL if origin is Origin.AGENT else Source.MODULE_TOOL
@@ -85,9 +97,9 @@ class LifecycleVerbs(VerbBase):
                 history["beforeMessageId"] = before_message_id
         was_open = record is not None and record.state is DesiredState.OPEN
         shown = self._shown(ref)
-        already = was_open and host.marks.get(entry).open and history is None
+        already = was_open and parts.marks.get(entry).open and history is None
         try:
-            decision = await host.decide(ref, DesiredState.OPEN, source, by_agent=by_agent)
+            decision = await parts.decider.decide(ref, DesiredState.OPEN, source, by_agent=by_agent)
         except DecisionNotRecorded as exc:
             if already:
                 text = (
@@ -104,15 +116,15 @@ class LifecycleVerbs(VerbBase):
             raise self._tuned_out(ref, "channel_open", meanwhile=True)
         if already:
             return LifecycleAnswer(ref, "already open")
-        if not host.directs(ref.server_id):
+        if not parts.connectors.directs(ref.server_id):
             return self._undirected(ref, "open")
         try:
-            result = await host.reconciler.run(ref, history=history)
+            result = await parts.reconciler.run(ref, history=history)
         except LifecycleError as exc:
             raise self._run_failed(ref, "open", exc) from exc
         if not result.directed:
             return self._undirected(ref, "open")
-        now = host.record(ref)
+        now = parts.book.record(ref)
         if now is not None and now.state is DesiredState.TUNED_OUT:
             raise self._tuned_out(ref, "channel_open", meanwhile=True)
         if not result.open:
@@ -162,8 +174,8 @@ class LifecycleVerbs(VerbBase):
                 ``explicit-open`` and, for a module, ``tuned-out``: both ``stand_down``;
                 ``tuned-out``, ``not-recorded``, ``close-failed``, ``superseded``).
         """
-        host = self._host
-        entry = host.registry.get(ref)
+        parts = self._parts
+        entry = parts.registry.get(ref)
         if entry is None:
             raise self._unregistered(ref)
         module = origin is Origin.MODULE
@@ -182,15 +194,15 @@ class LifecycleVerbs(VerbBase):
                 raise refuse(ref, RefusalKind.UNKNOWN_SOURCE, text, pass_a_source(allowed))
             close_source = known[source]
         shown = self._shown(ref)
-        record = host.record(ref)
+        record = parts.book.record(ref)
         already = (
             record is not None
             and record.state is DesiredState.CLOSED
-            and not host.marks.get(entry).may_be_open
-            and not host.queue.pending(ref)
+            and not parts.marks.get(entry).may_be_open
+            and not parts.queue.pending(ref)
         )
         try:
-            decision = await host.decide(
+            decision = await parts.decider.decide(
                 ref,
                 DesiredState.CLOSED,
                 close_source,
@@ -221,18 +233,18 @@ class LifecycleVerbs(VerbBase):
                 )
                 raise refuse(ref, RefusalKind.EXPLICIT_OPEN, text, stand_down=True)
             raise self._tuned_out(ref, "channel_close", meanwhile=False, stand_down=module)
-        host.on_close(ref)  # typing stops in this channel only (§7.4 step 7)
+        self._on_close(ref)  # typing stops in this channel only (§7.4 step 7)
         if already:
             return LifecycleAnswer(ref, "already closed")
-        if not host.directs(ref.server_id):
+        if not parts.connectors.directs(ref.server_id):
             return self._undirected(ref, "close")
         try:
-            result = await host.reconciler.run(ref)
+            result = await parts.reconciler.run(ref)
         except LifecycleError as exc:
             raise self._run_failed(ref, "close", exc) from exc
         if not result.directed:
             return self._undirected(ref, "close")
-        now = host.record(ref)
+        now = parts.book.record(ref)
         if result.open or now is None or now.state is not DesiredState.CLOSED:
             if now is not None and now.state is DesiredState.TUNED_OUT:
                 raise self._tuned_out(ref, "channel_close", meanwhile=True, stand_down=module)

@@ -9,13 +9,19 @@ What this module knows (channel-registry.md §5.3, §6):
   a :class:`~switchboard.host.refusal.Refusal` (``not-recorded``): nothing happened. Decisions
   are taken one at a time, a one-channel decision holding its channel in the lifecycle decision
   gate, so each is proposed against the memory its predecessors left.
-- After a one-channel start or end the ``reconcile`` hook brings the transport to the record
-  (a tuned-out channel stays open, since its traffic must keep arriving).
+- After a one-channel start or end the lifecycle's reconciler (a :class:`Reconciling`) brings
+  the transport to the record (a tuned-out channel stays open, since its traffic must keep
+  arriving).
 - Restarting the owner's epoch in the same slot ends the old one (its backlog is owed) and
   starts the new one, in one batch. One owner's epochs never overlap.
 - Expiry: :meth:`TuneOutHost.run_timer` sleeps until the next deadline (the clock is
   injected); every inbox read of an owner also ends what is due first.
 - :meth:`TuneOutHost.covers`, for machine closes, which a tune-out refuses as stated intent.
+
+It is built after the lower-level objects it shares with the lifecycle: its
+:class:`~switchboard.host.tuneouts.state.TuneOutState` (a part of the decision journal, which
+the lifecycle also asks whether a tune-out covers a channel), the journal, the lifecycle book,
+the decision gate and the reconciler.
 
 What it deliberately does not know: MCP, inbox reads and backlog contents
 (:mod:`~switchboard.host.tuneouts.inbox`), replay (:mod:`~switchboard.host.tuneouts.state`),
@@ -27,18 +33,10 @@ from __future__ import annotations
 import math
 import time
 import uuid
-from collections.abc import (
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
@@ -72,7 +70,7 @@ from switchboard.host.tuneouts.words import (
 )
 from switchboard.store import MessageStore
 
-__all__ = ["DecisionRecorder", "StartedTuneOut", "TuneOutHost"]
+__all__ = ["DecisionRecorder", "Reconciling", "StartedTuneOut", "TuneOutHost"]
 
 log = structlog.get_logger(__name__)
 
@@ -88,35 +86,54 @@ class StartedTuneOut:
     replaced: Settled | None = None
 
 
+class Reconciling(Protocol):
+    """What the tune-outs need of the lifecycle's reconciler: run channels to their records."""
+
+    async def reconcile(self, refs: Sequence[ChannelRef]) -> int: ...
+
+
 def _new_epoch_id() -> str:
     return f"to-{uuid.uuid4().hex[:16]}"
 
 
 class TuneOutHost:
-    """The host's tune-outs (see the module docstring)."""
+    """The host's tune-outs (see the module docstring).
+
+    Args:
+        registry: The channel registry (how the tune-out words name a channel).
+        store: The message store (where an epoch draws its line).
+        state: The tune-out memory, a part of ``journal``.
+        journal: Records every tune-out decision before memory changes.
+        lifecycle: The lifecycle book (a one-channel epoch is proposed against its record).
+        gate: The lifecycle decision gate (a one-channel decision holds its channel).
+        reconciler: Brings a channel whose record a tune-out changed to that record.
+        clock: The host clock.
+        new_epoch_id: Makes a fresh epoch id.
+    """
 
     def __init__(
         self,
         *,
         registry: ChannelRegistry,
         store: MessageStore,
-        journal: Callable[[], DecisionRecorder | None],
-        lifecycle: Callable[[], LifecycleBook | None],
-        gate: DecisionGate | None = None,
-        reconcile: Callable[[ChannelRef], Awaitable[object]] | None = None,
+        state: TuneOutState,
+        journal: DecisionRecorder,
+        lifecycle: LifecycleBook,
+        gate: DecisionGate,
+        reconciler: Reconciling,
         clock: Callable[[], float] = time.time,
         new_epoch_id: Callable[[], str] = _new_epoch_id,
     ) -> None:
         self.registry = registry
         self.store = store
         self.clock = clock
+        #: The memory (epochs and owed backlogs), kept from the decision journal.
+        self.state = state
         self._journal = journal
         self._lifecycle = lifecycle
         self._gate = gate
-        self._reconcile = reconcile
+        self._reconciler = reconciler
         self._new_epoch_id = new_epoch_id
-        #: The memory (epochs and owed backlogs); join it to the decision journal.
-        self.state = TuneOutState()
         self._lock = anyio.Lock()
         self._read_upto: dict[str, int] = {}
 
@@ -129,7 +146,7 @@ class TuneOutHost:
 
     def covers(self, ref: ChannelRef) -> bool:
         """Whether any epoch covers ``ref``: a machine close of it is refused as stated intent."""
-        return self.state.book.covers(ref)
+        return self.state.covers(ref)
 
     def holding(self, ref: ChannelRef) -> ActiveTuneOut | None:
         """The one-channel epoch that holds ``ref`` (its desired state is tuned-out), or None."""
@@ -203,7 +220,7 @@ class TuneOutHost:
                 owner,
                 scope,
                 now,
-                lifecycle=self._lifecycle() or LifecycleBook(),
+                lifecycle=self._lifecycle,
                 terms=terms,
                 source=source,
                 started_at_sequence=position,
@@ -308,7 +325,7 @@ class TuneOutHost:
         """One tune-out decision at a time; its channels held in the lifecycle gate."""
         async with self._lock:
             gate = self._gate
-            if gate is None or not refs:
+            if not refs:
                 yield
                 return
             await gate.wait_free(refs)
@@ -329,11 +346,8 @@ class TuneOutHost:
 
     async def _record(self, batch: list[_Record]) -> None:
         """Append ``batch`` through the journal (memory changes once it committed)."""
-        journal = self._journal()
-        if journal is None:
-            raise not_recorded(None)
         try:
-            await journal.record(batch)
+            await self._journal.record(batch)
         except DecisionNotRecorded as exc:
             log.warning("tuneout_not_recorded", error=str(exc), records=len(batch))
             raise not_recorded(exc) from exc
@@ -341,9 +355,9 @@ class TuneOutHost:
     async def _follow(self, event: DecisionEvent) -> None:
         """Bring a channel whose record a tune-out changed to its record (best effort)."""
         ref = _channel_of(event)
-        if ref is not None and self._reconcile is not None:
+        if ref is not None:
             try:
-                await self._reconcile(ref)
+                await self._reconciler.reconcile([ref])
             except Exception:
                 log.exception("tuneout_reconcile_failed", server_id=ref.server_id)
 

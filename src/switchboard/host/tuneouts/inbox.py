@@ -30,25 +30,31 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import overload
+from typing import Protocol, overload
 
 import anyio
 import structlog
 
-from switchboard.channels import ChannelRef, Source
+from switchboard.channels import ChannelRef, ChannelRegistry, Source, TuneOutBook
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.tuneouts.delivery import deliver_backlog
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 from switchboard.host.refusal import Refusal
-from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.records import Settled, diverts_at_all, is_addressed
-from switchboard.store import StoredMessage
+from switchboard.store import MessageStore, StoredMessage
 
-__all__ = ["NOTICE_KIND", "NOTICE_TAG", "BacklogPage", "InboxPage", "TuneOutInbox"]
+__all__ = [
+    "NOTICE_KIND",
+    "NOTICE_TAG",
+    "BacklogPage",
+    "InboxPage",
+    "InboxTuneOuts",
+    "TuneOutInbox",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -111,10 +117,38 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
 
 
-class TuneOutInbox:
-    """Reads inboxes through the tune-outs of a :class:`TuneOutHost`."""
+class InboxTuneOuts(Protocol):
+    """What an inbox read needs of the tune-outs
+    (:class:`~switchboard.host.tuneouts.host.TuneOutHost` provides it)."""
 
-    def __init__(self, host: TuneOutHost) -> None:
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def registry(self) -> ChannelRegistry: ...
+
+    @property
+    def book(self) -> TuneOutBook: ...
+
+    async def expire_due(self) -> list[Settled]: ...
+
+    async def wake(self, epoch_id: str) -> Settled | None: ...
+
+    def owed(self, owner: str) -> Iterator[Settled]: ...
+
+    def withholding(self, owner: str) -> tuple[Settled, ...]: ...
+
+    async def mark_delivered(self, epoch_ids: Iterable[str]) -> None: ...
+
+    def read_upto(self, agent: str, seq: int) -> None: ...
+
+    def forget_passed(self, owner: str, cursor: int) -> None: ...
+
+
+class TuneOutInbox:
+    """Reads inboxes through the tune-outs (see the module docstring)."""
+
+    def __init__(self, host: InboxTuneOuts) -> None:
         self._host = host
 
     async def read(self, agent: str, *, wait_seconds: float = 0.0, limit: int = 50) -> InboxPage:

@@ -1,13 +1,15 @@
 """What the host holds in memory about tune-outs, and how it is rebuilt after a restart.
 
 What this module knows: :class:`TuneOutState`, a decision-journal part
-(:mod:`~switchboard.host.lifecycle.journal`) holding the
+(:mod:`~switchboard.host.lifecycle.journal`, as ``"tuneouts"``) holding the
 :class:`~switchboard.channels.TuneOutBook` (the epochs in effect, with their wake counts) and
 the :class:`~switchboard.host.tuneouts.records.OwedBacklogs` (ended epochs whose backlog is
 owed, or whose withheld range the owner's cursor has not passed). The journal applies every
 committed record to it in log order: decision events change the book, the host's own records
 (``tune-out-settled``, ``tune-out-delivered``) change the owed backlogs, anything else is
-ignored. Its snapshot is a list of records that replay to the same state.
+ignored. Its snapshot is a list of records that replay to the same state. It is built before
+the journal and the lifecycle, which asks it whether a tune-out covers a channel
+(:meth:`TuneOutState.covers`).
 
 :class:`DecisionRecorder` is what the tune-out host needs of the journal: one verb that appends a
 batch and applies it to every part once committed.
@@ -28,7 +30,7 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
-from switchboard.channels import TuneOutBook, TuneOutStarted, TuneOutWake
+from switchboard.channels import ChannelRef, TuneOutBook, TuneOutStarted, TuneOutWake
 from switchboard.channels.lifecycle.events import decode_event
 from switchboard.host.tuneouts.records import Delivered, OwedBacklogs, Settled, decode_host_record
 
@@ -60,6 +62,10 @@ class TuneOutState:
         """Wake whoever waits for a change."""
         if self.wakeup is not None:
             self.wakeup.set()
+
+    def covers(self, ref: ChannelRef) -> bool:
+        """Whether any epoch in effect covers ``ref`` (a machine close of it is refused)."""
+        return self.book.covers(ref)
 
     # -- journal part ------------------------------------------------------------------------
 

@@ -28,7 +28,6 @@ from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.names.wording import q
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 from switchboard.host.refusal import (
-    ASK_OPERATOR,
     Refusal,
     RefusalKind,
     cancel_all_except_first,
@@ -46,15 +45,8 @@ __all__ = [
 ]
 
 
-def not_recorded(error: Exception | None) -> Refusal:
-    """The decision log is missing (``error`` None) or refused the append."""
-    if error is None:
-        return Refusal(
-            RefusalKind.NOT_RECORDED,
-            "This Switchboard runs without a decision log, so it cannot record a tune-out; "
-            "nothing changed.",
-            ASK_OPERATOR,
-        )
+def not_recorded(error: Exception) -> Refusal:
+    """The decision log refused the append."""
     return Refusal(
         RefusalKind.NOT_RECORDED,
         f"Recording the tune-out decision failed ({error}), so nothing changed.",

@@ -1,0 +1,141 @@
+"""What the lifecycle reads of its connectors, and the parts its verbs and speech gate share.
+
+What this module knows:
+
+- :func:`subscription_policy`: a connector's ``subscription`` setting as a
+  :class:`~switchboard.channels.SubscriptionPolicy` (``initially-open``: only what the
+  descriptor's ``initiallyOpen`` asks for; ``auto``: every channel; ``{allow = [...]}``: also
+  the listed channel ids or raw address ids). The policy is ongoing: a wanted channel opens
+  whenever it is discovered and nobody decided otherwise (channel-registry.md §5.5, §11.1).
+- :class:`Connectors`: how reachable a connector is now, whether the host may open and close
+  its channels now (up, granted ``channels.lifecycle``, and not found to lack the methods),
+  its subscription policy, and the :class:`~switchboard.channels.ChannelFacts` of one
+  registration that the speech rules read.
+- :class:`LifecycleParts`: the lower-level parts the verbs (:mod:`.verbs`, :mod:`.decline`)
+  and the speech gate (:mod:`.speech_gate`) all work over, handed to each at construction.
+
+What it deliberately does not know: how decisions are made (:mod:`.decider`), the wire
+(:mod:`.reconcile`), names and tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from switchboard.channels import ChannelEntry, ChannelRegistry, LifecycleBook, SubscriptionPolicy
+from switchboard.channels.lifecycle.speech import ChannelFacts, Reach
+from switchboard.config import ConnectorConfig, SubscriptionAllow
+from switchboard.host.connection.session import ConnectorSession, SessionState
+from switchboard.host.connection.transport_marks import TransportMarks
+from switchboard.host.lifecycle.queue import LifecycleQueue
+from switchboard.host.lifecycle.reconcile import Reconciler
+
+if TYPE_CHECKING:
+    from switchboard.host.lifecycle.decider import Decider
+
+__all__ = ["Connectors", "LifecycleParts", "subscription_policy"]
+
+
+def subscription_policy(config: ConnectorConfig) -> SubscriptionPolicy:
+    """The policy of a connector's ``subscription`` setting."""
+    setting = config.subscription
+    if isinstance(setting, SubscriptionAllow):
+        return SubscriptionPolicy.allowing(setting.allow)
+    if setting == "auto":
+        return SubscriptionPolicy.automatic()
+    return SubscriptionPolicy.manual()
+
+
+class Connectors:
+    """What the lifecycle reads of the connectors now (see the module docstring).
+
+    Args:
+        sessions: The current session of each server (the board's map, kept up to date).
+        configs: Every configured connector (for the policy of one that is not connected).
+        reconciler: Says whether the host may direct a server's lifecycle now.
+        marks: The transport marks of registrations.
+        queue: The per-channel lifecycle queue (whether work is pending).
+    """
+
+    __slots__ = ("_configs", "_marks", "_queue", "_reconciler", "_sessions")
+
+    def __init__(
+        self,
+        *,
+        sessions: Mapping[str, ConnectorSession],
+        configs: Sequence[ConnectorConfig],
+        reconciler: Reconciler,
+        marks: TransportMarks,
+        queue: LifecycleQueue,
+    ) -> None:
+        self._sessions = sessions
+        self._configs = configs
+        self._reconciler = reconciler
+        self._marks = marks
+        self._queue = queue
+
+    def reach(self, server_id: str) -> Reach:
+        """How reachable a connector is now."""
+        session = self._sessions.get(server_id)
+        if session is None:
+            return Reach.GONE
+        if session.state is SessionState.READY:
+            return Reach.UP
+        if session.state is SessionState.CONNECTING:
+            return Reach.CONNECTING
+        if session.state is SessionState.CLOSED and session.config.restart:
+            return Reach.RECONNECTING
+        return Reach.GONE
+
+    def directs(self, server_id: str) -> bool:
+        """Whether the host may open and close the server's channels now."""
+        return self._reconciler.lifecycle_session(server_id) is not None
+
+    def facts(self, entry: ChannelEntry) -> ChannelFacts:
+        """What the host knows about one registration, for the speech rules."""
+        ref = entry.ref
+        transport = self._marks.get(entry)
+        return ChannelFacts(
+            registered=True,
+            transport_open=transport.open,
+            directs_lifecycle=self.directs(ref.server_id),
+            reach=self.reach(ref.server_id),
+            inbound_only=entry.descriptor.direction == "inbound",
+            answered_elsewhere=transport.answered_elsewhere,
+            lifecycle_pending=self._queue.pending(ref),
+        )
+
+    def policy_for(self, server_id: str) -> SubscriptionPolicy:
+        """The server's subscription policy (manual when nothing configures one)."""
+        session = self._sessions.get(server_id)
+        if session is not None:
+            return subscription_policy(session.config)
+        for config in self._configs:
+            if config.id == server_id:
+                return subscription_policy(config)
+        return SubscriptionPolicy.manual()
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleParts:
+    """The parts the lifecycle verbs and the speech gate work over.
+
+    Attributes:
+        registry: The channel registry (registrations and names).
+        book: The lifecycle book (desired records; read here, changed only by the decider).
+        decider: The one path a decision takes (propose, record, apply).
+        connectors: Reach, direction and the speech facts of registrations.
+        marks: The transport marks of registrations.
+        queue: The per-channel lifecycle queue.
+        reconciler: Runs a channel's transport to its record.
+    """
+
+    registry: ChannelRegistry
+    book: LifecycleBook
+    decider: Decider
+    connectors: Connectors
+    marks: TransportMarks
+    queue: LifecycleQueue
+    reconciler: Reconciler
