@@ -62,6 +62,7 @@ def test_every_import_contract_is_kept() -> None:
         ("conformance/host/policy.py", "import switchboard.host", "kit-and-sdk-on-the-wire-only"),
         ("connector/policy.py", "import switchboard.store", "kit-and-sdk-on-the-wire-only"),
         ("conformance/host/policy.py", "from ..server import session", "kit-suites-apart"),
+        ("tools/server.py", "import switchboard.host.connection.session", "tools-through-port"),
     ],
 )
 def test_an_added_forbidden_import_breaks_its_contract(

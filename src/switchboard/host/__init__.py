@@ -1,14 +1,20 @@
-"""switchboard.host: connector sessions, supervision, and the host object agents talk to."""
+"""switchboard.host: connector sessions, supervision, and the host object agents talk to.
+
+The tools reach the host only through :class:`AgentPort` (:mod:`switchboard.host.port`), made
+for one agent by :func:`agent_port`.
+"""
 
 from switchboard.host.agent.desk import AgentDesk, Turn
-from switchboard.host.app import ChannelView, InboxRead, Switchboard
+from switchboard.host.agent.port import agent_port
+from switchboard.host.app import InboxRead, Switchboard
 from switchboard.host.connection.session import ConnectorSession, SessionState
 from switchboard.host.outcome import PublishOutcome, PublishStatus
+from switchboard.host.port import AgentPort
 from switchboard.host.refusal import Refusal, RefusalKind
 
 __all__ = [
     "AgentDesk",
-    "ChannelView",
+    "AgentPort",
     "ConnectorSession",
     "InboxRead",
     "PublishOutcome",
@@ -18,4 +24,5 @@ __all__ = [
     "SessionState",
     "Switchboard",
     "Turn",
+    "agent_port",
 ]

@@ -1,5 +1,9 @@
-"""switchboard.tools: the agent-facing tools and the MCP server that carries them."""
+"""switchboard.tools: the agent-facing tools and the MCP server that carries them.
 
-from switchboard.tools.server import build_server
+The tools reach the host only through its port (:class:`switchboard.host.AgentPort`):
+:func:`server_for` serves one port, :func:`build_server` makes the port of one agent first.
+"""
 
-__all__ = ["build_server"]
+from switchboard.tools.server import build_server, server_for
+
+__all__ = ["build_server", "server_for"]

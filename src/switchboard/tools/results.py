@@ -23,10 +23,23 @@ from typing import Any, Literal, ParamSpec
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from switchboard.host import PublishOutcome, Refusal
-from switchboard.host.agent.speech import SegmentStatus, SpokenSegment
-from switchboard.host.agent.views import ChannelRow
+from switchboard.host import AgentPort, PublishOutcome, Refusal
+from switchboard.host.port import ChannelRow, SegmentStatus, Speech, SpokenSegment, message_text
 from switchboard.store import StoredMessage
+
+__all__ = [
+    "ChannelInfo",
+    "ChannelListResult",
+    "InboxMessage",
+    "InboxResult",
+    "PublishResult",
+    "SegmentResult",
+    "SpeakResult",
+    "ThinkResult",
+    "ok",
+    "refusal_boundary",
+    "refused",
+]
 
 
 class ChannelInfo(BaseModel):
@@ -117,11 +130,6 @@ class InboxMessage(BaseModel):
 
     @classmethod
     def of(cls, m: StoredMessage) -> InboxMessage:
-        text = "\n".join(
-            str(b.get("text", ""))
-            for b in m.content
-            if isinstance(b, dict) and b.get("type") == "text"
-        )
         return cls(
             seq=m.seq,
             server_id=m.server_id,
@@ -131,7 +139,7 @@ class InboxMessage(BaseModel):
             author_id=m.author_id,
             author_name=m.author_name,
             timestamp=m.timestamp,
-            text=text,
+            text=message_text(m),
             content=m.content,
             tags=m.tags,
             metadata=m.metadata,
@@ -197,6 +205,20 @@ class SpeakResult(BaseModel):
     )
     turn: int
     locus: str | None
+
+    @classmethod
+    def of(cls, port: AgentPort, speech: Speech) -> SpeakResult:
+        """What ``speech`` did, each channel named as a ``>>`` target in ``port``'s turn."""
+        return cls(
+            segments=[
+                SegmentResult.of(s, None if s.ref is None else port.target_shown(s.ref))
+                for s in speech.segments
+            ],
+            mode=speech.mode.value,
+            sticky=speech.sticky,
+            turn=port.turn,
+            locus=port.locus_shown(),
+        )
 
 
 class ThinkResult(BaseModel):

@@ -7,15 +7,20 @@
 - ``tune_out_status`` lists the tune-outs the agent owns or reads.
 - ``tune_out_backlog`` lets the reader (or the owner) page through what a tune-out withheld.
 
-Names are resolved like every tool's (the turn's own channels first); the schema has no
-server id, so a channel that no name picks alone cannot be tuned out by name. A tune-out whose
-server no longer registers its channel can still be cancelled by the name it was started with.
-Refusals (a refused name through :func:`~switchboard.host.refusal.name_refusal`, or the tune-out
-host's own) are raised and become results at the tool boundary.
+Each tool is a plain function of the agent's :class:`~switchboard.host.AgentPort` and its typed
+arguments, recorded in :data:`TOOLS`. The port resolves names like every tool's (the turn's own
+channels first); the schema has no server id, so a channel that no name picks alone cannot be
+tuned out by name. A tune-out whose server no longer registers its channel can still be
+cancelled by the name it was started with. Refusals (a refused name, no such tune-out of the
+agent's, or the tune-out host's own) are raised by the port and become results at the tool
+boundary.
 
 The lifecycle verbs (``channel_open``, ``channel_close``, ``channel_decline``) refuse a
 tuned-out channel themselves, saying how its tune-out ends
 (:mod:`switchboard.host.tuneouts.words`).
+
+What it deliberately does not know: how tune-outs withhold, wake and end (the host's, behind
+the port).
 """
 
 from __future__ import annotations
@@ -23,36 +28,28 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from switchboard.channels import (
-    ChannelNameError,
-    ChannelRef,
-    TuneOutScope,
-    TuneOutTerms,
-    qualified_name,
-)
-from switchboard.channels.lifecycle.decisions import ScopeKind
-from switchboard.channels.names.wording import Caller
-from switchboard.channels.tuneouts.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut
-from switchboard.host import AgentDesk, Refusal, RefusalKind, Switchboard
-from switchboard.host.refusal import name_refusal
-from switchboard.host.tuneouts.host import TuneOutHost
-from switchboard.host.tuneouts.inbox import TuneOutInbox
+from switchboard.channels import TuneOutTerms
+from switchboard.host import AgentPort
+from switchboard.host.port import DEFAULT_BACKLOG_CAP, ActiveTuneOut, ScopeKind
 from switchboard.tools.results import InboxMessage, ok, refusal_boundary
+from switchboard.tools.toolset import ToolSet
 
 __all__ = [
+    "TOOLS",
     "TuneOutBacklogResult",
     "TuneOutInfo",
     "TuneOutResult",
     "TuneOutStatusResult",
-    "register_tuneout_tools",
+    "tune_out",
+    "tune_out_backlog",
+    "tune_out_status",
 ]
 
-TUNE_OUT = Caller("nothing changed", "channel", None)
-"""tune_out and its kin: one ``channel`` argument, no server id."""
+TOOLS = ToolSet()
+"""The tune-out tools, in the order ``tools/list`` shows them."""
 
 Scope = Literal["channel", "all-except"]
 
@@ -78,7 +75,7 @@ class TuneOutInfo(BaseModel):
     backlog_cap: int = Field(description="The most withheld messages handed over raw at the end.")
 
     @classmethod
-    def of(cls, held: ActiveTuneOut, host: TuneOutHost) -> TuneOutInfo:
+    def of(cls, held: ActiveTuneOut, port: AgentPort) -> TuneOutInfo:
         epoch = held.epoch
         ref = epoch.scope.ref
         return cls(
@@ -86,7 +83,7 @@ class TuneOutInfo(BaseModel):
             owner=epoch.owner,
             reader=epoch.reader,
             scope="channel" if epoch.scope.kind is ScopeKind.CHANNEL else "all-except",
-            channel=host.registry.names.name_shown(ref),
+            channel=port.name_shown(ref, in_turn=False),
             server_id=ref.server_id,
             channel_id=ref.channel_id,
             started_at=_iso(epoch.started_at) or "",
@@ -117,150 +114,104 @@ class TuneOutBacklogResult(BaseModel):
     more: bool
 
 
-def _by_epoch_name(host: TuneOutHost, agent: str, name: str, kind: ScopeKind) -> ChannelRef | None:
-    """The one ref among ``agent``'s tune-outs of ``kind`` that ``name`` spells, if any."""
-    hits = {
-        h.epoch.scope.ref
-        for h in host.of_agent(agent)
-        if h.epoch.scope.kind is kind
-        and name in (h.epoch.scope.ref.channel_id, qualified_name(h.epoch.scope.ref))
-    }
-    return hits.pop() if len(hits) == 1 else None
-
-
-def register_tuneout_tools(mcp: MCPServer, board: Switchboard, desk: AgentDesk) -> None:
-    """Add these tools for the agent ``desk`` serves to ``mcp``."""
-    agent = desk.name
-    host = board.tuneouts
-    inbox = TuneOutInbox(host)
-
-    def locate(channel: str, kind: ScopeKind, *, ours: bool = False) -> ChannelRef:
-        """The channel ``channel`` names; with ``ours``, also one of the agent's tune-outs'
-        channels that is no longer registered, by its id or qualified name."""
-        try:
-            return board.registry.names.resolve(channel, own=desk.own, caller=TUNE_OUT).ref
-        except ChannelNameError as exc:
-            ref = _by_epoch_name(host, agent, channel, kind) if ours else None
-            if ref is None:
-                raise name_refusal(exc, "tune_out", server_arg=None) from None
-            return ref
-
-    def mine(channel: str, scope: Scope) -> ActiveTuneOut:
-        kind = ScopeKind(scope)
-        ref = locate(channel, kind, ours=True)
-        held = host.find(agent, TuneOutScope(ref, kind))
-        if held is not None:
-            return held
-        shown = board.registry.names.quoted_shown(ref, desk.own)
-        other = host.holding(ref) if kind is ScopeKind.CHANNEL else None
-        what = f"channel {shown}" if kind is ScopeKind.CHANNEL else f"every channel but {shown}"
-        if other is not None:
-            message = f"The tune-out of {what} is agent {other.epoch.owner!r}'s, not yours"
-        else:
-            message = f"You have no tune-out of {what} (as its owner or its reader)"
-        raise Refusal(RefusalKind.NOT_TUNED_OUT, f"{message}, so nothing changed.")
-
-    @mcp.tool(
-        description="Tune out a channel: it stays open, but its messages stop reaching your "
-        "inbox until the tune-out ends (by cancel, when its duration runs out, or at the first "
-        "message addressing you past its wake budget). Then the withheld messages (up to "
-        "backlog_cap) come first in your next inbox read. scope all-except tunes out every "
-        "channel except `channel`. mode cancel ends your tune-out (or one you read, "
-        "optionally leaving a digest of what you read)."
-    )
-    @refusal_boundary
-    async def tune_out(
-        channel: Annotated[
-            str,
-            Field(
-                min_length=1,
-                description="The channel to tune out (scope all-except: the one to keep), as "
-                "channel_list names it.",
-            ),
-        ],
-        mode: Annotated[Literal["start", "cancel"], Field(description="start or cancel")] = (
-            "start"
+@TOOLS.tool(
+    description="Tune out a channel: it stays open, but its messages stop reaching your "
+    "inbox until the tune-out ends (by cancel, when its duration runs out, or at the first "
+    "message addressing you past its wake budget). Then the withheld messages (up to "
+    "backlog_cap) come first in your next inbox read. scope all-except tunes out every "
+    "channel except `channel`. mode cancel ends your tune-out (or one you read, "
+    "optionally leaving a digest of what you read)."
+)
+@refusal_boundary
+async def tune_out(
+    port: AgentPort,
+    channel: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="The channel to tune out (scope all-except: the one to keep), as "
+            "channel_list names it.",
         ),
-        scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
-        duration_minutes: Annotated[
-            float | None, Field(gt=0, description="Ends by itself after this long.")
-        ] = None,
-        wake_budget: Annotated[
-            int | None,
-            Field(
-                ge=0,
-                description="Wakes it lets pass (inbox reads that withheld a message "
-                "addressing you); the next one ends it.",
-            ),
-        ] = None,
-        reader: Annotated[
-            str | None, Field(min_length=1, description="An agent that may read the backlog.")
-        ] = None,
-        backlog_cap: Annotated[
-            int | None, Field(ge=0, le=500, description="Most messages handed over raw.")
-        ] = None,
-        digest: Annotated[
-            str | None,
-            Field(description="cancel only: a summary of what was withheld, for the owner."),
-        ] = None,
-    ) -> Annotated[CallToolResult, TuneOutResult]:
-        if mode == "cancel":
-            held = mine(channel, scope)
-            settled = await host.cancel(held.epoch.epoch_id, agent, digest)
-            whose = "your" if held.epoch.owner == agent else f"{held.epoch.owner}'s"
-            return ok(
-                TuneOutResult(
-                    status="cancelled",
-                    tune_out=TuneOutInfo.of(held, host),
-                    note=f"Cancelled; {whose} withheld messages come first in "
-                    f"{whose} next inbox read (withheld range ends at seq {settled.end_seq}).",
-                )
-            )
-        kind = ScopeKind(scope)
-        ref = locate(channel, kind)
-        terms = TuneOutTerms(
-            reader=reader,
-            backlog_cap=DEFAULT_BACKLOG_CAP if backlog_cap is None else backlog_cap,
-            max_wakes=wake_budget,
-            duration=None if duration_minutes is None else duration_minutes * 60.0,
-        )
-        started = await host.start(agent, TuneOutScope(ref, kind), terms)
-        info = TuneOutInfo.of(started.held, host)
-        end = "when cancelled" if info.expires_at is None else f"at {info.expires_at}"
+    ],
+    mode: Annotated[Literal["start", "cancel"], Field(description="start or cancel")] = "start",
+    scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
+    duration_minutes: Annotated[
+        float | None, Field(gt=0, description="Ends by itself after this long.")
+    ] = None,
+    wake_budget: Annotated[
+        int | None,
+        Field(
+            ge=0,
+            description="Wakes it lets pass (inbox reads that withheld a message "
+            "addressing you); the next one ends it.",
+        ),
+    ] = None,
+    reader: Annotated[
+        str | None, Field(min_length=1, description="An agent that may read the backlog.")
+    ] = None,
+    backlog_cap: Annotated[
+        int | None, Field(ge=0, le=500, description="Most messages handed over raw.")
+    ] = None,
+    digest: Annotated[
+        str | None,
+        Field(description="cancel only: a summary of what was withheld, for the owner."),
+    ] = None,
+) -> Annotated[CallToolResult, TuneOutResult]:
+    if mode == "cancel":
+        cancelled = await port.cancel_tune_out(channel, ScopeKind(scope), digest)
+        held = cancelled.held
+        whose = "your" if held.epoch.owner == port.agent else f"{held.epoch.owner}'s"
         return ok(
             TuneOutResult(
-                status="started",
-                tune_out=info,
-                replaced=None if started.replaced is None else started.replaced.epoch_id,
-                note=f"Tuned out; it ends {end}, or at the first message addressing you past "
-                "its wake budget. Its messages wait in a backlog meanwhile.",
+                status="cancelled",
+                tune_out=TuneOutInfo.of(held, port),
+                note=f"Cancelled; {whose} withheld messages come first in "
+                f"{whose} next inbox read (withheld range ends at seq {cancelled.end_seq}).",
             )
         )
-
-    @mcp.tool(description="List the tune-outs you own or read.")
-    async def tune_out_status() -> TuneOutStatusResult:
-        return TuneOutStatusResult(
-            tune_outs=[TuneOutInfo.of(h, host) for h in host.of_agent(agent)]
-        )
-
-    @mcp.tool(
-        description="Read what a tune-out you read (or own) has withheld so far, oldest first. "
-        "Pass the returned cursor as after_seq to read on."
+    terms = TuneOutTerms(
+        reader=reader,
+        backlog_cap=DEFAULT_BACKLOG_CAP if backlog_cap is None else backlog_cap,
+        max_wakes=wake_budget,
+        duration=None if duration_minutes is None else duration_minutes * 60.0,
     )
-    @refusal_boundary
-    async def tune_out_backlog(
-        channel: Annotated[str, Field(min_length=1, description="As given to tune_out.")],
-        scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
-        after_seq: Annotated[int, Field(ge=0, description="Read past this seq.")] = 0,
-        limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
-    ) -> Annotated[CallToolResult, TuneOutBacklogResult]:
-        held = mine(channel, scope)
-        page = await inbox.backlog(held, after_seq, limit)
-        return ok(
-            TuneOutBacklogResult(
-                tune_out=TuneOutInfo.of(held, host),
-                messages=[InboxMessage.of(m) for m in page.messages],
-                cursor=page.cursor,
-                more=page.more,
-            )
+    started = await port.start_tune_out(channel, ScopeKind(scope), terms)
+    info = TuneOutInfo.of(started.held, port)
+    end = "when cancelled" if info.expires_at is None else f"at {info.expires_at}"
+    return ok(
+        TuneOutResult(
+            status="started",
+            tune_out=info,
+            replaced=None if started.replaced is None else started.replaced.epoch_id,
+            note=f"Tuned out; it ends {end}, or at the first message addressing you past "
+            "its wake budget. Its messages wait in a backlog meanwhile.",
         )
+    )
+
+
+@TOOLS.tool(description="List the tune-outs you own or read.")
+async def tune_out_status(port: AgentPort) -> TuneOutStatusResult:
+    return TuneOutStatusResult(tune_outs=[TuneOutInfo.of(h, port) for h in port.tune_outs()])
+
+
+@TOOLS.tool(
+    description="Read what a tune-out you read (or own) has withheld so far, oldest first. "
+    "Pass the returned cursor as after_seq to read on."
+)
+@refusal_boundary
+async def tune_out_backlog(
+    port: AgentPort,
+    channel: Annotated[str, Field(min_length=1, description="As given to tune_out.")],
+    scope: Annotated[Scope, Field(description="channel or all-except")] = "channel",
+    after_seq: Annotated[int, Field(ge=0, description="Read past this seq.")] = 0,
+    limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
+) -> Annotated[CallToolResult, TuneOutBacklogResult]:
+    page = await port.tune_out_backlog(channel, ScopeKind(scope), after_seq=after_seq, limit=limit)
+    return ok(
+        TuneOutBacklogResult(
+            tune_out=TuneOutInfo.of(page.held, port),
+            messages=[InboxMessage.of(m) for m in page.messages],
+            cursor=page.cursor,
+            more=page.more,
+        )
+    )

@@ -23,15 +23,17 @@ What this module knows (channel-registry.md §10.3; mcpl-protocol.md 2, 3.3, 3.9
   :data:`UNKNOWN_MODEL` (id ``"unknown"``) unless the caller knows better.
 
 What it deliberately does not know: MCP, when a turn begins (the host calls
-:meth:`ContextHooks.gather` then), and what the agent does with the injections.
+:meth:`ContextHooks.gather` then), what the agent does with the injections, and the rest of
+the host: it reads only a :class:`ContextSource` (the registry, the default channel and the
+sessions).
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import structlog
@@ -41,14 +43,15 @@ from switchboard.host.connection.session import ConnectorSession, SessionState
 from switchboard.transport import TransportError
 
 if TYPE_CHECKING:
+    from switchboard.host.agent.defaults import DefaultChannel
     from switchboard.host.agent.desk import AgentDesk
-    from switchboard.host.app import Switchboard
 
 __all__ = [
     "BEFORE_INFERENCE_TIMEOUT",
     "POSITIONS",
     "UNKNOWN_MODEL",
     "ContextHooks",
+    "ContextSource",
     "IncomingAnchor",
     "ModelInfo",
     "build_channel_context",
@@ -65,6 +68,25 @@ POSITIONS = ("system", "beforeUser", "afterUser")
 
 _OBSERVE = "contextHooks.beforeInference.observe"
 _INJECT = "contextHooks.beforeInference.inject."
+
+
+class ContextSource(Protocol):
+    """What the hooks read of the host (the host object has these three)."""
+
+    @property
+    def registry(self) -> ChannelRegistry:
+        """What is registered now."""
+        ...
+
+    @property
+    def default_channel(self) -> DefaultChannel:
+        """The host's default channel and the latest inbound message on it."""
+        ...
+
+    @property
+    def sessions(self) -> Mapping[str, ConnectorSession]:
+        """The connector sessions, by server id."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,36 +152,64 @@ def channel_context(
 
 
 def build_channel_context(
-    board: Switchboard, desk: AgentDesk, server_id: str
+    host: ContextSource, desk: AgentDesk, server_id: str
 ) -> dict[str, Any] | None:
-    """:func:`channel_context` for ``desk``'s agent as things stand on ``board`` now."""
-    locus = desk.locus(board.registry, board.default_channel)
-    default = board.default_channel
+    """:func:`channel_context` for ``desk``'s agent as things stand on ``host`` now."""
+    locus = desk.locus(host.registry, host.default_channel)
+    default = host.default_channel
     incoming = None
     if locus.ref is not None and default.ref is not None and default.message_id is not None:
         incoming = IncomingAnchor(default.ref, default.message_id, default.thread_id)
-    return channel_context(board.registry, server_id, outgoing=locus.ref, incoming=incoming)
+    return channel_context(host.registry, server_id, outgoing=locus.ref, incoming=incoming)
 
 
-@dataclass(slots=True)
 class ContextHooks:
     """Asks the connectors for context at the start of a turn (see the module docstring).
+
+    It reads the host through exactly what it uses, given at construction: the registry, the
+    default channel and the connector sessions (so it is a :class:`ContextSource` itself).
 
     Attributes:
         timeout: Seconds each server has to answer.
         model: The ``model`` param sent.
     """
 
-    timeout: float = BEFORE_INFERENCE_TIMEOUT
-    model: ModelInfo = field(default=UNKNOWN_MODEL)
+    def __init__(
+        self,
+        registry: ChannelRegistry,
+        default_channel: DefaultChannel,
+        sessions: Mapping[str, ConnectorSession],
+        *,
+        timeout: float = BEFORE_INFERENCE_TIMEOUT,
+        model: ModelInfo = UNKNOWN_MODEL,
+    ) -> None:
+        self._registry = registry
+        self._default_channel = default_channel
+        self._sessions = sessions
+        self.timeout = timeout
+        self.model = model
+
+    @property
+    def registry(self) -> ChannelRegistry:
+        """What is registered now."""
+        return self._registry
+
+    @property
+    def default_channel(self) -> DefaultChannel:
+        """The host's default channel."""
+        return self._default_channel
+
+    @property
+    def sessions(self) -> Mapping[str, ConnectorSession]:
+        """The connector sessions, by server id."""
+        return self._sessions
 
     async def gather(
-        self, board: Switchboard, desk: AgentDesk, *, user_message: str | None = None
+        self, desk: AgentDesk, *, user_message: str | None = None
     ) -> list[dict[str, Any]]:
         """Send ``context/beforeInference`` to every server that takes it; keep what may stay.
 
         Args:
-            board: The host (its sessions and registry).
             desk: The agent whose turn begins.
             user_message: The text that began the turn; sent only to servers granted observe.
 
@@ -169,7 +219,7 @@ class ContextHooks:
         """
         inference_id = uuid.uuid4().hex
         answers: dict[str, list[dict[str, Any]]] = {}
-        asked = [s for s in board.sessions.values() if _takes_hook(s)]
+        asked = [s for s in self._sessions.values() if _takes_hook(s)]
         if not asked:
             return []
         async with anyio.create_task_group() as tg:
@@ -181,7 +231,7 @@ class ContextHooks:
                     "userMessage": user_message if session.grant.allows(_OBSERVE) else None,
                     "model": self.model.wire(),
                 }
-                channels = build_channel_context(board, desk, session.server_id)
+                channels = build_channel_context(self, desk, session.server_id)
                 if channels is not None:
                     params["channels"] = channels
                 answers[session.server_id] = []

@@ -18,17 +18,21 @@ What this module knows (channel-registry.md §3.6, §3.8, §7.6, §8.5):
 - Provenance: who publishes and which channels are the turn's own come from the desk the
   tool server was built for, never from the tool's input.
 
-Whatever is chosen then goes through :meth:`Switchboard.publish_to`, which checks the server,
-the grant and the direction and reports delivered, failed or unknown (§8.1). A refused choice
-is a :class:`~switchboard.host.refusal.Refusal` (a name error through
+Whatever is chosen then goes through the host's publish (:class:`PublishTo`, the host's
+:meth:`Switchboard.publish_to <switchboard.host.app.Switchboard.publish_to>`), which checks the
+server, the grant and the direction and reports delivered, failed or unknown (§8.1); a named
+channel with a server id goes through :class:`PublishNamed` (``Switchboard.publish``). A refused
+choice is a :class:`~switchboard.host.refusal.Refusal` (a name error through
 :func:`~switchboard.host.refusal.name_refusal`), carried in a failed outcome.
 
-What it deliberately does not know: MCP, result shapes, and the words of the next steps.
+What it deliberately does not know: MCP, result shapes, the words of the next steps, and the
+host object: the caller passes the registry, the default channel and the two publishes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from switchboard.channels import (
     Caller,
@@ -40,17 +44,40 @@ from switchboard.channels import (
 from switchboard.channels.names.wording import on_server, q
 from switchboard.host.agent.defaults import DefaultChannel
 from switchboard.host.agent.desk import AgentDesk
-from switchboard.host.app import Switchboard
 from switchboard.host.outcome import PublishOutcome
 from switchboard.host.refusal import GONE, Refusal, RefusalKind, name_refusal
 
-__all__ = ["POSTING", "TOOL", "AgentPublish", "choose_destination", "publish_for_agent"]
+__all__ = [
+    "POSTING",
+    "TOOL",
+    "AgentPublish",
+    "PublishNamed",
+    "PublishTo",
+    "choose_destination",
+    "publish_for_agent",
+]
 
 TOOL = "channel_publish"
 """The tool an agent's publish is a call of (its refusals' next steps name it)."""
 
 POSTING = Caller("nothing was posted", "channel", "server_id")
 """The wording of ``channel_publish`` refusals (its arguments are ``channel``, ``server_id``)."""
+
+
+class PublishTo(Protocol):
+    """The host's publish into a chosen channel (checks the server, grant and direction)."""
+
+    async def __call__(
+        self, entry: ChannelEntry, text: str, *, conversation_id: str = ""
+    ) -> PublishOutcome: ...
+
+
+class PublishNamed(Protocol):
+    """The host's publish into the channel a name picks on one server."""
+
+    async def __call__(
+        self, target: str, text: str, *, server_id: str | None = None, conversation_id: str = ""
+    ) -> PublishOutcome: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +147,13 @@ def choose_destination(
 
 
 async def publish_for_agent(
-    board: Switchboard,
+    registry: ChannelRegistry,
+    default: DefaultChannel,
     desk: AgentDesk,
     text: str,
     *,
+    publish_to: PublishTo,
+    publish_named: PublishNamed,
     channel: str | None = None,
     server_id: str | None = None,
 ) -> AgentPublish:
@@ -133,12 +163,12 @@ async def publish_for_agent(
         empty = Refusal(RefusalKind.EMPTY_CONTENT, "There is nothing to send: the text is empty.")
         return AgentPublish(PublishOutcome.refused(empty), defaulted)
     if channel is not None and server_id is not None:
-        outcome = await board.publish(
+        outcome = await publish_named(
             channel, text, server_id=server_id, conversation_id=desk.conversation_id
         )
         return AgentPublish(outcome, defaulted)
-    chosen = choose_destination(board.registry, desk, board.default_channel, channel, server_id)
+    chosen = choose_destination(registry, desk, default, channel, server_id)
     if isinstance(chosen, Refusal):
         return AgentPublish(PublishOutcome.refused(chosen), defaulted)
-    outcome = await board.publish_to(chosen, text, conversation_id=desk.conversation_id)
+    outcome = await publish_to(chosen, text, conversation_id=desk.conversation_id)
     return AgentPublish(outcome, defaulted)

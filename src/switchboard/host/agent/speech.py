@@ -11,9 +11,9 @@ turns into publishes, using the pure grammar (:func:`~switchboard.channels.parse
   segment that inherits the sticky target goes to the channel the sticky target resolved to
   *when it was set* (kept on the desk), so a registry change within the turn can make it fail
   but never send it elsewhere.
-- Plain speech on the locus route goes to the locus captured once at the start of the call
-  (the turn's frozen locus; outside any turn the home or default channel). A turn with no
-  channel takes no fallback: the segment fails.
+- Plain speech on the locus route goes to the locus the caller captured once at the start of
+  the call (the turn's frozen locus; outside any turn the home or default channel). A turn
+  with no channel takes no fallback: the segment fails.
 - ``{{unsent}}`` in a delivered body is replaced by the latest kept draft; that draft is
   forgotten once the words were delivered. With no draft to bring back the segment is not
   sent.
@@ -30,8 +30,9 @@ A segment that was not sent carries its :class:`~switchboard.host.refusal.Refusa
 (a target that did not resolve through :func:`~switchboard.host.refusal.name_refusal`, as
 ``unresolved-target``): it is part of the answer, not the failure of the call.
 
-What it deliberately does not know: MCP and result shapes, and how a publish is carried out
-(:meth:`Switchboard.publish_to`).
+What it deliberately does not know: MCP and result shapes, how a publish is carried out (the
+caller passes the host's :class:`~switchboard.host.agent.publishing.PublishTo`), and the host
+object (the caller passes the registry and the locus).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from switchboard.channels import (
     ChannelEntry,
     ChannelNameError,
     ChannelRef,
+    ChannelRegistry,
     Disposition,
     NoUnsentDraft,
     ProseMode,
@@ -53,7 +55,7 @@ from switchboard.channels import (
 from switchboard.channels.prose.grammar import is_blank
 from switchboard.channels.prose.route import sticky_after_failed_delivery
 from switchboard.host.agent.desk import AgentDesk, Locus
-from switchboard.host.app import Switchboard
+from switchboard.host.agent.publishing import PublishTo
 from switchboard.host.outcome import PublishStatus
 from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 
@@ -114,8 +116,11 @@ _NO_TARGET = {
 class _Speaker:
     """One ``speak`` call in progress (the state its segments share)."""
 
-    def __init__(self, board: Switchboard, desk: AgentDesk, locus: Locus) -> None:
-        self.board = board
+    def __init__(
+        self, registry: ChannelRegistry, publish_to: PublishTo, desk: AgentDesk, locus: Locus
+    ) -> None:
+        self.registry = registry
+        self.publish_to = publish_to
         self.desk = desk
         self.locus = locus
         self.found: dict[str, ChannelEntry | ChannelNameError] = {}
@@ -124,7 +129,7 @@ class _Speaker:
 
     def resolves(self, token: str) -> bool:
         try:
-            self.found[token] = self.board.registry.names.resolve_prose_target(
+            self.found[token] = self.registry.names.resolve_prose_target(
                 token, for_speech=True, own=self.desk.own
             )
         except ChannelNameError as exc:
@@ -190,7 +195,7 @@ class _Speaker:
         )
 
     async def deliver(self, seg: Segment, ref: ChannelRef | None) -> SpokenSegment:
-        registry = self.board.registry
+        registry = self.registry
         entry = None if ref is None else registry.get(ref)
         if ref is None or entry is None:
             reason = "No channel was chosen for these words, so nothing was sent."
@@ -207,9 +212,7 @@ class _Speaker:
             return SpokenSegment(
                 "bounced", seg.text, seg.target, ref, refusal=none, reason=none.message
             )
-        outcome = await self.board.publish_to(
-            entry, body, conversation_id=self.desk.conversation_id
-        )
+        outcome = await self.publish_to(entry, body, conversation_id=self.desk.conversation_id)
         if outcome.status is PublishStatus.DELIVERED:
             if body != seg.text and used is not None:
                 drafts.discard(used)
@@ -228,10 +231,24 @@ class _Speaker:
         )
 
 
-async def speak(board: Switchboard, desk: AgentDesk, text: str) -> Speech:
-    """Route ``text`` segment by segment for the agent ``desk`` serves (see module doc)."""
+async def speak(
+    registry: ChannelRegistry,
+    publish_to: PublishTo,
+    desk: AgentDesk,
+    locus: Locus,
+    text: str,
+) -> Speech:
+    """Route ``text`` segment by segment for the agent ``desk`` serves (see module doc).
+
+    Args:
+        registry: Resolves the ``>>`` targets and says what is registered now.
+        publish_to: The host's publish, for each segment that goes out.
+        desk: The speaking agent's desk (turn, own channels, sticky target, drafts).
+        locus: Where plain speech goes, captured at the start of this call.
+        text: The prose as written.
+    """
     turn = desk.turn.number
-    speaker = _Speaker(board, desk, desk.locus(board.registry, board.default_channel))
+    speaker = _Speaker(registry, publish_to, desk, locus)
     parsed = parse_speech(text, mode=desk.prose, sticky=desk.sticky, resolves=speaker.resolves)
     out: list[SpokenSegment] = []
     for seg in parsed.segments:

@@ -135,7 +135,7 @@ class ConnectorSession:
             server_id=self.server_id,
             registry=registry,
             events=events,
-            allows=lambda path: self.grant.allows(path),
+            allows=self._grant_allows,
             permits=self.channel_permitted,
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
@@ -365,6 +365,10 @@ class ConnectorSession:
 
     async def _ping(self, params: Any) -> dict[str, Any]:
         return {}
+
+    def _grant_allows(self, path: str) -> bool:
+        """Whether the grant as it stands now allows ``path`` (it changes with the manifest)."""
+        return self.grant.allows(path)
 
     def channel_permitted(self, channel_id: str) -> bool:
         """Per-channel narrowing from the config (``channels`` glob patterns)."""

@@ -1,0 +1,366 @@
+"""One agent's port onto the host: :class:`BoardPort`, the implementation of
+:class:`~switchboard.host.port.AgentPort`.
+
+What this module knows: how each operation the tools of one agent need is carried out on the
+:class:`~switchboard.host.app.Switchboard`, for the agent whose
+:class:`~switchboard.host.agent.desk.AgentDesk` the port was made with. It is the one place
+outside the host's own parts that reaches into the host object (its registry, sessions,
+config, default channel, lifecycle, tune-outs, typing and streams); it hands the agent's
+modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborators they use.
+
+- **Names.** Every channel name an agent passes is resolved with the turn's own channels:
+  lifecycle verbs and ``typing`` with a server id as tool channels (channel-registry.md §3.7),
+  tune-outs and ``typing`` without one by the general resolver; a name the registry refuses
+  becomes a :class:`~switchboard.host.refusal.Refusal` through
+  :func:`~switchboard.host.refusal.name_refusal`, naming the tool called. A lifecycle verb's
+  own refusal gains the channel as shown to the agent (``channel``, ``server_id``,
+  ``channel_id``).
+- **Turns.** An inbox read that returns messages begins the agent's next turn while the desk's
+  reading lock is held, then asks the connectors for context (``Switchboard.before_inference``:
+  streams abandoned, typing moved, ``context/beforeInference``) with the text of the messages.
+- **Tune-outs.** A cancel or a backlog read finds the agent's tune-out (as its owner or its
+  reader) by the name it was started with, even after its server stopped registering the
+  channel; none found is a ``not-tuned-out`` refusal.
+- **Streams.** Feeding or ending a stream that is not the agent's open one (ended, abandoned
+  when a turn began, never begun) is a ``no-stream`` refusal; the end delivers the whole text
+  through :meth:`BoardPort.speak`.
+
+What it deliberately does not know: MCP, tool results, and how the parts it calls work inside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import structlog
+
+from switchboard.channels import (
+    ChannelNameError,
+    ChannelRef,
+    TuneOutScope,
+    TuneOutTerms,
+    qualified_name,
+)
+from switchboard.channels.lifecycle.decisions import ScopeKind
+from switchboard.channels.names.wording import Caller
+from switchboard.channels.tuneouts.epochs import ActiveTuneOut
+from switchboard.host.agent.desk import AgentDesk, Locus
+from switchboard.host.agent.publishing import AgentPublish, publish_for_agent
+from switchboard.host.agent.speech import Speech, speak
+from switchboard.host.agent.streams import SpeechEnd, StreamedSpeech
+from switchboard.host.agent.views import channel_rows
+from switchboard.host.app import Switchboard
+from switchboard.host.lifecycle.answers import LifecycleAnswer
+from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
+from switchboard.host.port import (
+    AgentPort,
+    AgentRead,
+    CancelledTuneOut,
+    ChannelListing,
+    StreamFed,
+    TuneOutPage,
+    TypingIn,
+    message_text,
+)
+from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
+from switchboard.host.tuneouts.host import StartedTuneOut
+from switchboard.host.tuneouts.inbox import TuneOutInbox
+
+__all__ = ["TUNE_OUT", "BoardPort", "agent_port"]
+
+log = structlog.get_logger(__name__)
+
+TUNE_OUT = Caller("nothing changed", "channel", None)
+"""The wording of the tune-out tools' name refusals: one ``channel`` argument, no server id."""
+
+
+def agent_port(board: Switchboard, agent: str) -> AgentPort:
+    """The port through which the tools of the agent named ``agent`` reach ``board``."""
+    return BoardPort(board, board.desk(agent))
+
+
+class BoardPort:
+    """:class:`~switchboard.host.port.AgentPort` on a :class:`Switchboard`, for one desk."""
+
+    __slots__ = ("_backlogs", "_board", "_desk")
+
+    def __init__(self, board: Switchboard, desk: AgentDesk) -> None:
+        self._board = board
+        self._desk = desk
+        self._backlogs = TuneOutInbox(board.tuneouts)
+
+    @property
+    def agent(self) -> str:
+        return self._desk.name
+
+    @property
+    def turn(self) -> int:
+        return self._desk.turn.number
+
+    def _locus(self) -> Locus:
+        return self._desk.locus(self._board.registry, self._board.default_channel)
+
+    def locus_shown(self) -> str | None:
+        ref = self._locus().ref
+        return None if ref is None else self.name_shown(ref)
+
+    def name_shown(self, ref: ChannelRef, *, in_turn: bool = True) -> str:
+        names = self._board.registry.names
+        return names.name_shown(ref, self._desk.own) if in_turn else names.name_shown(ref)
+
+    def target_shown(self, ref: ChannelRef) -> str:
+        names = self._board.registry.names
+        own = self._desk.own
+        return names.prose_target_for(ref, own) or names.name_shown(ref, own)
+
+    # -- channels, publish, speech, inbox -------------------------------------------------
+
+    def channels(self) -> ChannelListing:
+        board = self._board
+        servers = {c.id: "disconnected" for c in board.config.connectors}
+        for sid, session in board.sessions.items():
+            servers[sid] = session.state.value
+        rows = channel_rows(board.registry, self._desk.own, board.desired_state)
+        return ChannelListing(rows, servers)
+
+    async def publish(
+        self, text: str, *, channel: str | None = None, server_id: str | None = None
+    ) -> AgentPublish:
+        board = self._board
+        return await publish_for_agent(
+            board.registry,
+            board.default_channel,
+            self._desk,
+            text,
+            publish_to=board.publish_to,
+            publish_named=board.publish,
+            channel=channel,
+            server_id=server_id,
+        )
+
+    async def speak(self, text: str) -> Speech:
+        board = self._board
+        return await speak(board.registry, board.publish_to, self._desk, self._locus(), text)
+
+    async def read_inbox(self, *, wait_seconds: float = 0.0, limit: int = 50) -> AgentRead:
+        board = self._board
+        desk = self._desk
+        context: list[dict[str, Any]] = []
+        async with desk.reading:
+            read = await board.read_inbox(desk.name, wait_seconds=wait_seconds, limit=limit)
+            if read.messages:
+                turn = desk.begin_turn(read.messages, board.registry)
+                log.debug("turn_began", agent=desk.name, turn=turn.number, locus=turn.locus.source)
+                said = "\n".join(t for t in map(message_text, read.messages) if t)
+                context = await board.before_inference(desk, user_message=said or None)
+        return AgentRead(read.messages, read.cursor, read.more, context)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def _tool_channel(self, channel: str, server_id: str | None, tool: str) -> ChannelRef:
+        try:
+            entry = self._board.registry.names.resolve_tool_channel(
+                channel, server_id=server_id or None, own=self._desk.own
+            )
+        except ChannelNameError as exc:
+            raise name_refusal(exc, tool) from None
+        return entry.ref
+
+    async def _decided(self, ref: ChannelRef, verb: Awaitable[LifecycleAnswer]) -> LifecycleAnswer:
+        """The verb's answer; its refusal names the channel as shown to this agent."""
+        try:
+            return await verb
+        except Refusal as exc:
+            raise exc.adding(
+                channel=self.name_shown(ref), server_id=ref.server_id, channel_id=ref.channel_id
+            ) from None
+
+    async def open(
+        self,
+        channel: str,
+        *,
+        server_id: str | None = None,
+        backscroll: int = 0,
+        before_message_id: str | None = None,
+    ) -> LifecycleAnswer:
+        ref = self._tool_channel(channel, server_id, "channel_open")
+        return await self._decided(
+            ref,
+            self._board.lifecycle.open(
+                ref,
+                by_agent=self.agent,
+                backscroll=max(0, min(MAX_BACKSCROLL, backscroll)),
+                before_message_id=before_message_id,
+            ),
+        )
+
+    async def close(self, channel: str, *, server_id: str | None = None) -> LifecycleAnswer:
+        ref = self._tool_channel(channel, server_id, "channel_close")
+        return await self._decided(ref, self._board.lifecycle.close(ref, by_agent=self.agent))
+
+    async def decline(
+        self,
+        channel: str,
+        *,
+        message_id: str,
+        server_id: str | None = None,
+        acknowledge: str | None = None,
+    ) -> LifecycleAnswer:
+        ref = self._tool_channel(channel, server_id, "channel_decline")
+        return await self._decided(
+            ref,
+            self._board.lifecycle.decline(
+                ref, message_id=message_id, acknowledge=acknowledge, by_agent=self.agent
+            ),
+        )
+
+    # -- tune-outs --------------------------------------------------------------------------
+
+    def tune_outs(self) -> list[ActiveTuneOut]:
+        return self._board.tuneouts.of_agent(self.agent)
+
+    def _by_epoch_name(self, name: str, kind: ScopeKind) -> ChannelRef | None:
+        """The one ref among the agent's tune-outs of ``kind`` that ``name`` spells, if any."""
+        hits = {
+            h.epoch.scope.ref
+            for h in self._board.tuneouts.of_agent(self.agent)
+            if h.epoch.scope.kind is kind
+            and name in (h.epoch.scope.ref.channel_id, qualified_name(h.epoch.scope.ref))
+        }
+        return hits.pop() if len(hits) == 1 else None
+
+    def _locate(self, channel: str, kind: ScopeKind, *, ours: bool = False) -> ChannelRef:
+        """The channel ``channel`` names; with ``ours``, also one of the agent's tune-outs'
+        channels that is no longer registered, by its id or qualified name."""
+        names = self._board.registry.names
+        try:
+            return names.resolve(channel, own=self._desk.own, caller=TUNE_OUT).ref
+        except ChannelNameError as exc:
+            ref = self._by_epoch_name(channel, kind) if ours else None
+            if ref is None:
+                raise name_refusal(exc, "tune_out", server_arg=None) from None
+            return ref
+
+    def _mine(self, channel: str, kind: ScopeKind) -> ActiveTuneOut:
+        """The agent's tune-out (as owner or reader) of ``channel`` in ``kind``, or a refusal."""
+        ref = self._locate(channel, kind, ours=True)
+        tuneouts = self._board.tuneouts
+        held = tuneouts.find(self.agent, TuneOutScope(ref, kind))
+        if held is not None:
+            return held
+        shown = self._board.registry.names.quoted_shown(ref, self._desk.own)
+        other = tuneouts.holding(ref) if kind is ScopeKind.CHANNEL else None
+        what = f"channel {shown}" if kind is ScopeKind.CHANNEL else f"every channel but {shown}"
+        if other is not None:
+            message = f"The tune-out of {what} is agent {other.epoch.owner!r}'s, not yours"
+        else:
+            message = f"You have no tune-out of {what} (as its owner or its reader)"
+        raise Refusal(RefusalKind.NOT_TUNED_OUT, f"{message}, so nothing changed.")
+
+    async def start_tune_out(
+        self, channel: str, scope: ScopeKind, terms: TuneOutTerms
+    ) -> StartedTuneOut:
+        ref = self._locate(channel, scope)
+        return await self._board.tuneouts.start(self.agent, TuneOutScope(ref, scope), terms)
+
+    async def cancel_tune_out(
+        self, channel: str, scope: ScopeKind, digest: str | None = None
+    ) -> CancelledTuneOut:
+        held = self._mine(channel, scope)
+        settled = await self._board.tuneouts.cancel(held.epoch.epoch_id, self.agent, digest)
+        return CancelledTuneOut(held, settled.end_seq)
+
+    async def tune_out_backlog(
+        self, channel: str, scope: ScopeKind, *, after_seq: int, limit: int
+    ) -> TuneOutPage:
+        held = self._mine(channel, scope)
+        page = await self._backlogs.backlog(held, after_seq, limit)
+        return TuneOutPage(held, page.messages, page.cursor, page.more)
+
+    # -- presence ---------------------------------------------------------------------------
+
+    def _typing_refs(self, channel: str, server_id: str | None) -> list[ChannelRef]:
+        """An id or qualified name fans out to every channel it names; other names (a label,
+        a DM name) must pick one; ``server_id`` narrows to one server."""
+        names = self._board.registry.names
+        own = self._desk.own
+        try:
+            if server_id is not None:
+                return [names.resolve_tool_channel(channel, server_id=server_id, own=own).ref]
+            fanned = names.channels_named(channel)
+            return list(fanned) if fanned else [names.resolve(channel, own=own).ref]
+        except ChannelNameError as exc:
+            raise name_refusal(exc, "typing") from None
+
+    def _shows_typing(self, ref: ChannelRef) -> bool:
+        session = self._board.sessions.get(ref.server_id)
+        return session is not None and session.grant.allows("channels.typing")
+
+    async def typing(
+        self, channel: str, *, on: bool, server_id: str | None = None, refreshes: int
+    ) -> list[TypingIn]:
+        keeper = self._board.typing
+        typing: list[ChannelRef] = []
+        for ref in self._typing_refs(channel, server_id):
+            if on:
+                typing += await keeper.start(ref, refreshes=refreshes)
+            else:
+                await keeper.stop(ref)
+                typing.append(ref)
+        return [TypingIn(ref, self._shows_typing(ref)) for ref in typing]
+
+    def _no_stream(self, inference_id: str) -> Refusal:
+        return Refusal(
+            RefusalKind.NO_STREAM,
+            f"there is no open stream {inference_id!r} of yours: it ended, was abandoned when "
+            "your next turn began, or never existed; nothing was published by this call.",
+        )
+
+    def _begin_stream(self) -> StreamedSpeech:
+        desk = self._desk
+        sticky = desk.sticky
+        bound = None
+        if sticky.target is not None and desk.sticky_ref is not None:
+            bound = {sticky.target: desk.sticky_ref}
+        return self._board.streams.begin(
+            self.agent,
+            conversation_id=desk.conversation_id,
+            mode=desk.prose,
+            locus=self._locus().ref,
+            own=desk.own,
+            sticky=sticky,
+            bound=bound,
+        )
+
+    async def stream(self, text: str, *, inference_id: str | None = None) -> StreamFed:
+        streams = self._board.streams
+        if inference_id is None:
+            speech = self._begin_stream()
+        else:
+            found = streams.get(self.agent, inference_id)
+            if found is None:
+                raise self._no_stream(inference_id)
+            speech = found
+        async with speech.lock:
+            if streams.get(self.agent, speech.inference_id) is not speech:
+                raise self._no_stream(speech.inference_id)
+            sent = await speech.feed(text)
+        return StreamFed(speech.inference_id, sent)
+
+    async def end_stream(
+        self, inference_id: str, *, text: str = "", abort: bool = False
+    ) -> SpeechEnd[Speech]:
+        streams = self._board.streams
+        speech = streams.get(self.agent, inference_id)
+        if speech is None:
+            raise self._no_stream(inference_id)
+        async with speech.lock:
+            if streams.get(self.agent, inference_id) is not speech:
+                raise self._no_stream(inference_id)
+            streams.release(speech)
+            if abort:
+                return await speech.abort()
+            if text:
+                await speech.feed(text)
+            return await speech.finish(self.speak)
