@@ -23,10 +23,11 @@ from switchboard.conformance.host_suite import HOST_CHECKS
 from switchboard.conformance.server_suite import SERVER_CHECKS
 from tests.protocol import test_digest, test_digest_published
 
-# mcpl-protocol.md §5 numbers its requirements H-01..H-68, S-01..S-45 and D-01..D-05.
+# mcpl-protocol.md §5 numbers its requirements H-01..H-68, S-01..S-45 and D-01..D-05; S-46 is
+# the MCP stdio transport's rule that stdout carries only JSON-RPC messages (issue #10).
 EXPECTED_IDS: Final = (
     {f"H-{n:02d}" for n in range(1, 69)}
-    | {f"S-{n:02d}" for n in range(1, 46)}
+    | {f"S-{n:02d}" for n in range(1, 47)}
     | {f"D-{n:02d}" for n in range(1, 6)}
 )
 DIGEST_CHECKS: Final[dict[str, Callable[..., object]]] = {

@@ -53,6 +53,7 @@ NO_AGENT: Final = frozenset(
     }
 )
 ALL: Final = frozenset(host_check_ids())
+POLICY_REQUEST: Final = "host.policy.initial_update_is_request"
 THE_POLICY_ITSELF: Final = frozenset(
     {
         "host.handshake.advertises_mcpl",
@@ -63,8 +64,9 @@ THE_POLICY_ITSELF: Final = frozenset(
     }
 )
 EXPECTED_FAILURES: Final[dict[str, frozenset[str]]] = {
-    # Without a policy Request there is no receipt, so nothing after it can be tried.
-    "policy_notification": ALL - THE_POLICY_ITSELF,
+    # One failure for the cause: without a policy Request there is no receipt, so every
+    # check that needs one is "not exercised" (the test below), never a cascade of failures.
+    "policy_notification": frozenset({POLICY_REQUEST}),
     # Serving channels/register without a completed policy exchange shows in every state
     # where there is none: before the receipt, after an mcp-only refusal, and MCP-only.
     "register_before_policy": frozenset(
@@ -223,3 +225,19 @@ def test_each_host_check_has_the_strongest_level_of_its_host_requirements() -> N
         assert {catalogue.by_id[r].target for r in check.requirements} == {"host"}
         strongest = next(level for level in ("MUST", "SHOULD", "MAY") if level in levels)
         assert check.level == strongest, check.id
+
+
+@pytest.mark.slow
+async def test_a_policy_sent_as_a_notification_fails_once_and_the_rest_name_that_cause() -> None:
+    """H-02: the one failure. Checks of the policy's content (H-07, H-08) still judge it; the
+    checks that need a receipt are "not exercised" and name the cause."""
+    report = await run_host_suite(host("policy_notification"), options=FAST)
+    seen = {result.check_id: result.outcome for result in report.results}
+    assert of(seen, Outcome.FAIL) == {POLICY_REQUEST}
+    assert of(seen, Outcome.PASS) == THE_POLICY_ITSELF
+    unexercised = of(seen, Outcome.NOT_EXERCISED)
+    assert unexercised == ALL - THE_POLICY_ITSELF - {POLICY_REQUEST}
+    for result in report.results:
+        if result.outcome is Outcome.NOT_EXERCISED:
+            assert "the host sent no policy Request" in result.message, result.check_id
+            assert POLICY_REQUEST in result.message, result.check_id

@@ -80,3 +80,19 @@ def test_an_unreachable_url_fails_the_checks_instead_of_crashing() -> None:
     argv = ["--url", "tcp://127.0.0.1:9", "--only", "server.handshake.advertisement_shape"]
     assert main_server([*argv, "--timeout", "5"], stdout=out) == 1
     assert "could not connect" in out.getvalue() or "could not be started" in out.getvalue()
+
+
+@pytest.mark.slow
+def test_the_window_before_the_policy_is_set_with_policy_silence() -> None:
+    """S-03: ``--policy-silence`` sets how long the kit watches before the policy Request."""
+    out = io.StringIO()
+    argv = ["--policy-silence", "0.4", "--only", "server.policy.idle_before_request", "--", *DEMO]
+    assert main_server(argv, stdout=out) == 0
+    assert "silent for 0.4 s before the policy" in out.getvalue()
+
+
+def test_a_window_that_is_not_positive_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main_server(["--policy-silence", "0", "--", *DEMO]) == 2
+    assert "policy_silence must be positive" in capsys.readouterr().err

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from switchboard.conformance.common.outcomes import Outcome
-from switchboard.conformance.common.report import Report
+from switchboard.conformance.common.report import Report, render_text
 from switchboard.conformance.server_suite import (
     ServerTarget,
     SuiteOptions,
@@ -33,8 +33,14 @@ pytestmark = pytest.mark.slow
 REPO: Final = Path(__file__).resolve().parents[2]
 # Generous start and check limits: on a busy machine a connector process can take seconds
 # to start, and only the limits the defects are about (request_timeout, silence) matter.
-OPTIONS: Final = SuiteOptions(silence=0.8, concurrency=2, start_timeout=40, check_timeout=60)
-FULL_RUN_OPTIONS: Final = SuiteOptions(silence=0.8, concurrency=6, start_timeout=40)
+OPTIONS: Final = SuiteOptions(
+    silence=0.8, policy_silence=0.8, concurrency=2, start_timeout=40, check_timeout=60
+)
+FULL_RUN_OPTIONS: Final = SuiteOptions(
+    silence=0.8, policy_silence=0.8, concurrency=6, start_timeout=40
+)
+# The kit's default windows (the 6 s before the policy), for defects that act late.
+DEFAULT_WINDOWS: Final = SuiteOptions(concurrency=2, start_timeout=40, check_timeout=60)
 SUITES_AT_ONCE: Final = 6
 RAW_BASE: Final = "rawkit"
 ROLLBACK_BASE: Final = "rollkit"
@@ -58,6 +64,8 @@ async def _run_all() -> dict[str, Report]:
 
     async def run(name: str, only: list[str] | None) -> None:
         options = FULL_RUN_OPTIONS if only is None else OPTIONS
+        if name in DEFECTS and DEFECTS[name].default_windows:
+            options = DEFAULT_WINDOWS
         async with limiter:
             reports[name] = await run_server_suite(_target(name), only=only, options=options)
 
@@ -155,8 +163,70 @@ def test_an_mcp_only_server_makes_every_other_check_not_applicable(
 ) -> None:
     report = reports["no_mcpl"]
     assert report.ids(Outcome.NOT_APPLICABLE) == set(server_check_ids()) - {
-        "server.handshake.advertisement_shape"
+        "server.handshake.advertisement_shape",
+        # the stdio rule is MCP's own: it holds for a plain MCP server too (S-46)
+        "server.transport.stdout_only_messages",
     }
+    assert report["server.transport.stdout_only_messages"].outcome is Outcome.PASS
     for result in report.results:
         if result.outcome is Outcome.NOT_APPLICABLE:
             assert result.frames == ()
+
+
+def test_a_policy_request_that_fails_is_one_failure_and_its_dependants_name_it(
+    reports: dict[str, Report],
+) -> None:
+    """S-05 fails once; S-21 (unknown members), S-08 (receipt mode) and every check that
+    needs a completed policy exchange say "not exercised" and name the cause."""
+    report = reports["policy_not_found"]
+    assert report.failed_ids == {"server.policy.receipt_returned"}
+    unexercised = report.ids(Outcome.NOT_EXERCISED)
+    assert {
+        "server.requests.unknown_fields_tolerated",
+        "server.policy.receipt_mode",
+        "server.policy.idle_before_request",
+        "server.channels.publish_delivers",
+    } <= unexercised
+    for check_id in unexercised:
+        assert "the policy Request itself failed" in report[check_id].message, check_id
+        assert "server.policy.receipt_returned" in report[check_id].message, check_id
+
+
+def test_a_banner_on_stdout_fails_the_stdio_rule_and_quotes_the_line(
+    reports: dict[str, Report],
+) -> None:
+    """S-46: the line is quoted with its wire position; the unbroken connector passes."""
+    result = reports["stdout_banner"]["server.transport.stdout_only_messages"]
+    assert result.outcome is Outcome.FAIL
+    assert "[x] Client initialized" in result.message
+    assert any("banner written to stdout" in line for line in result.stderr)
+    assert "banner written to stdout" in render_text(reports["stdout_banner"])
+    clean = reports[RAW_BASE]["server.transport.stdout_only_messages"]
+    assert clean.outcome is Outcome.PASS
+
+
+def test_the_default_window_before_the_policy_outlasts_a_slow_registration_timer(
+    reports: dict[str, Report],
+) -> None:
+    """S-03, S-04: 6 s by default, longer than the 2.5 s timer a 2 s window missed."""
+    assert SuiteOptions().policy_silence >= 5.0
+    report = reports["register_on_timer"]
+    assert "channels/register" in report["server.policy.idle_before_request"].message
+
+
+def test_a_connector_whose_own_registration_failed_is_warned_about_with_its_stderr(
+    reports: dict[str, Report],
+) -> None:
+    """Nothing fails, but the report says no channels were registered and why."""
+    report = reports["register_raises"]
+    assert report.failed_ids == frozenset()
+    [warning] = report.warnings
+    assert "registered no channels" in warning
+    assert "no platform token configured" in warning
+    assert "Warning: the server advertises channels.register" in render_text(report)
+    assert reports[RAW_BASE].warnings == ()
+
+
+def test_a_passing_check_carries_no_stderr_tail(reports: dict[str, Report]) -> None:
+    for result in reports[RAW_BASE].results:
+        assert result.stderr == (), result.check_id

@@ -23,7 +23,7 @@ CHECKS: Final = [
     "server.channels.publish_delivers",
     "server.requests.survives_malformed_input",
 ]
-OPTIONS: Final = SuiteOptions(silence=0.5)
+OPTIONS: Final = SuiteOptions(silence=0.5, policy_silence=0.5)
 
 
 def _town() -> DemoConnector:

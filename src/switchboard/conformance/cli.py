@@ -3,7 +3,7 @@
 Usage (``argv`` is what follows ``conformance server`` or ``conformance host``)::
 
     switchboard conformance server [--json] [--junit FILE] [--only CHECK]... \\
-        [--timeout S] [--silence S] [--list] (--url URL | -- CMD ARGS...)
+        [--timeout S] [--silence S] [--policy-silence S] [--list] (--url URL | -- CMD ARGS...)
     switchboard conformance host [--json] [--junit FILE] [--only CHECK]... \\
         [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...   # one ARG is {connector} or {url}
 
@@ -56,6 +56,15 @@ def _parser() -> argparse.ArgumentParser:
         default=2.0,
         help="seconds to watch for what must not happen (default 2)",
     )
+    parser.add_argument(
+        "--policy-silence",
+        type=float,
+        default=SuiteOptions().policy_silence,
+        help=(
+            "seconds to watch the connector before the policy Request, and after one that "
+            "grants nothing (S-03, S-04, S-09; default 6: longer than a 5 s timer)"
+        ),
+    )
     parser.add_argument("--concurrency", type=int, help="checks run at once")
     parser.add_argument("--list", action="store_true", help="list the check ids and exit")
     parser.add_argument("command", nargs="*", help="the connector command, after --")
@@ -89,7 +98,10 @@ def main_server(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
             raise ValueError("give the connector command after --, or --url")
         target = ServerTarget(url=args.url) if args.url else ServerTarget.of(args.command)
         options = SuiteOptions(
-            check_timeout=args.timeout, silence=args.silence, concurrency=args.concurrency
+            check_timeout=args.timeout,
+            silence=args.silence,
+            policy_silence=args.policy_silence,
+            concurrency=args.concurrency,
         )
         unknown = [c for c in args.only or () if c not in server_check_ids()]
         if unknown:

@@ -1,10 +1,13 @@
 """Run the server suite against a connector: ``await run_server_suite(target) -> Report``.
 
 What this module knows: the complete server registry (importing it imports every check
-module), and one run — a preflight handshake that reads the manifest so checks that cannot
-apply are reported "not applicable" without a connection of their own, then every selected
-check on fresh connections (see :mod:`.common.runner`), then the report with the catalogue's
-coverage.
+module), and one run — a preflight session that reads the manifest so checks that cannot
+apply are reported "not applicable" without a connection of their own, and, under a full
+grant, sees whether the server registers channels and enables its feature sets; then every
+selected check on fresh connections (see :mod:`.common.runner`); then the report with the
+catalogue's coverage and the run's *warnings*: a server that registered no channels (the
+checks that need one go unexercised; its stderr often says why) or left a feature set
+disabled under a full grant. A warning is not a failure.
 
 The kit plays the host. A target is a command list (spawned over stdio, one process per
 connection), ``"tcp://host:port"``, or a ``"ws://..."``/``"wss://..."`` URL.
@@ -24,6 +27,7 @@ import structlog
 
 from .common.catalogue import Catalogue
 from .common.options import SuiteOptions
+from .common.outcomes import CheckResult, Outcome
 from .common.registry import Check, CheckRegistry
 from .common.report import Report
 from .common.runner import run_checks
@@ -43,6 +47,8 @@ from .server import (
     streaming,
 )
 from .server.context import SECTIONS, SERVER_CHECKS, ServerContext
+from .server.scenarios import wait_channels
+from .server.session import HostSession
 from .target import ServerTarget
 
 __all__ = [
@@ -83,24 +89,68 @@ def server_coverage(catalogue: Catalogue | None = None) -> SuiteCoverage | None:
     return suite_coverage("server", SERVER_CHECKS.requirement_map(), catalogue=catalogue)
 
 
+#: How many of the target's last stderr lines a warning quotes.
+_WARNING_STDERR_LINES: Final = 5
+
+
 class _Preflight:
-    """What one handshake before the checks learned: the manifest, if the server answered."""
+    """What one session before the checks learned: the manifest, if the server answered,
+    and under a full grant whether it registered channels and which sets stayed disabled."""
 
     def __init__(self) -> None:
         self.answered = False
         self.manifest: Mapping[str, Any] | None = None
+        self.no_channels = False
+        self.disabled: dict[str, str] = {}
+        self.stderr: tuple[str, ...] = ()
 
     async def run(self, target: ServerTarget, options: SuiteOptions) -> None:
-        context = ServerContext(target, options, Transcript(anyio.current_time()))
+        transcript = Transcript(anyio.current_time())
+        context = ServerContext(target, options, transcript)
         with anyio.move_on_after(options.check_timeout):
             try:
                 async with context.connect() as session:
                     reply = await session.initialize()
+                    self.answered = reply.ok
+                    self.manifest = session.manifest
+                    if reply.ok and session.manifest is not None:
+                        await self._full_grant(session)
             except Exception as exc:  # the checks will report it, each with its evidence
                 log.warning("preflight_failed", target=target.describe(), error=str(exc))
-                return
-            self.answered = reply.ok
-            self.manifest = session.manifest
+        self.stderr = transcript.stderr_tail
+
+    async def _full_grant(self, session: HostSession) -> None:
+        await session.notify("notifications/initialized")
+        receipt = await session.grant_all()
+        if not session.ready:
+            return  # the policy checks report it
+        for name, decl in session.feature_sets.items():
+            if not decl.valid:
+                self.disabled[name] = "its declaration is invalid (see advertisement_shape)"
+        entries = receipt.result.get("unavailableFeatures") if receipt.ok else None
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict) and isinstance(entry.get("featureSet"), str):
+                missing = entry.get("missingCapabilities")
+                self.disabled[entry["featureSet"]] = f"the receipt says missing {missing!r}"
+        if "channels.register" in session.advertised:
+            self.no_channels = not await wait_channels(session)
+
+    def warnings(self, results: Sequence[CheckResult]) -> tuple[str, ...]:
+        """What the run should point out beside the results."""
+        warnings = [
+            f"feature set {name!r} stayed disabled under a full grant: {why}"
+            for name, why in self.disabled.items()
+        ]
+        if self.no_channels:
+            unexercised = sum(1 for r in results if r.outcome is Outcome.NOT_EXERCISED)
+            tail = self.stderr[-_WARNING_STDERR_LINES:]
+            said = " | ".join(tail) if tail else "nothing"
+            warnings.append(
+                "the server advertises channels.register but registered no channels under a "
+                f"full grant, so {unexercised} checks were not exercised; if its own "
+                f"registration failed, its stderr says why (it ended with: {said})"
+            )
+        return tuple(warnings)
 
     def skip_reason(self, check: Check[ServerContext]) -> str | None:
         if not self.answered or check.applies is None:
@@ -153,4 +203,5 @@ async def run_server_suite(
         started=started,
         duration=anyio.current_time() - clock,
         kit_version=kit_version(),
+        warnings=preflight.warnings(results),
     )

@@ -3,27 +3,51 @@
 What this module knows: the three ways to name a connector under test — a command line
 (spawned over stdio, one new process per connection), ``tcp://host:port`` and
 ``ws://...``/``wss://...`` (one new connection each time) — and how to open each with the
-transport's ``spawn_stdio``, ``dial_tcp`` and ``dial_websocket``.
+transport's ``spawn_stdio``, ``dial_tcp`` and ``dial_websocket``. When the caller wants the
+spawned connector's stderr lines (the report shows their tail under a failure), it spawns
+the process itself around the transport's ``StdioLink`` and hands each line to the caller,
+stopping the process the same way: close stdin, wait, SIGTERM, wait, SIGKILL.
 
 What it deliberately does not know: JSON-RPC, MCPL, or what a check does with the link.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import contextlib
+import os
+import subprocess
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
-from switchboard.transport import Link, dial_tcp, dial_websocket, spawn_stdio
+import anyio
+from anyio.abc import ByteReceiveStream
 
-__all__ = ["ServerTarget", "TargetKind", "open_link"]
+from switchboard.transport import (
+    DEFAULT_MAX_FRAME,
+    FrameTooLarge,
+    Link,
+    NdjsonDecoder,
+    StdioLink,
+    dial_tcp,
+    dial_websocket,
+    spawn_stdio,
+)
+
+__all__ = ["ServerTarget", "StderrLine", "TargetKind", "open_link"]
+
+StderrLine = Callable[[str], None]
+"""Called with each line the spawned connector writes to stderr."""
 
 TargetKind = Literal["stdio", "tcp", "ws"]
 
 # How long a spawned connector gets to exit after its stdin closes (then SIGTERM, SIGKILL).
 _SHUTDOWN_GRACE = 1.0
+# The longest stderr line kept whole, and how long stderr may drain after the process ended.
+_STDERR_MAX_LINE = 16 * 1024
+_STDERR_DRAIN = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,14 +106,92 @@ class ServerTarget:
         return " ".join(self.command)
 
 
+async def _read_stderr(stream: ByteReceiveStream, on_line: StderrLine, done: anyio.Event) -> None:
+    decoder = NdjsonDecoder(_STDERR_MAX_LINE)
+
+    def hand_out(lines: list[bytes | FrameTooLarge]) -> None:
+        for line in lines:
+            if isinstance(line, FrameTooLarge):
+                on_line(f"<a stderr line longer than {line.limit} bytes>")
+            else:
+                on_line(line.decode("utf-8", "replace"))
+
+    try:
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+            async for chunk in stream:
+                hand_out(decoder.feed(chunk))
+        hand_out(decoder.finish())
+    finally:
+        done.set()
+
+
+async def _stop(link: StdioLink) -> None:
+    await link.close_stdin()
+    for escalate in (link.terminate, link.kill):
+        with anyio.move_on_after(_SHUTDOWN_GRACE):
+            await link.wait()
+            return
+        escalate()
+    await link.wait()
+
+
 @asynccontextmanager
-async def open_link(target: ServerTarget, *, name: str = "target") -> AsyncIterator[Link]:
+async def _spawn_watching_stderr(
+    target: ServerTarget, name: str, on_stderr: StderrLine
+) -> AsyncIterator[Link]:
+    env = {**os.environ, **target.env} if target.env is not None else None
+    process = await anyio.open_process(
+        list(target.command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=target.cwd,
+    )
+    link = StdioLink(process, name=name, max_frame=DEFAULT_MAX_FRAME)
+    drained = anyio.Event()
+    # Entered by hand so that an exception from the body reaches the caller as itself, not
+    # wrapped in an ExceptionGroup (as the transport's spawn_stdio does).
+    reader = anyio.create_task_group()
+    await reader.__aenter__()
+    try:
+        assert process.stderr is not None
+        reader.start_soon(_read_stderr, process.stderr, on_stderr, drained)
+        try:
+            yield link
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(link)
+                with anyio.move_on_after(_STDERR_DRAIN):
+                    await drained.wait()
+    finally:
+        reader.cancel_scope.cancel()
+        await reader.__aexit__(None, None, None)
+        with anyio.CancelScope(shield=True):
+            await link.aclose()
+            await process.aclose()
+
+
+@asynccontextmanager
+async def open_link(
+    target: ServerTarget, *, name: str = "target", on_stderr: StderrLine | None = None
+) -> AsyncIterator[Link]:
     """Open a fresh connection to ``target`` (a new process for a command).
+
+    Args:
+        target: the connector under test.
+        name: names the connection in link descriptions and logs.
+        on_stderr: for a command, called with each line it writes to stderr (``None``: the
+            transport logs them instead).
 
     Raises:
         LinkClosedError: a network target could not be reached.
         OSError: a command could not be started.
     """
+    if target.url is None and on_stderr is not None:
+        async with _spawn_watching_stderr(target, name, on_stderr) as watched:
+            yield watched
+        return
     if target.url is None:
         async with spawn_stdio(
             target.command,

@@ -28,12 +28,17 @@ CATEGORIES: Final = (
 
 @dataclass(frozen=True, slots=True)
 class Defect:
-    """What one planted defect must fail, and what must still pass beside it."""
+    """What one planted defect must fail, and what must still pass beside it.
+
+    ``default_windows`` runs it with the kit's default silence windows rather than the
+    short ones the other defects use (for a defect that acts late on purpose).
+    """
 
     category: str
     fails: frozenset[str]
     also: tuple[str, ...] = ()
     full_run: bool = False
+    default_windows: bool = False
 
     @property
     def only(self) -> list[str] | None:
@@ -41,9 +46,15 @@ class Defect:
         return None if self.full_run else sorted(self.fails | set(self.also))
 
 
-def _d(category: str, fails: set[str], *also: str, full_run: bool = False) -> Defect:
+def _d(
+    category: str,
+    fails: set[str],
+    *also: str,
+    full_run: bool = False,
+    default_windows: bool = False,
+) -> Defect:
     assert category in CATEGORIES, category
-    return Defect(category, frozenset(fails), also, full_run)
+    return Defect(category, frozenset(fails), also, full_run, default_windows)
 
 
 _ADVERTISEMENT = "server.handshake.advertisement_shape"
@@ -67,10 +78,13 @@ _CLOSE = "server.channels.close"
 _SIDE_EFFECT = "server.channels.no_delivery_side_effect"
 _GAPS = "server.channels.streaming_gaps_tolerated"
 _FETCH = "server.manifest.fetch_returns_full_manifest"
+_STDOUT = "server.transport.stdout_only_messages"
 
 DEFECTS: Final[dict[str, Defect]] = {
     # handshake
     "no_mcpl": _d("handshake", {_ADVERTISEMENT}, full_run=True),
+    # a whole run: a banner line must fail S-46 and nothing else
+    "stdout_banner": _d("handshake", {_STDOUT}, full_run=True),
     "array_feature_sets": _d("handshake", {_ADVERTISEMENT}, _FETCH, "server.policy.receipt_mode"),
     "invalid_uses": _d("handshake", {_ADVERTISEMENT}, "server.policy.receipt_mode", _FETCH),
     "register_before_policy": _d(
@@ -80,6 +94,8 @@ DEFECTS: Final[dict[str, Defect]] = {
         _WITHIN,
         _UNKNOWN_CHANNEL,
     ),
+    # registers on a 2.5 s timer, not on the policy: only a long enough window sees it
+    "register_on_timer": _d("handshake", {_IDLE, _NOTIFICATION}, _WITHIN, default_windows=True),
     # grants and policy
     "notification_readies": _d("grants", {_NOTIFICATION, _ENABLED}, _IDLE, _RECEIPT),
     "receipt_mode_full": _d(
@@ -93,10 +109,14 @@ DEFECTS: Final[dict[str, Defect]] = {
     "bare_parent_grants_all": _d("grants", {_WILDCARD}, _WITHIN, _REDUCTION),
     "overlap_accepted": _d("grants", {"server.grant.overlapping_lists_refused"}, _WITHIN),
     "absent_grant_means_all": _d("grants", {"server.policy.absent_grant_is_empty"}, _RECEIPT),
+    # a whole run: one failure for the cause; the checks that need a receipt are N/EX
+    "policy_not_found": _d("grants", {_RECEIPT}, _ADVERTISEMENT, full_run=True),
     # registration
     "non_itemized_register": _d("registration", {_REJECTION}, _REGISTER, _INCOMING),
     "malformed_descriptor": _d("registration", {_REGISTER}, _REJECTION),
     "results_by_position": _d("registration", {_REJECTION}, _REGISTER),
+    # nothing to fail, but the report must warn that no channels were registered
+    "register_raises": _d("registration", set(), _ANSWERED),
     # incoming
     "incoming_notification": _d("incoming", {_INCOMING}, "server.tags.namespaced", _DELIVERS),
     "incoming_before_receipt": _d("incoming", {_IDLE}, _NOTIFICATION, _INCOMING),
@@ -123,6 +143,12 @@ DEFECTS: Final[dict[str, Defect]] = {
         "requests",
         {"server.state.rollback_result_shape"},
         "server.state.rollback_unknown_checkpoint",
+    ),
+    # 0.4 array-form sets with rollback: true get the state checks too (S-01 fails apart)
+    "array_rollback_unknown_accepted": _d(
+        "requests",
+        {"server.state.rollback_unknown_checkpoint"},
+        "server.state.rollback_result_shape",
     ),
     # manifest
     "revision_not_digest": _d(

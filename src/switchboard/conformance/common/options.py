@@ -2,7 +2,9 @@
 
 What this module knows: every duration the kit waits for, with defaults that follow the
 protocol reference (mcpl-protocol.md 5.0: a 5 s hook timeout, about 2 s of slack for "never
-happens" assertions), and how many checks may run at once.
+happens" assertions), the longer window before the policy (6 s, so a connector that
+registers on a 5 s timer instead of waiting for the policy is seen), and how many checks may
+run at once.
 
 What it deliberately does not know: what any check does with them.
 """
@@ -26,6 +28,9 @@ class SuiteOptions:
         expect_within: seconds the kit waits for something a server usually does (register
             its channels, answer a question) before it concludes the server does not.
         silence: seconds the kit watches for something that must not happen.
+        policy_silence: seconds the kit watches a server before it sends the policy Request,
+            or after one that grants nothing (S-03, S-04, S-09). The default, 6 s, is longer
+            than the 5 s timers some connectors register on instead of waiting for the policy.
         quiet: seconds without any frame after which the server counts as settled.
         hook_timeout: seconds a ``context/beforeInference`` answer may take (§10.6).
         concurrency: checks run at once; ``None`` means 4 for a command, 1 for a URL (a
@@ -37,6 +42,7 @@ class SuiteOptions:
     request_timeout: float = 5.0
     expect_within: float = 5.0
     silence: float = 2.0
+    policy_silence: float = 6.0
     quiet: float = 0.3
     hook_timeout: float = 5.0
     concurrency: int | None = None
@@ -48,6 +54,7 @@ class SuiteOptions:
             "request_timeout",
             "expect_within",
             "silence",
+            "policy_silence",
             "quiet",
             "hook_timeout",
         ):

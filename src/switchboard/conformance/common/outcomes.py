@@ -172,6 +172,8 @@ class CheckResult:
         message: why.
         duration: seconds the check took.
         frames: every frame sent and received on the check's connections, in order.
+        stderr: for a failed check against a spawned target, the last lines it wrote to
+            stderr (each prefixed with its connection); empty otherwise.
     """
 
     check_id: str
@@ -183,6 +185,7 @@ class CheckResult:
     message: str
     duration: float
     frames: tuple[FrameRecord, ...]
+    stderr: tuple[str, ...] = ()
 
     @property
     def must_failure(self) -> bool:

@@ -6,7 +6,9 @@ What this module knows:
   catalogue coverage, the counts, and the exit status (non-zero on any failed MUST check;
   a failed SHOULD check is reported but does not fail the run);
 - the terminal form: one line per check under its section, and under each failure the
-  message exchange that shows it (every frame of the check, each line cut to a width);
+  message exchange that shows it (every frame of the check, each line cut to a width) and
+  the tail of the target's stderr; then the run's warnings (things that are not failures
+  but leave checks unexercised, such as a server that registered no channels);
 - the JSON form: the same, with every frame of every check (frames that are JSON are
   embedded as objects, others as text).
 
@@ -40,6 +42,7 @@ class Report:
         started: when the run started (ISO 8601, UTC).
         duration: seconds the run took.
         kit_version: the switchboard version that ran it.
+        warnings: what the run noticed that is no failure but hides one, each a sentence.
     """
 
     suite: str
@@ -49,6 +52,7 @@ class Report:
     started: str = ""
     duration: float = 0.0
     kit_version: str = "unknown"
+    warnings: tuple[str, ...] = ()
     _index: dict[str, CheckResult] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -111,6 +115,10 @@ def frame_lines(frames: Iterable[FrameRecord], *, width: int | None = 160) -> li
     return lines
 
 
+def _cut(text: str, width: int | None) -> str:
+    return text if width is None or len(text) <= width else text[: width - 3] + "..."
+
+
 def render_text(report: Report, *, width: int | None = 160) -> str:
     """The report for a terminal; failures show their message exchange."""
     out = [f"MCPL {report.suite} conformance: {report.target}", ""]
@@ -126,7 +134,12 @@ def render_text(report: Report, *, width: int | None = 160) -> str:
             if result.outcome is Outcome.FAIL:
                 out.append("        message exchange:")
                 out.extend(f"          {line}" for line in frame_lines(result.frames, width=width))
+                if result.stderr:
+                    out.append(f"        the target's stderr (last {len(result.stderr)} lines):")
+                    out.extend(f"          {_cut(line, width)}" for line in result.stderr)
         out.append("")
+    for warning in report.warnings:
+        out.append(f"Warning: {warning}")
     out.append(f"Summary: {report.summary()} in {report.duration:.1f} s")
     if report.coverage is not None:
         out.append(f"Coverage: {report.coverage.summary()}")
@@ -156,6 +169,7 @@ def _result_json(result: CheckResult) -> dict[str, Any]:
         "message": result.message,
         "duration": round(result.duration, 6),
         "frames": [_frame_json(frame) for frame in result.frames],
+        "stderr": list(result.stderr),
     }
 
 
@@ -174,6 +188,7 @@ def report_json(report: Report) -> dict[str, Any]:
             "exit_code": report.exit_code,
         },
         "coverage": None if report.coverage is None else report.coverage.to_json(),
+        "warnings": list(report.warnings),
         "sections": [
             {"section": section, "checks": [_result_json(r) for r in results]}
             for section, results in report.sections()

@@ -4,6 +4,7 @@ What this module knows:
 
 - that every check gets a fresh transcript and a fresh context (so fresh connections), and
   runs under its own deadline: a server that hangs fails that check, never the run;
+- that a failed result carries the tail of the target's stderr the transcript kept;
 - how a check's ending becomes a :class:`~.outcomes.CheckResult`: a returned verdict, a
   :class:`~.outcomes.CheckStop` raised from a helper (also from inside a task group, where
   it arrives wrapped in an exception group), a closed connection (a failure: the server
@@ -25,7 +26,7 @@ import structlog
 
 from switchboard.transport import LinkClosedError
 
-from .outcomes import CheckResult, CheckStop, Verdict, failed, not_applicable
+from .outcomes import CheckResult, CheckStop, Outcome, Verdict, failed, not_applicable
 from .registry import Check
 from .transcript import Transcript
 
@@ -88,6 +89,7 @@ async def _run_one(
         message=verdict.message,
         duration=duration,
         frames=transcript.frames,
+        stderr=transcript.stderr_tail if verdict.outcome is Outcome.FAIL else (),
     )
 
 

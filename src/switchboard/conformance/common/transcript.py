@@ -3,7 +3,8 @@
 What this module knows:
 
 - :class:`Transcript`, the ordered record of one check's frames across all of its
-  connections, with timestamps relative to the start of the check; it is the evidence a
+  connections, with timestamps relative to the start of the check, and the last
+  :data:`STDERR_TAIL` lines the target wrote to stderr meanwhile; it is the evidence a
   failed check carries in the report;
 - :class:`RecordingLink`, a :class:`~switchboard.transport.Link` wrapper that records each
   frame as it passes, numbers the frames it receives (their *wire position*, so a check can
@@ -17,7 +18,9 @@ observer's business.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
+from typing import Final
 
 import anyio
 
@@ -25,7 +28,10 @@ from switchboard.transport import Link
 
 from .outcomes import Direction, FrameRecord
 
-__all__ = ["FrameObserver", "RecordingLink", "Transcript"]
+__all__ = ["STDERR_TAIL", "FrameObserver", "RecordingLink", "Transcript"]
+
+STDERR_TAIL: Final = 20
+"""How many of the target's last stderr lines a transcript keeps."""
 
 FrameObserver = Callable[[bytes, int], None]
 """Called with each received frame and its wire position (1 for the first frame)."""
@@ -38,12 +44,22 @@ class Transcript:
         started: the ``anyio.current_time()`` at which the check started.
     """
 
-    __slots__ = ("_connections", "_frames", "_started")
+    __slots__ = ("_connections", "_frames", "_started", "_stderr")
 
     def __init__(self, started: float) -> None:
         self._started = started
         self._frames: list[FrameRecord] = []
         self._connections = 0
+        self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
+
+    def note_stderr(self, connection: int, line: str) -> None:
+        """Keep one line the target wrote to stderr on ``connection`` (only the last few)."""
+        self._stderr.append(f"[{connection}] {line}")
+
+    @property
+    def stderr_tail(self) -> tuple[str, ...]:
+        """The target's last stderr lines, oldest first, each prefixed with its connection."""
+        return tuple(self._stderr)
 
     def new_connection(self) -> int:
         """Number a new connection of this check (1, 2, ...)."""

@@ -65,8 +65,7 @@ def itemized(reply: Reply, ids: Sequence[str], key: str = "id") -> dict[str, Map
 
 
 async def _ready(kit: KitConnector) -> None:
-    if await kit.ready() is None:
-        fail("the host never sent a policy Request to answer")
+    await kit.require_ready()
 
 
 @HOST_CHECKS.check(

@@ -24,11 +24,11 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant, advertised_paths
 
-from ..common.outcomes import Verdict, fail, failed, not_exercised, passed
+from ..common.outcomes import Verdict, failed, not_exercised, passed
 from .channels import descriptor, incoming_message
 from .context import GENERAL, HOST_CHECKS, POLICY, HostContext
 from .probes import BARE_PARENTS, EVERYTHING, accepted_one, effective, push_params
-from .session import KitConnector
+from .session import KitConnector, no_policy
 
 __all__: list[str] = []
 
@@ -58,10 +58,7 @@ _MCPL_PREFIXES: Final = ("featureSets/", "channels/", "mcpl/", "context/", "infe
 
 
 async def _grant(kit: KitConnector) -> list[str]:
-    policy = await kit.ready()
-    if policy is None:
-        fail("the host never sent a policy Request to answer")
-    return effective(policy)
+    return effective(await kit.require_ready())
 
 
 async def _enforcement_problems(kit: KitConnector, stated: list[str]) -> list[str]:
@@ -185,7 +182,7 @@ async def mcp_only_fallback_stops_mcpl(ctx: HostContext) -> Verdict:
     async with ctx.launch(receipt=receipt) as kit:
         policy = await kit.policy_request()
         if policy is None or not policy.is_request:
-            return failed("the host never sent a policy Request to refuse")
+            raise no_policy(policy, ctx.options.expect_within)
         await kit.wait_for(lambda m: False, within=ctx.options.silence)
         register = await kit.call("channels/register", {"channels": [descriptor("kit-room")]})
         if register.failure is not None and "closed" in register.failure:
@@ -211,8 +208,7 @@ async def mcp_only_fallback_stops_mcpl(ctx: HostContext) -> Verdict:
 )
 async def unknown_result_fields_tolerated(ctx: HostContext) -> Verdict:
     async with ctx.launch(extra_fields={"x-extra": 1, "x-kit": {"nested": True}}) as kit:
-        if await kit.ready() is None:
-            return failed("the host never sent a policy Request to answer")
+        await kit.require_ready()
         register = await kit.call("channels/register", {"channels": [descriptor("kit-room")]})
         incoming = await kit.call(
             "channels/incoming", {"messages": [incoming_message("kit-room", "m-1")]}

@@ -226,9 +226,7 @@ def _completion_problem(result: Any) -> str | None:
 )
 async def inference_request_streaming(ctx: HostContext) -> Verdict:
     async with ctx.launch(_INFERENCE) as kit:
-        policy = await kit.ready()
-        if policy is None:
-            return failed("the host never sent a policy Request to answer")
+        policy = await kit.require_ready()
         if not Grant(effective(policy)).allows("inferenceRequest.streaming"):
             return not_exercised("the host does not grant inferenceRequest.streaming")
         params = {

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant, manifest_digest
 
-from ..common.outcomes import NotExercised, Verdict, fail, failed, not_exercised, passed
+from ..common.outcomes import NotExercised, Verdict, failed, not_exercised, passed
 from ..common.reply import Reply
 from ..common.shapes import change_domains
 from .channels import descriptor, incoming_message
@@ -63,10 +63,7 @@ _NO_INCOMING: Final = with_revision(
 
 
 async def _ready(kit: KitConnector) -> list[str]:
-    policy = await kit.ready()
-    if policy is None:
-        fail("the host never sent a policy Request to answer")
-    return effective(policy)
+    return effective(await kit.require_ready())
 
 
 async def _incoming(kit: KitConnector, message_id: str) -> Reply:

@@ -21,7 +21,7 @@ from ..common.reply import Reply
 from .channels import descriptor, incoming_message
 from .context import HANDSHAKE, HOST_CHECKS, POLICY, HostContext
 from .probes import push_params
-from .session import HostMessage, KitConnector
+from .session import HostMessage, KitConnector, no_policy
 
 __all__ = ["PRIVILEGED_TO_SERVER", "refused_as_denied"]
 
@@ -71,12 +71,30 @@ def _string_list(policy: HostMessage, key: str) -> list[str]:
     return list(value)
 
 
-async def _initial_policy(kit: KitConnector, *, as_request: bool = True) -> HostMessage:
+async def _initial_policy(
+    kit: KitConnector,
+    *,
+    judge_arrival: bool = False,
+    judge_form: bool = False,
+    any_form: bool = False,
+) -> HostMessage:
+    """The host's first ``featureSets/update``.
+
+    Only the checks about the policy Request itself judge it: ``judge_arrival`` fails when
+    none came, ``judge_form`` when it came as a Notification. Every other check needs it and
+    is "not exercised" without it (:func:`.session.no_policy`), so a host that never sends
+    the Request fails once, not once per check. ``any_form`` takes a Notification too, for
+    checks about its content or about what precedes any receipt.
+    """
     policy = await kit.policy_request()
     if policy is None:
-        fail(f"no featureSets/update arrived within {kit.options.expect_within:g} s")
-    if as_request and not policy.is_request:
-        fail("featureSets/update arrived as a Notification (no id); it must be a Request")
+        if judge_arrival:
+            fail(f"no featureSets/update arrived within {kit.options.expect_within:g} s")
+        raise no_policy(policy, kit.options.expect_within)
+    if not policy.is_request and not any_form:
+        if judge_form:
+            fail("featureSets/update arrived as a Notification (no id); it must be a Request")
+        raise no_policy(policy, kit.options.expect_within)
     return policy
 
 
@@ -114,7 +132,7 @@ async def advertises_mcpl(ctx: HostContext) -> Verdict:
 )
 async def initial_update_is_request(ctx: HostContext) -> Verdict:
     async with ctx.launch() as kit:
-        policy = await _initial_policy(kit)
+        policy = await _initial_policy(kit, judge_arrival=True, judge_form=True)
         early = [
             m.method
             for m in kit.messages
@@ -134,7 +152,7 @@ async def initial_update_is_request(ctx: HostContext) -> Verdict:
 )
 async def initial_update_when_nothing_granted(ctx: HostContext) -> Verdict:
     async with ctx.launch(_NOTHING_GRANTABLE) as kit:
-        policy = await _initial_policy(kit)
+        policy = await _initial_policy(kit, judge_arrival=True)
         effective = _string_list(policy, "effectiveCapabilities")
         if effective:
             return failed(f"nothing was advertised, yet the grant is {effective!r}")
@@ -150,7 +168,7 @@ async def initial_update_when_nothing_granted(ctx: HostContext) -> Verdict:
 )
 async def privileged_rejected_before_ready(ctx: HostContext) -> Verdict:
     async with ctx.launch(hold_policy=True) as kit:
-        await _initial_policy(kit, as_request=False)
+        await _initial_policy(kit)
         replies = [
             await kit.call("channels/register", {"channels": [descriptor("kit-early")]}),
             await kit.call("push/event", push_params()),
@@ -175,7 +193,7 @@ async def privileged_rejected_before_ready(ctx: HostContext) -> Verdict:
 )
 async def within_advertised(ctx: HostContext) -> Verdict:
     async with ctx.launch(_REGISTER_AND_PUBLISH) as kit:
-        policy = await _initial_policy(kit, as_request=False)
+        policy = await _initial_policy(kit, any_form=True)
         effective = _string_list(policy, "effectiveCapabilities")
         granted = Grant(effective)
         advertised = {"channels.register", "channels.publish"}
@@ -194,7 +212,7 @@ async def within_advertised(ctx: HostContext) -> Verdict:
 )
 async def effective_and_denied_disjoint(ctx: HostContext) -> Verdict:
     async with ctx.launch(_REGISTER_AND_PUBLISH) as kit:
-        policy = await _initial_policy(kit, as_request=False)
+        policy = await _initial_policy(kit, any_form=True)
         both = set(_string_list(policy, "effectiveCapabilities")) & set(
             _string_list(policy, "deniedCapabilities")
         )
@@ -212,8 +230,7 @@ async def effective_and_denied_disjoint(ctx: HostContext) -> Verdict:
 )
 async def ungated_methods_refused(ctx: HostContext) -> Verdict:
     async with ctx.launch(_REGISTER_ONLY) as kit:
-        if await kit.ready() is None:
-            return failed("the host never sent a policy Request to answer")
+        await kit.require_ready()
         checks = [
             (await kit.call("push/event", push_params(tags=["chat:mention"])), "pushEvents"),
             (

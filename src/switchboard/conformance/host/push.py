@@ -64,9 +64,7 @@ def _feature_set_named(reply: Reply, name: str) -> bool:
 )
 async def rejections_are_error_objects(ctx: HostContext) -> Verdict:
     async with ctx.launch(_ADVERTISED) as kit:
-        policy = await kit.ready()
-        if policy is None:
-            return failed("the host never sent a policy Request to answer")
+        policy = await kit.require_ready()
         if not Grant(effective(policy)).allows("pushEvents"):
             return not_exercised("the host does not grant pushEvents, so no set can be tried")
         enabled = enabled_sets(policy)
@@ -106,8 +104,7 @@ async def rejections_are_error_objects(ctx: HostContext) -> Verdict:
 )
 async def deduplicated_by_event_id(ctx: HostContext) -> Verdict:
     async with ctx.launch(_ADVERTISED) as kit:
-        if await kit.ready() is None:
-            return failed("the host never sent a policy Request to answer")
+        await kit.require_ready()
         first = await kit.call("push/event", push_params("kit.push", "kit-same"))
         second = await kit.call("push/event", push_params("kit.push", "kit-same"))
         ids = [

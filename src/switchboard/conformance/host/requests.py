@@ -35,8 +35,7 @@ _JUNK: Final = (
 )
 async def every_request_answered(ctx: HostContext) -> Verdict:
     async with ctx.launch() as kit:
-        if await kit.ready() is None:
-            return failed("the host never sent a policy Request to answer")
+        await kit.require_ready()
         methods = ("model/info", "channels/list", "state/update", "context/afterInference")
         replies = [await kit.call(method, {}) for method in methods]
         unknown = await kit.call("mcpl/kit-unknown", {})
@@ -62,8 +61,7 @@ async def every_request_answered(ctx: HostContext) -> Verdict:
 )
 async def survives_malformed_frames(ctx: HostContext) -> Verdict:
     async with ctx.launch() as kit:
-        if await kit.ready() is None:
-            return failed("the host never sent a policy Request to answer")
+        await kit.require_ready()
         for frame in _JUNK * 5:
             if not await kit.send_raw(frame):
                 return failed("the host closed the connection during the junk")

@@ -13,6 +13,9 @@ What this module knows:
 - optionally an unknown member added to every result it sends (to see the host tolerate it);
 - every request and notification the host sends, recorded at the wire with its position and
   whether it carried an id (:class:`HostMessage`), before anything answers it;
+- that a check needing the policy exchange, when the host never sends the policy Request,
+  is "not exercised" naming that cause (:meth:`KitConnector.require_ready`), so one broken
+  exchange is one failure (of :data:`POLICY_CHECK`), not dozens;
 - calls and notifications to the host that never raise (:class:`~..reply.Reply`),
   raw frames, and waiting for a host message that matches a predicate.
 
@@ -32,10 +35,19 @@ from switchboard.protocol import MCP_PROTOCOL_VERSION, MCPL_VERSION
 from switchboard.transport import Deferred, LinkClosedError, Peer, method_not_found
 
 from ..common.options import SuiteOptions
+from ..common.outcomes import NotExercised
 from ..common.reply import Reply, ask, tell
 from ..common.transcript import RecordingLink
 
-__all__ = ["ACCEPTED", "CHANNELS_ONLY", "HostMessage", "KitConnector", "manifest_of"]
+__all__ = [
+    "ACCEPTED",
+    "CHANNELS_ONLY",
+    "POLICY_CHECK",
+    "HostMessage",
+    "KitConnector",
+    "manifest_of",
+    "no_policy",
+]
 
 CHANNELS_ONLY: Final[Mapping[str, Any]] = {
     "version": MCPL_VERSION,
@@ -45,6 +57,22 @@ CHANNELS_ONLY: Final[Mapping[str, Any]] = {
 
 ACCEPTED: Final[Mapping[str, Any]] = {"accepted": True}
 """The default receipt: the policy accepted, nothing degraded."""
+
+POLICY_CHECK: Final = "host.policy.initial_update_is_request"
+"""The check that fails when the host sends no policy Request; the others defer to it."""
+
+
+def no_policy(policy: HostMessage | None, within: float) -> NotExercised:
+    """The verdict of a check that needs the policy exchange when the host never began it."""
+    what = (
+        f"no featureSets/update arrived within {within:g} s"
+        if policy is None
+        else "featureSets/update came as a Notification, which has no receipt"
+    )
+    return NotExercised(
+        f"the host sent no policy Request to answer ({what}), so this could not be tried "
+        f"(one failure, reported by {POLICY_CHECK})"
+    )
 
 
 def manifest_of(mcpl: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -260,4 +288,16 @@ class KitConnector:
             while not self.receipt_sent:
                 await self._changed.wait()
         await self.call("ping", {})  # the host has read the receipt before this answer
+        return policy
+
+    async def require_ready(self) -> HostMessage:
+        """:meth:`ready`, or end the check "not exercised" naming the missing policy Request.
+
+        Raises:
+            NotExercised: the host sent no policy Request (its own check fails for that).
+        """
+        policy = await self.ready()
+        if policy is None:
+            first = next((m for m in self.messages if m.method == "featureSets/update"), None)
+            raise no_policy(first, self.options.expect_within)
         return policy

@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from switchboard.protocol import MCPL_VERSION, Grant
 
-from ..common.outcomes import Verdict, fail, failed, not_exercised, passed
+from ..common.outcomes import Verdict, failed, not_exercised, passed
 from .channels import descriptor, incoming_message
 from .context import HOST_CHECKS, STREAMING, HostContext
 from .probes import effective, gate_of, outside_grant
@@ -56,9 +56,7 @@ async def provoke(kit: KitConnector, *, text: str = "hello, agent") -> tuple[Gra
         The grant the host stated, and the channel ids it accepted from the kit (all of those
         submitted when the answer is not itemized: that is another check's failure).
     """
-    policy = await kit.ready()
-    if policy is None:
-        fail("the host never sent a policy Request to answer")
+    policy = await kit.require_ready()
     reply = await kit.call("channels/register", {"channels": [descriptor(_ROOM)]})
     results = reply.result.get("results") if isinstance(reply.result, Mapping) else None
     if reply.ok and not isinstance(results, list):

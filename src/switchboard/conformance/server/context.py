@@ -2,10 +2,11 @@
 
 What this module knows: how one check opens connections to the server under test — each a
 new process or socket (:func:`~..target.open_link`), wrapped so every frame lands in the
-check's transcript, with a :class:`~.session.HostSession` running its peer for as long as
-the check uses it — and how to make markers no other traffic could contain; and the server
-suite's registry (:data:`SERVER_CHECKS`, which every check module registers into) with its
-report sections in the order they are shown (following mcpl-protocol.md 5b).
+check's transcript (and every stderr line of a spawned one in its stderr tail), with a
+:class:`~.session.HostSession` running its peer for as long as the check uses it — and how
+to make markers no other traffic could contain; and the server suite's registry
+(:data:`SERVER_CHECKS`, which every check module registers into) with its report sections
+in the order they are shown (following mcpl-protocol.md 5b).
 
 What it deliberately does not know: what the check does, or how its verdict is reported.
 """
@@ -70,7 +71,12 @@ class ServerContext:
     async def connect(self) -> AsyncIterator[HostSession]:
         """Open a fresh connection and yield a session on it; closes it on exit."""
         connection = self.transcript.new_connection()
-        async with open_link(self.target, name=f"target#{connection}") as raw:
+        transcript = self.transcript
+
+        def on_stderr(line: str) -> None:
+            transcript.note_stderr(connection, line)
+
+        async with open_link(self.target, name=f"target#{connection}", on_stderr=on_stderr) as raw:
             link = RecordingLink(raw, self.transcript, connection)
             session = HostSession(link, self.options, self.applies)
             async with anyio.create_task_group() as tg:

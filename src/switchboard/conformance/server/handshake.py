@@ -1,6 +1,6 @@
 """Server checks of the handshake: the advertisement, and silence before the policy Request.
 
-What this module knows (mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04):
+What this module knows (mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04, S-46):
 
 - ``server.handshake.advertisement_shape``: the ``initialize`` result carries
   ``capabilities.experimental.mcpl`` with ``version`` ``"0.5"``, boolean capability leaves,
@@ -11,7 +11,14 @@ What this module knows (mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04):
   unanswered: the exchange completes with the receipt (mcpl-protocol.md 1.3), so a message
   that reaches the kit before the receipt was sent too early;
 - ``server.policy.notification_never_ready``: a policy *Notification*, however generous,
-  changes nothing.
+  changes nothing;
+- ``server.transport.stdout_only_messages`` (S-46, the MCP stdio transport): a server
+  spawned over stdio writes nothing on stdout but JSON-RPC messages — no banner, no log
+  line — through a whole session (handshake, full grant, its channels, one provocation).
+  Over TCP or WebSocket it does not apply.
+
+The window before the policy is ``SuiteOptions.policy_silence`` (6 s by default, longer
+than a 5 s registration timer; ``--policy-silence`` on the command line).
 
 Silence proves something only about a server that does speak once ready, so both silence
 checks finish by granting everything: a server that stays silent even then is reported
@@ -22,10 +29,10 @@ What it deliberately does not know: how the report shows any of it.
 
 from __future__ import annotations
 
-from ..common.outcomes import Verdict, fail, not_exercised, passed
+from ..common.outcomes import Verdict, fail, not_applicable, not_exercised, passed
 from ..common.shapes import advertisement_problems
 from .context import HANDSHAKE, SERVER_CHECKS, ServerContext
-from .scenarios import needs
+from .scenarios import needs, policy_failed, provoke, wait_channels
 from .session import HostSession
 
 __all__: list[str] = []
@@ -58,7 +65,9 @@ def _privileged_report(session: HostSession, before: str) -> str:
 async def _speaks_once_granted(session: HostSession) -> bool:
     """Grant everything and see whether the server then sends anything privileged."""
     position = session.link.received
-    await session.grant_all()
+    receipt = await session.grant_all()
+    if not receipt.ok:
+        raise policy_failed(receipt)
     found = await session.wait_for(lambda m: m.privileged, after=position)
     return found is not None
 
@@ -80,7 +89,7 @@ def _before_receipt(session: HostSession, after: int) -> list[str]:
 async def idle_before_request(ctx: ServerContext) -> Verdict:
     async with ctx.connect() as session:
         await session.handshake()
-        await session.watch()
+        await session.watch(ctx.options.policy_silence)
         if session.privileged():
             fail(_privileged_report(session, "before any policy Request"))
         position = session.link.received
@@ -90,7 +99,7 @@ async def idle_before_request(ctx: ServerContext) -> Verdict:
             fail(f"the server sent {', '.join(early)} before it answered the policy Request")
         if not spoke:
             return not_exercised("the server sent nothing privileged even with a full grant")
-    return passed(f"silent for {ctx.options.silence:g} s before the policy, active after it")
+    return passed(f"silent for {ctx.options.policy_silence:g} s before the policy, active after it")
 
 
 @SERVER_CHECKS.check(
@@ -110,9 +119,44 @@ async def notification_never_ready(ctx: ServerContext) -> Verdict:
                 "enabled": session.set_names(),
             }
         )
-        await session.watch()
+        await session.watch(ctx.options.policy_silence)
         if session.privileged():
             fail(_privileged_report(session, "after a policy Notification, with no Request"))
         if not await _speaks_once_granted(session):
             return not_exercised("the server sent nothing privileged even with a full grant")
     return passed("a generous policy Notification changed nothing; the Request did")
+
+
+#: At most this many stray lines are quoted in a failure.
+_QUOTED_LINES = 3
+
+
+@SERVER_CHECKS.check(
+    "server.transport.stdout_only_messages",
+    requirements=("S-46",),
+    level="MUST",
+    section=HANDSHAKE,
+    title="over stdio, the server writes nothing but JSON-RPC messages on stdout",
+)
+async def stdout_only_messages(ctx: ServerContext) -> Verdict:
+    if ctx.target.kind != "stdio":
+        return not_applicable(f"the server is reached over {ctx.target.kind}, not stdio")
+    async with ctx.connect() as session:
+        reply = await session.initialize()
+        if reply.ok and session.manifest is not None:
+            await session.notify("notifications/initialized")
+            await session.grant_all()
+            if session.ready:
+                await wait_channels(session)
+                await provoke(session, ctx.marker())
+        await session.barrier()
+        await session.quiet(window=max(session.options.quiet, 0.5))
+        frames = session.link.received
+        stray = list(session.stray)
+    if stray:
+        shown = stray[:_QUOTED_LINES]
+        quoted = "; ".join(f"frame {position}: {text[:120]!r}" for position, text in shown)
+        if len(stray) > len(shown):
+            quoted += f" (+{len(stray) - len(shown)} more)"
+        fail(f"{len(stray)} of {frames} lines on stdout are not JSON-RPC messages: {quoted}")
+    return passed(f"all {frames} lines on stdout were JSON-RPC messages")

@@ -31,7 +31,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any, Final
 
-from switchboard.protocol import DigestError, manifest_digest
+from switchboard.protocol import DigestError, manifest_digest, parse_feature_sets
 
 from ..common.outcomes import Verdict, fail, not_applicable, not_exercised, passed
 from ..common.shapes import change_domains, manifest_changed_problems
@@ -223,12 +223,15 @@ async def no_redundant_announcement(ctx: ServerContext) -> Verdict:
 
 
 def rollback_set(manifest: Mapping[str, Any] | None) -> str | None:
+    """Why S-44/S-45 do not apply, or None when a feature set declares ``rollback: true``.
+
+    Both shapes of ``featureSets`` count: the 0.5 record keyed by name and the 0.4 array of
+    ``{name, ...}`` (S-01 reports the shape; the rollback it declares is still checked).
+    """
     if manifest is None:
         return "the server advertises no capabilities.experimental.mcpl (MCP-only)"
-    sets = manifest.get("featureSets")
-    if isinstance(sets, dict) and any(
-        isinstance(entry, dict) and entry.get("rollback") is True for entry in sets.values()
-    ):
+    sets, _diagnostics = parse_feature_sets(manifest.get("featureSets"))
+    if any(decl.rollback for decl in sets.values()):
         return None
     return "no feature set declares rollback: true"
 

@@ -13,6 +13,9 @@ What this module knows (mcpl-protocol.md 3.3-3.5; S-05 .. S-09):
 - ``server.policy.absent_grant_is_empty``: a Request carrying only ``enabled`` grants
   nothing.
 
+Only ``receipt_returned`` fails when the policy Request gets no receipt at all; the others
+then say "not exercised" and name it (:func:`.scenarios.policy_failed`).
+
 What it deliberately does not know: how the report shows any of it.
 """
 
@@ -23,7 +26,7 @@ from collections.abc import Collection
 from ..common.outcomes import Verdict, fail, not_exercised, passed
 from ..common.shapes import receipt_problems
 from .context import POLICY, SERVER_CHECKS, ServerContext
-from .scenarios import needs
+from .scenarios import needs, policy_failed
 from .session import HostSession, Reply
 
 __all__: list[str] = []
@@ -63,7 +66,7 @@ async def receipt_schema(ctx: ServerContext) -> Verdict:
         receipts = [await session.grant_all(), await session.policy([])]
     answered = [reply for reply in receipts if reply.ok]
     if not answered:
-        return not_exercised("no receipt came back to validate (see receipt_returned)")
+        raise policy_failed(receipts[0])
     problems = [p for reply in answered for p in receipt_problems(reply.result)]
     if problems:
         fail("; ".join(problems))
@@ -112,6 +115,8 @@ async def receipt_mode(ctx: ServerContext) -> Verdict:
         everything = sorted(session.advertised)
         full = await session.grant_all()
         empty = await session.policy([])
+    if not full.ok:
+        raise policy_failed(full)
     problems = [
         problem
         for problem in (
@@ -142,7 +147,7 @@ async def absent_grant_is_empty(ctx: ServerContext) -> Verdict:
     async with ctx.connect() as session:
         await session.handshake()
         reply = await session.policy(None, enabled=session.set_names())
-        await session.watch()
+        await session.watch(ctx.options.policy_silence)
         early = session.privileged(after=session.receipt_position)
         if early:
             sent = ", ".join(sorted({m.method for m in early}))
@@ -152,7 +157,9 @@ async def absent_grant_is_empty(ctx: ServerContext) -> Verdict:
     # Silence proves something only if a fully granted server speaks: ask a fresh one.
     async with ctx.connect() as session:
         await session.handshake()
-        await session.grant_all()
+        receipt = await session.grant_all()
+        if not receipt.ok:
+            raise policy_failed(receipt)
         if await session.wait_for(lambda m: m.privileged) is None:
             return not_exercised("the server sent nothing privileged even with a full grant")
     return passed("no privileged traffic under a Request without effectiveCapabilities")

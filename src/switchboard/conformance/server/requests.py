@@ -10,7 +10,9 @@ What this module knows (mcpl-protocol.md 1.6, 2, and peers.md 14; S-20, S-21, S-
   an empty batch and a junk line, the server still answers;
 - ``server.requests.unknown_fields_tolerated``: requests carrying members the server does
   not know (``initialize``, the policy Request, ``mcpl/manifest``, ``channels/list``,
-  ``channels/publish``, ``tools/list``) are answered exactly as without them.
+  ``channels/publish``, ``tools/list``) are answered exactly as without them. When the
+  policy Request fails without the extra member too, that is S-05's one failure, and this
+  check is "not exercised".
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -23,7 +25,7 @@ import anyio
 
 from ..common.outcomes import Verdict, fail, passed
 from .context import REQUESTS, SERVER_CHECKS, ServerContext
-from .scenarios import needs, publish_params, ready, wait_channels
+from .scenarios import needs, policy_failed, publish_params, ready, wait_channels
 from .session import HostSession, Reply
 
 __all__: list[str] = []
@@ -148,6 +150,9 @@ async def unknown_fields_tolerated(ctx: ServerContext) -> Verdict:
         await session.handshake(extra=_EXTRA)
         receipt = await session.grant_all(extra=_EXTRA)
         if not receipt.ok:
+            plain = await session.grant_all()
+            if not plain.ok:
+                raise policy_failed(plain)  # not the extra member's fault: S-05 reports it
             problems.append(f"the policy Request with an extra member got {receipt.describe()}")
         channels = await wait_channels(session)
         pairs: list[tuple[str, dict[str, Any]]] = [("mcpl/manifest", {}), ("channels/list", {})]

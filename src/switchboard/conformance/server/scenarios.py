@@ -8,6 +8,9 @@ What this module knows:
 - how the kit provokes a server into acting without a platform of its own: it publishes a
   question to one of the server's channels, which many connectors answer or echo
   (:func:`provoke`); a check that still sees nothing says "not exercised";
+- when the policy Request itself failed, the one check that judges it
+  (:data:`POLICY_CHECK`) fails, and every check that needs a completed exchange is "not
+  exercised" naming that cause (:func:`policy_failed`), never a second failure;
 - *probes*: host→server methods behind a gate (``channels/publish``, ``channels/close``,
   ``channels/acknowledge``), used to see whether the server honours the grant, and what a
   refusal must look like (``-32002``; :func:`denied_problem`).
@@ -26,6 +29,7 @@ from ..common.outcomes import NotExercised
 from .session import HostSession, Reply, ServerMessage
 
 __all__ = [
+    "POLICY_CHECK",
     "PROBES",
     "Applies",
     "denied_problem",
@@ -48,6 +52,9 @@ PROBES: Final[tuple[tuple[str, str], ...]] = (
 )
 """Gated host→server methods the kit uses to test the grant, by their gate."""
 
+POLICY_CHECK: Final = "server.policy.receipt_returned"
+"""The check that fails when the policy Request gets no receipt; the others defer to it."""
+
 CAPABILITY_DENIED: Final = -32002
 UNKNOWN_CHANNEL: Final = -32023
 
@@ -68,6 +75,14 @@ def needs(*paths: str) -> Applies:
     return applies
 
 
+def policy_failed(receipt: Reply) -> NotExercised:
+    """The verdict of a check that needs the policy exchange when the Request failed."""
+    return NotExercised(
+        f"the policy Request itself failed, so this could not be tried: {receipt.describe()} "
+        f"(one failure, reported by {POLICY_CHECK})"
+    )
+
+
 async def ready(session: HostSession, **policy: Any) -> Reply:
     """Handshake and grant everything advertised.
 
@@ -76,6 +91,8 @@ async def ready(session: HostSession, **policy: Any) -> Reply:
     """
     await session.handshake()
     receipt = await session.grant_all(**policy)
+    if not receipt.ok:
+        raise policy_failed(receipt)
     if not session.ready:
         raise NotExercised(f"the server did not accept a full grant: {receipt.describe()}")
     return receipt

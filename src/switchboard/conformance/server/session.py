@@ -11,6 +11,9 @@ What this module knows:
 - every request and notification the server sends, recorded at the wire with its position
   (the count of frames received so far), whether it was a Request, and whether the kit
   was ready — before the peer answers it (:class:`ServerMessage`);
+- every frame that is not a JSON-RPC message (a banner, a log line, a bare JSON value),
+  kept with its position (:attr:`HostSession.stray`): the peer skips them, and the MCP
+  stdio rule (S-46) says a server writes nothing else on stdout;
 - waiting: for a message matching a predicate, for the server to go quiet, or just
   watching for a while; and calls that never raise (:class:`Reply`).
 
@@ -48,6 +51,7 @@ __all__ = [
     "HostSession",
     "Reply",
     "ServerMessage",
+    "is_jsonrpc",
     "kit_version",
 ]
 
@@ -92,6 +96,18 @@ class ServerMessage:
         return needle in json.dumps(self.params, ensure_ascii=False)
 
 
+def is_jsonrpc(decoded: Any) -> bool:
+    """Whether a decoded frame is a JSON-RPC 2.0 message: an object with ``jsonrpc: "2.0"``
+    and a method or an id, or a non-empty batch of such objects."""
+    items = decoded if isinstance(decoded, list) and decoded else [decoded]
+    return all(
+        isinstance(item, dict)
+        and item.get("jsonrpc") == "2.0"
+        and ("method" in item or "id" in item)
+        for item in items
+    )
+
+
 class HostSession:
     """One connection to the server under test, with the kit as its host."""
 
@@ -112,6 +128,7 @@ class HostSession:
         self.feature_sets: dict[str, FeatureSetDecl] = {}
         self.receipt_position = 0
         self.orphan_answers: list[tuple[int, dict[str, Any]]] = []
+        self.stray: list[tuple[int, str]] = []
         self._raw_answers: dict[str, Any] = {}
         self._last_frame = anyio.current_time()
         self._changed = anyio.Event()
@@ -132,6 +149,8 @@ class HostSession:
             decoded = json.loads(frame)
         except ValueError:
             decoded = None  # junk on the wire: the transport skips it, a host must too
+        if not is_jsonrpc(decoded):
+            self.stray.append((position, frame.decode("utf-8", "replace")))
         for item in decoded if isinstance(decoded, list) else (decoded,):
             if not isinstance(item, dict):
                 continue
