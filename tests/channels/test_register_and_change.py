@@ -17,6 +17,7 @@ from switchboard.channels.records import (
     UPDATE_UNREGISTERED,
     accepted_result,
 )
+from switchboard.channels.registry import INVALID_REMOVAL
 from tests.channels.channels_support import Desc, desc
 
 
@@ -189,6 +190,22 @@ def test_removed_ids_may_arrive_as_numbers_and_unknown_ones_are_not_registered()
     assert change.removed == (ChannelRef("a", "123"), ChannelRef("a", "g"))
     assert len(reg) == 0
     assert reg.servers() == frozenset()
+
+
+def test_a_removed_item_that_is_neither_a_string_nor_an_integer_is_refused_alone() -> None:
+    """§11.2, T53: a bool is not the number 1, and a fraction or null names no channel."""
+    reg = ChannelRegistry()
+    reg.register("a", [desc("1"), desc("g")])
+    change = reg.change("a", removed=[True, 1.0, None, {"id": "g"}, "g"])
+    assert change.results == (
+        ItemResult("True", False, INVALID_REMOVAL),
+        ItemResult("1.0", False, INVALID_REMOVAL),
+        ItemResult("", False, INVALID_REMOVAL),
+        ItemResult("{'id': 'g'}", False, INVALID_REMOVAL),
+        ItemResult("g", True),
+    )
+    assert change.removed == (ChannelRef("a", "g"),)
+    assert ChannelRef("a", "1") in reg
 
 
 def test_removing_a_channel_on_one_server_leaves_the_same_id_on_another() -> None:

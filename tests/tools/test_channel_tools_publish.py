@@ -11,7 +11,7 @@ from mcp import Client
 
 from switchboard.tools import build_server
 from switchboard.transport import RpcError
-from tests.host.fake import FakeConnector, board_of, descriptor, drop_server, message
+from tests.host.fake import FakeConnector, board_of, descriptor, drop_server, message, noted
 from tests.tools.channel_support import call, dm, lifecycle_fake
 
 pytestmark = pytest.mark.anyio
@@ -210,22 +210,59 @@ async def test_an_inbound_only_channel_takes_no_publish(tmp_path: Path) -> None:
     assert _sent(fake) == []
 
 
+_UNKNOWN = "unknown", False
+_FAILED = "failed", True
+
+
 @pytest.mark.parametrize(
-    ("answer", "status", "is_error"),
+    ("answer", "outcome"),
     [
-        ({"delivered": True, "messageId": "m9"}, "delivered", False),
-        ({}, "unknown", False),
-        ({"delivered": False}, "failed", True),
+        ({"delivered": True, "messageId": "m9"}, ("delivered", False)),
+        ({"delivered": False}, _FAILED),
+        ({"delivered": False, "messageId": None, "reason": "muted"}, _FAILED),
+        ({"delivered": False, "messageId": "m-x"}, _UNKNOWN),
+        ({"delivered": False, "messageId": 7}, _UNKNOWN),
+        ({}, _UNKNOWN),
+        ({"delivered": "yes", "messageId": "m9"}, _UNKNOWN),
+        (["delivered"], _UNKNOWN),
+        (RpcError(-32023, "Unknown channel"), _FAILED),
+        (RpcError(-32017, "Channel not permitted"), _FAILED),
+        (RpcError(-32002, "Capability denied", {"capability": "channels.publish"}), _FAILED),
+        (RpcError(-32603, "Internal error"), _UNKNOWN),
+        (RpcError(-32602, "Invalid params"), _UNKNOWN),
+        (RpcError(-32000, "rate limited after posting"), _UNKNOWN),
+        (RpcError(-32024, "Channel open failed"), _UNKNOWN),
     ],
-    ids=["delivered", "unknown", "failed"],
+    ids=[
+        "delivered",
+        "refused-receipt",
+        "refused-receipt-with-null-id-and-reason",
+        "refused-beside-a-message-id",
+        "refused-beside-a-numeric-message-id",
+        "empty-receipt",
+        "malformed-receipt",
+        "not-a-receipt",
+        "unknown-channel",
+        "channel-not-permitted",
+        "capability-denied",
+        "internal-error",
+        "invalid-params",
+        "server-error",
+        "another-mcpl-error",
+    ],
 )
-async def test_the_status_is_the_connectors_word(
-    tmp_path: Path, answer: dict[str, Any], status: str, is_error: bool
+async def test_the_status_is_the_connectors_word_and_only_a_definite_refusal_is_failed(
+    tmp_path: Path, answer: dict[str, Any] | list[str] | RpcError, outcome: tuple[str, bool]
 ) -> None:
-    """§8.1: delivered only on the connector's receipt; unknown when unconfirmed."""
+    """§8.1, T42 (issue #10, part 5): delivered only on the connector's receipt; failed only
+    when the connector said for certain that nothing was posted; everything else is unknown,
+    and the agent is told the message may have been posted and that sending again could post
+    it twice."""
     fake = lifecycle_fake()
 
     async def answer_with(method: str, params: Any) -> Any:
+        if isinstance(answer, RpcError):
+            raise answer
         return answer
 
     fake.extra["channels/publish"] = answer_with
@@ -233,10 +270,48 @@ async def test_the_status_is_the_connectors_word(
         await _register(fake, descriptor("room"))
         async with Client(build_server(board, agent="q"), mode="legacy") as client:
             published = await call(client, "channel_publish", {"channel": "room", "text": "x"})
-    assert (published["status"], published["is_error"]) == (status, is_error)
-    assert published.get("message_id") == (answer.get("messageId") if not is_error else None)
-    if is_error:
+    status = outcome[0]
+    assert (published["status"], published["is_error"]) == outcome
+    assert _sent(fake) == ["room"]
+    if status == "delivered":
+        assert published["message_id"] == "m9"
+        return
+    assert published.get("message_id") is None
+    reason = published["reason"] if status == "unknown" else published["message"]
+    if status == "failed":
         assert published["refusal"] == "connector-failed"
+        assert "nothing was posted" in reason or "not delivered" in reason
+        assert "twice" not in reason
+    else:
+        assert "may have been posted" in reason
+        assert "could post it twice" in reason
+    if isinstance(answer, RpcError):
+        assert f"code {answer.code}" in reason
+
+
+async def test_a_connector_without_the_request_form_gets_the_notification_and_an_unknown(
+    tmp_path: Path,
+) -> None:
+    """-32601 is not an outcome: the publish goes again as a Notification (peers.md:
+    mcpl-editor), whose delivery nobody confirms, and every later publish goes that way."""
+    fake = lifecycle_fake()
+
+    async def no_request_form(method: str, params: Any) -> Any:
+        raise RpcError(-32601, "Method not found")
+
+    fake.extra["channels/publish"] = no_request_form
+    async with board_of(tmp_path, {"s": fake}) as board:
+        await _register(fake, descriptor("room"))
+        async with Client(build_server(board, agent="q"), mode="legacy") as client:
+            first = await call(client, "channel_publish", {"channel": "room", "text": "a"})
+            second = await call(client, "channel_publish", {"channel": "room", "text": "b"})
+        notified = await noted(fake, "channels/publish", 2)
+    assert (first["status"], second["status"]) == ("unknown", "unknown")
+    assert "notification" in first["reason"]
+    assert "could post it twice" in first["reason"]
+    assert len(fake.got("channels/publish")) == 1
+    texts = [p["content"][0]["text"] for p in notified]
+    assert texts == ["a", "b"]
 
 
 async def test_a_server_that_is_gone_is_named_when_the_call_names_it(tmp_path: Path) -> None:

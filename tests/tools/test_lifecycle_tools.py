@@ -108,8 +108,9 @@ async def test_the_turns_own_channels_bind_a_bare_id_unless_a_server_is_given(
     assert '"b:g"' in data(both)["message"]
     assert data(named)["status"] == "opened"
     assert states == {"a": "closed", "b": "open"}
-    # b's traffic already showed g open at the transport, so no request was needed.
-    assert scripts["b"].opened == []
+    # b's traffic showed the connector delivers in g, not that it was opened: g was not
+    # desired open, so the open is sent (§7.3 step 3).
+    assert scripts["b"].opened == ["g"]
     assert scripts["a"].opened == []
 
 

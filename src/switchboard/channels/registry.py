@@ -40,12 +40,27 @@ from switchboard.channels.ref import ChannelRef
 from switchboard.gcpause import gc_paused
 
 __all__ = [
+    "INVALID_REMOVAL",
     "Authorizer",
     "ChannelEntry",
     "ChannelRegistry",
     "ItemResult",
     "RegistryChange",
 ]
+
+
+INVALID_REMOVAL = "invalid id: a removed id is a string or an integer"
+"""Reason for a ``changed.removed`` item that is neither (it names no channel)."""
+
+
+def _removal_id(raw: object) -> str | None:
+    """The channel id a ``changed.removed`` item names: a string as it is, an integer as its
+    decimal string (§11.2), anything else (a bool, a fraction, null, an object) none."""
+    if type(raw) is str:
+        return raw
+    if type(raw) is int:
+        return str(raw)
+    return None
 
 
 def _id_text(value: object) -> str:
@@ -101,13 +116,15 @@ class ChannelRegistry:
         server_id: str,
         *,
         added: Iterable[DescriptorLike | Rejected] = (),
-        removed: Iterable[str | int] = (),
+        removed: Iterable[object] = (),
         updated: Iterable[DescriptorLike | Rejected] = (),
         authorize: Authorizer | None = None,
     ) -> RegistryChange:
         """Apply ``channels/changed`` for ``server_id``: removed, then updated, then added.
 
-        A removed id may arrive as a number and is compared as its decimal string. An update
+        A removed id may arrive as an integer and is compared as its decimal string; a removed
+        item that is neither a string nor an integer is refused alone (``INVALID_REMOVAL``,
+        reported by its string form). An update
         of an id this server has not registered is refused (MCPL §14.5); an accepted update
         keeps the entry, its transport state and its registration serial. Added items are
         handled exactly as :meth:`register` handles them.
@@ -119,7 +136,10 @@ class ChannelRegistry:
         results: list[ItemResult] = []
         gone: list[ChannelRef] = []
         for raw in removed:
-            channel_id = raw if type(raw) is str else str(raw)
+            channel_id = _removal_id(raw)
+            if channel_id is None:
+                results.append(ItemResult(_id_text(raw), False, INVALID_REMOVAL))
+                continue
             entry = index.pop(ChannelRef(server_id, channel_id))
             if entry is None:
                 results.append(ItemResult(channel_id, False, NOT_REGISTERED))

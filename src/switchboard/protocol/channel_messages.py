@@ -171,10 +171,12 @@ class RegisterResult(WireModel):
 
 
 class ChangedParams(WireModel):
-    """``channels/changed`` params; ``added``/``updated`` are validated like register."""
+    """``channels/changed`` params; ``added``/``updated`` are validated like register, and
+    ``removed`` ids one by one by the host (a number names the channel whose id is its decimal
+    string; anything else is refused alone, channel-registry.md §11.2)."""
 
     added: list[Any] | None = None
-    removed: list[str] | None = None
+    removed: list[Any] | None = None
     updated: list[Any] | None = None
 
 

@@ -9,7 +9,12 @@ Rules kept here (JSON-RPC 2.0):
 
 - ``jsonrpc`` must be ``"2.0"``; otherwise ``INVALID_REQUEST`` if the message has a usable
   id, else it is discarded.
-- A request id is a string, an integer (not a bool) or null, and is echoed back as it came.
+- A request id is a string, an integer (not a bool) or null, and is echoed back as it came,
+  even an integer beyond 64 bits or a string with an escaped unpaired surrogate (``"\\ud800"``):
+  orjson cannot read or write those exactly, so only the frames that hold one are read again
+  by the stdlib parser, and their answers get the id written by the stdlib encoder. Such a
+  frame's method or params holding an unpaired surrogate (not text) is refused with the id
+  (``INVALID_PARAMS`` naming the field; a notification is dropped with a log line).
   A response is matched by its exact value; ours are always integers.
 - A batch is answered with one array holding an entry per request and per invalid element,
   in element order; a batch of notifications and responses only gets no answer; an empty
@@ -22,12 +27,13 @@ This module knows the JSON-RPC envelope only: not what methods mean, not links, 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 
-from switchboard.transport.errors import invalid_request, parse_error
+from switchboard.transport.errors import ParamProblem, invalid_params, invalid_request, parse_error
 
 __all__ = [
     "BatchReply",
@@ -123,7 +129,8 @@ class ImmediateReply:
 
 @dataclass(frozen=True, slots=True)
 class Discarded:
-    """Something dropped without an answer; ``reason`` is a stable snake_case log event."""
+    """Something not handled (at most answered with an error that comes as its own event);
+    ``reason`` is a stable snake_case log event, ``detail`` at most 200 characters of it."""
 
     reason: str
     detail: str
@@ -148,12 +155,141 @@ def encode_notification(method: str, params: Any) -> bytes:
 
 def encode_result(request_id: RequestId, result: Any) -> bytes:
     """Serialize a success response; raises ``TypeError`` if ``result`` is not JSON."""
-    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": result})
+    except TypeError:
+        if not _beyond_orjson(request_id):
+            raise
+        return _with_id(orjson.dumps({"jsonrpc": "2.0", "id": None, "result": result}), request_id)
 
 
 def encode_error(request_id: RequestId, error: dict[str, Any]) -> bytes:
     """Serialize an error response carrying the error object ``error``."""
-    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
+    try:
+        return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
+    except TypeError:
+        if not _beyond_orjson(request_id):
+            raise
+        return _with_id(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}), request_id)
+
+
+# -- ids orjson cannot carry -------------------------------------------------------------------
+#
+# orjson reads an integer beyond 64 bits as a float (so the id would be lost) and refuses a
+# string with an escaped unpaired surrogate ("\ud800"); it cannot write either back. Both are
+# valid JSON, and JSON-RPC echoes the id as it came. Frames that hit one of them are read again
+# with the stdlib parser, and answers to them get the id spliced in by the stdlib encoder
+# (ASCII escapes, so "\ud800" goes back exactly as it came). Every other frame stays on
+# orjson: the fallback costs a type check per message.
+
+_NULL_ID_PREFIX: Final = b'{"jsonrpc":"2.0","id":null'
+_UNREAD: Final = object()
+
+
+def _beyond_orjson(request_id: RequestId) -> bool:
+    """Whether ``request_id`` is an id orjson cannot write (a huge integer, a lone surrogate)."""
+    if type(request_id) is not int and type(request_id) is not str:
+        return False
+    try:
+        orjson.dumps(request_id)
+    except TypeError:
+        return True
+    return False
+
+
+def _with_id(frame: bytes, request_id: RequestId) -> bytes:
+    """``frame`` (encoded with a null id) with ``request_id`` written by the stdlib encoder."""
+    assert frame.startswith(_NULL_ID_PREFIX)
+    written = json.dumps(request_id, ensure_ascii=True).encode("ascii")
+    return b'{"jsonrpc":"2.0","id":' + written + frame[len(_NULL_ID_PREFIX) :]
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _stdlib_loads(frame: bytes) -> Any:
+    """The stdlib parser's reading of ``frame`` (exact integers, surrogates kept), or
+    :data:`_UNREAD` when it is not JSON either (NaN and Infinity included)."""
+    try:
+        return json.loads(frame, parse_constant=_no_constants)
+    except (ValueError, RecursionError):
+        return _UNREAD
+
+
+def _float_id(obj: Any) -> bool:
+    """Whether a message (or a batch element) has a float id: maybe a huge integer read lossily."""
+    if type(obj) is dict:
+        return type(obj.get("id")) is float
+    return type(obj) is list and any(type(e) is dict and type(e.get("id")) is float for e in obj)
+
+
+def _loads(frame: bytes) -> tuple[Any, bool]:
+    """Parse one frame: ``(value, exact)``, ``exact`` when the stdlib parser had to read it.
+
+    Raises:
+        orjson.JSONDecodeError: Neither parser reads it.
+    """
+    try:
+        obj = orjson.loads(frame)
+    except orjson.JSONDecodeError:
+        if frame.lstrip()[:1] not in (b"{", b"["):
+            raise
+        exact = _stdlib_loads(frame)
+        if exact is _UNREAD:
+            raise
+        return exact, True
+    if _float_id(obj):
+        exact = _stdlib_loads(frame)
+        if exact is not _UNREAD:
+            return exact, True
+    return obj, False
+
+
+def _refuse_surrogates(method: str, params: Any, answer_id: object) -> bytes | Discarded | None:
+    """The refusal of a message whose method or params hold an unpaired surrogate, or None.
+
+    ``answer_id`` is the id to answer with, or ``_NO_ID`` for a notification (dropped).
+    """
+    if _surrogate_at(method) is not None:
+        problem = "method holds an unpaired UTF-16 surrogate, which is not text"
+        if answer_id is _NO_ID:
+            return Discarded("message_dropped", problem)
+        return _invalid(cast(RequestId, answer_id), problem)
+    where = _surrogate_at(params)
+    if where is None:
+        return None
+    problem = "holds an unpaired UTF-16 surrogate (such as \\ud800), which is not text"
+    if answer_id is _NO_ID:
+        return Discarded("message_dropped", f"params {where or '(whole)'} {problem}")
+    error = invalid_params(ParamProblem(where, problem))
+    return encode_error(cast(RequestId, answer_id), error.to_wire())
+
+
+def _surrogate_at(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first string (or key) in ``value`` holding an unpaired
+    surrogate, or None. Only frames the stdlib parser read can hold one."""
+    if type(value) is str:
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+        return None
+    if type(value) is dict:
+        for key, item in value.items():
+            shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+            inner = f"{path}.{shown}" if path else shown
+            if _surrogate_at(key) is not None:
+                return inner
+            found = _surrogate_at(item, inner)
+            if found is not None:
+                return found
+    elif type(value) is list:
+        for index, item in enumerate(value):
+            found = _surrogate_at(item, f"{path}.{index}" if path else str(index))
+            if found is not None:
+                return found
+    return None
 
 
 def _invalid(request_id: RequestId, reason: str) -> bytes:
@@ -164,29 +300,46 @@ def _usable_id(value: object) -> bool:
     return value is None or type(value) is int or type(value) is str
 
 
+def _attempts_json_rpc(frame: bytes) -> bool:
+    """Whether an unparsable frame still looks like a JSON-RPC message: an object (``{``), or
+    a batch (``[`` then ``{`` or ``]``). ``[discord-mcpl] ...`` is a log line, not a batch."""
+    text = frame.lstrip()
+    if text[:1] == b"{":
+        return True
+    return text[:1] == b"[" and text[1:].lstrip()[:1] in (b"{", b"]")
+
+
 def decode_frame(frame: bytes) -> list[Inbound]:
     """Classify one inbound frame into the events it carries, in order."""
     try:
-        obj = orjson.loads(frame)
+        obj, exact = _loads(frame)
     except orjson.JSONDecodeError:
-        if frame.lstrip()[:1] in (b"{", b"["):
-            return [ImmediateReply(encode_error(None, parse_error().to_wire()))]
-        return [Discarded("junk_line_skipped", frame[:200].decode("utf-8", "replace"))]
+        sample = frame[:200].decode("utf-8", "replace")
+        if _attempts_json_rpc(frame):
+            # JSON-RPC 2.0 §5.1: invalid JSON is answered -32700 with a null id.
+            return [
+                Discarded("unparsable_message_answered", sample),
+                ImmediateReply(encode_error(None, parse_error().to_wire())),
+            ]
+        # Not JSON at all (a banner such as "[name] Client initialized"): never answered.
+        return [Discarded("junk_line_skipped", sample)]
     if type(obj) is dict:
-        event = _classify(obj)
+        event = _classify(obj, exact)
         return [ImmediateReply(event) if isinstance(event, bytes) else event]
     if type(obj) is list:
-        return _decode_batch(obj)
+        return _decode_batch(obj, exact)
     return [ImmediateReply(_invalid(None, "not an object or array"))]
 
 
-def _decode_batch(elements: list[Any]) -> list[Inbound]:
+def _decode_batch(elements: list[Any], exact: bool = False) -> list[Inbound]:
     if not elements:
         return [ImmediateReply(_invalid(None, "empty batch"))]
     batch = BatchReply()
     events: list[Inbound] = []
     for element in elements:
-        event = _classify(element) if type(element) is dict else _invalid(None, "not an object")
+        event = (
+            _classify(element, exact) if type(element) is dict else _invalid(None, "not an object")
+        )
         if isinstance(event, bytes):
             batch.reserve(event)
             continue
@@ -200,8 +353,12 @@ def _decode_batch(elements: list[Any]) -> list[Inbound]:
     return events
 
 
-def _classify(msg: dict[str, Any]) -> Inbound | bytes:
-    """One message object to an event, or to the bytes of an immediate error answer."""
+def _classify(msg: dict[str, Any], exact: bool = False) -> Inbound | bytes:
+    """One message object to an event, or to the bytes of an immediate error answer.
+
+    ``exact``: the stdlib parser read it, so its method or params may hold an unpaired
+    surrogate, which is not text: a request is refused with its id, a notification dropped.
+    """
     request_id = msg.get("id", _NO_ID)
     has_id = request_id is not _NO_ID
     answer_id: RequestId = request_id if has_id and _usable_id(request_id) else None
@@ -218,6 +375,10 @@ def _classify(msg: dict[str, Any]) -> Inbound | bytes:
     if method is not None:
         if type(method) is not str:
             return _invalid(answer_id, "method must be a string")
+        if exact:
+            refused = _refuse_surrogates(method, params, answer_id if has_id else _NO_ID)
+            if refused is not None:
+                return refused
         if not has_id:
             return InboundNotification(method, params)
         if not _usable_id(request_id):

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from switchboard.channels import ChannelRef
@@ -24,7 +25,14 @@ from switchboard.host import Refusal, Switchboard
 from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin
 from switchboard.store import DecisionLog, StoreError
 from tests.helpers import Recorder
-from tests.host.fake import FakeConnector, LifecycleScript, board_with, descriptor, register_settled
+from tests.host.fake import (
+    FakeConnector,
+    LifecycleScript,
+    board_with,
+    descriptor,
+    message,
+    register_settled,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -292,3 +300,28 @@ async def test_an_open_answer_declares_the_channel_anew_and_a_bad_declaration_ch
         h_label = board.registry.resolve("h").descriptor.label
     assert renamed == G
     assert h_label == "#h"
+
+
+async def test_opening_a_closed_channel_that_traffic_marked_open_still_asks_the_connector(
+    tmp_path: Path,
+) -> None:
+    """§7.3 step 3 (issue #10, part 5): only a channel already *desired* open skips the
+    request. A mention in a default-closed channel shows the connector delivers there, not that
+    the host opened it, so the agent's open sends ``channels/open`` and a second one does not."""
+    script, rec = LifecycleScript(), Recorder()
+    fake = script.install(FakeConnector())
+    async with board_with(tmp_path, fake, recorder=rec) as board:
+        await register_settled(fake, rec, [descriptor("g")])
+        entry = board.registry.get(G)
+        assert entry is not None
+        await fake.call("channels/incoming", {"messages": [message("g", "m1", "@agent hi")]})
+        with anyio.fail_after(5):
+            while not board.lifecycle.marks.get(entry).open:
+                await anyio.lowlevel.checkpoint()
+        desired_before = board.desired_state(G)
+        first = await board.lifecycle.open(G)
+        second = await board.lifecycle.open(G)
+    assert desired_before == "closed"
+    assert first.status == "opened"
+    assert second.status == "already open"
+    assert script.opened == ["g"]

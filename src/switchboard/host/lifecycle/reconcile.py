@@ -156,13 +156,23 @@ class Reconciler:
     def _record(self, ref: ChannelRef) -> DesiredRecord | None:
         return self._book.record(ref)
 
-    async def run(self, ref: ChannelRef, *, history: Mapping[str, Any] | None = None) -> RunResult:
+    async def run(
+        self,
+        ref: ChannelRef,
+        *,
+        history: Mapping[str, Any] | None = None,
+        newly_opened: bool = False,
+    ) -> RunResult:
         """Queue a run for ``ref`` and drive its transport to the record.
 
         Args:
             ref: The channel.
             history: Ask for backscroll with the open (sent even when the channel is open
                 already, since only an open answer carries history).
+            newly_opened: The record just became ``open`` (it was not desired open before):
+                the open is sent even when traffic made the transport look open, since a
+                mention in a closed channel shows the connector delivers there, not that it
+                was asked to open it (channel-registry.md §7.3 step 3).
 
         Raises:
             LifecycleError: The run failed (see the module docstring).
@@ -170,7 +180,7 @@ class Reconciler:
         async with self._queue.hold(ref):
             self._convergence.abandon(ref)
             try:
-                result = await self._drive(ref, history)
+                result = await self._drive(ref, history, newly_opened)
             except LifecycleError as exc:
                 self._convergence.abandon(ref)
                 self.failures[ref] = exc
@@ -181,7 +191,9 @@ class Reconciler:
             self.failures.pop(ref, None)
             return result
 
-    async def _drive(self, ref: ChannelRef, history: Mapping[str, Any] | None) -> RunResult:
+    async def _drive(
+        self, ref: ChannelRef, history: Mapping[str, Any] | None, newly_opened: bool
+    ) -> RunResult:
         overtaken = False
         got_history: list[Any] | None = None
         truncated: bool | None = None
@@ -205,8 +217,9 @@ class Reconciler:
                 )
             if isinstance(step, Converged):
                 # Open once more when history is asked for (only an open answer carries it),
-                # or when a failed close left it unknown whether the channel is still open.
-                reassert = history is not None or transport.failed_close
+                # when a failed close left it unknown whether the channel is still open, or
+                # when the open is a new decision (traffic alone never opened it).
+                reassert = history is not None or newly_opened or transport.failed_close
                 if not reassert or wanted_op(record) is not Op.OPEN:
                     return RunResult(True, transport.open, got_history, truncated, overtaken)
                 op = Op.OPEN
@@ -214,7 +227,7 @@ class Reconciler:
                 op = step.op
             if op is Op.OPEN:
                 answer = await self._open(session, entry, history)
-                history = None
+                history, newly_opened = None, False
                 if answer.get("history") is not None or answer.get("historyTruncated"):
                     got_history = _history(answer)
                     truncated = answer.get("historyTruncated") is True or None

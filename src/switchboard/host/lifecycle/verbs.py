@@ -20,6 +20,10 @@ answered with :class:`~switchboard.host.lifecycle.answers.LifecycleAnswer`.
 - A recorded close stops typing in that channel (the ``on_close`` the verbs are built with).
 - An open may ask for earlier messages (``history``, at most :data:`MAX_BACKSCROLL`); only an
   open answer carries them, so it is sent even for a channel already open.
+- Only a channel already *desired* open skips the request (§7.3 step 3). Opening a channel
+  that was not desired open sends ``channels/open`` even when traffic (a mention in a closed
+  channel) made its transport look open: that shows the connector delivers there, not that
+  it was asked to open it.
 
 A verb that did nothing raises a :class:`~switchboard.host.refusal.Refusal`.
 
@@ -119,7 +123,7 @@ class LifecycleVerbs(VerbBase):
         if not parts.connectors.directs(ref.server_id):
             return self._undirected(ref, "open")
         try:
-            result = await parts.reconciler.run(ref, history=history)
+            result = await parts.reconciler.run(ref, history=history, newly_opened=not was_open)
         except LifecycleError as exc:
             raise self._run_failed(ref, "open", exc) from exc
         if not result.directed:
