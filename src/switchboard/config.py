@@ -4,6 +4,11 @@ A config file names the connectors (a command to spawn over stdio, or a ``tcp://
 ``ws://`` URL to dial), the host's grant policy for each, the store, and how the agent
 reaches Switchboard. Everything has a default, so :func:`demo_config` can build the embedded
 default without a file. See docs/configuration.md for every key.
+
+It also knows which capability leaves Switchboard can serve: a ``grant`` entry that can only
+ever match a leaf Switchboard answers with ``-32601`` (or never sends) is refused when the file
+is loaded (:data:`UNSERVED_LEAVES`). It does not know what a connector advertises; the session
+intersects the grant with that at the handshake.
 """
 
 from __future__ import annotations
@@ -15,8 +20,28 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-#: The grant Switchboard offers a connector when its config says nothing: every channel leaf
-#: and push events. It is intersected with what the connector advertises (MCPL §5.4).
+from switchboard.protocol import CAPABILITY_PATHS, Grant
+
+__all__ = [
+    "DEFAULT_GRANT",
+    "UNSERVED_LEAVES",
+    "AgentConfig",
+    "Config",
+    "ConfigError",
+    "ConnectorConfig",
+    "StoreConfig",
+    "SubscriptionAllow",
+    "demo_config",
+    "demo_connector_command",
+    "load_config",
+    "unserved_only",
+]
+
+#: The grant Switchboard offers a connector when its config says nothing: every channel leaf,
+#: push events and the connector's MCP tools. It is intersected with what the connector
+#: advertises (MCPL §5.4). ``tools`` is in it because real chat connectors list it in the
+#: ``uses`` of every feature set (docs/configuration.md has the table); without it they
+#: disable all their sets and drop every message.
 DEFAULT_GRANT: tuple[str, ...] = (
     "channels.register",
     "channels.lifecycle",
@@ -26,7 +51,36 @@ DEFAULT_GRANT: tuple[str, ...] = (
     "channels.acknowledge",
     "channels.typing",
     "pushEvents",
+    "tools",
 )
+
+#: Capability leaves Switchboard cannot serve, and why. Granting one would enable a
+#: connector's feature set that then never works, so no grant ever includes them: an entry
+#: that matches nothing else is refused at load, and a wildcard that also matches them (``*``)
+#: is applied without them.
+UNSERVED_LEAVES: dict[str, str] = {
+    "inferenceRequest": "Switchboard runs no inference for connectors: it answers "
+    "inference/request with -32601",
+    "inferenceRequest.streaming": "Switchboard runs no inference for connectors: it answers "
+    "inference/request with -32601",
+    "modelInfo": "Switchboard does not know the agent's model: it answers model/info with -32601",
+    "inferenceLifecycle": "Switchboard does not see the agent's inference: it sends no "
+    "inference/lifecycle notifications",
+}
+
+
+def unserved_only(pattern: str) -> tuple[str, ...]:
+    """The unserved leaves ``pattern`` matches, when it matches no servable leaf at all.
+
+    Returns:
+        The matched leaves (sorted) if every capability path the pattern matches is one
+        Switchboard cannot serve; ``()`` when it matches a servable leaf or nothing.
+    """
+    matcher = Grant([pattern])
+    matched = {path for path in CAPABILITY_PATHS if matcher.allows(path)}
+    if matched and matched <= UNSERVED_LEAVES.keys():
+        return tuple(sorted(matched))
+    return ()
 
 
 class ConfigError(Exception):
@@ -82,6 +136,18 @@ class ConnectorConfig(_Strict):
             raise ValueError("give exactly one of `command` or `url`")
         if self.command is not None and not self.command:
             raise ValueError("`command` must not be empty")
+        return self
+
+    @model_validator(mode="after")
+    def _grant_servable(self) -> ConnectorConfig:
+        for entry in self.grant:
+            leaves = unserved_only(entry)
+            if leaves:
+                why = "; ".join(f"{leaf}: {UNSERVED_LEAVES[leaf]}" for leaf in leaves)
+                raise ValueError(
+                    f"grant entry {entry!r} of connector {self.id!r} can only grant what "
+                    f"Switchboard cannot serve ({why}); remove it from `grant`"
+                )
         return self
 
 

@@ -1,10 +1,14 @@
 """The connector example from docs/connectors.md, run as a real subprocess by the tests."""
 
+import itertools
+
 from switchboard.connector import Connector
 from switchboard.protocol import PublishParams
 
 
 class Echo(Connector):
+    ids = itertools.count(1)  # every message needs its own id: the host drops a repeated one
+
     async def on_ready(self) -> None:
         await self.register(
             [
@@ -13,19 +17,20 @@ class Echo(Connector):
         )
 
     async def on_publish(self, params: PublishParams) -> str:
+        n = next(self.ids)
         text = " ".join(b.text for b in params.content if b.type == "text")
         await self.send_incoming(
             [
                 {
                     "channelId": params.channel_id,
-                    "messageId": f"echo-{text[:8]}",
+                    "messageId": f"echo-in-{n}",
                     "author": {"id": "echo", "name": "Echo"},
                     "timestamp": "2026-11-29T12:00:00Z",
                     "content": [{"type": "text", "text": f"you said: {text}"}],
                 }
             ]
         )
-        return "m-1"  # the message id the host reports as delivered
+        return f"echo-out-{n}"  # the message id the host reports as delivered
 
 
 if __name__ == "__main__":

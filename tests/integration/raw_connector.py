@@ -6,6 +6,11 @@ Modes (argv[1]):
   sequence of bad messages (unparsable JSON, an invalid request, an unknown method, bad params, a
   message for a channel it never registered), followed by one good ``channels/incoming``. Every
   answer it receives is written to OUT as JSON lines, and ``done`` is printed to stderr.
+* ``banner OUT``: prints ``[raw-connector] Client initialized (MCPL mode)`` on stdout right
+  after ``notifications/initialized`` (as discord-mcpl and slack-mcpl do), registers
+  ``raw:room``, writes one JSON line to OUT (``loose``: every message it received that
+  answered nothing it sent; an answer to the banner would be one), then sends one
+  ``channels/incoming`` (``m-after-banner``) and prints ``done`` to stderr.
 * ``counting OUT``: registers ``raw:room`` and sends one message at a time, forever; after each
   ``accepted: true`` it appends the message id to OUT (fsynced) and prints ``accepted N`` on
   stderr.
@@ -68,6 +73,8 @@ async def main() -> None:
             method = msg["method"]
             if method == "initialize":
                 raw(orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": MANIFEST}))
+            elif method == "notifications/initialized" and mode == "banner":
+                raw(b"[raw-connector] Client initialized (MCPL mode)")
             elif method == "featureSets/update" and "id" in msg:
                 raw(orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"accepted": True}}))
                 ready.set()
@@ -110,6 +117,14 @@ async def main() -> None:
         with open(out, "wb") as f:
             for g in got:
                 f.write(orjson.dumps(g) + b"\n")
+        print("done", file=sys.stderr, flush=True)
+    elif mode == "banner":
+        # The host answers in order: an answer to the banner would have come before the
+        # answer to the register call, so what is loose now is all there will be.
+        stray = [loose.get_nowait() for _ in range(loose.qsize())]
+        with open(out, "wb") as f:
+            f.write(orjson.dumps({"loose": stray}) + b"\n")
+        await call(10, "channels/incoming", {"messages": [message("m-after-banner")]})
         print("done", file=sys.stderr, flush=True)
     else:
         fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

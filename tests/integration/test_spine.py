@@ -200,7 +200,9 @@ restart = false
 async def test_the_documented_example_connector_works_and_keeps_stdout_for_the_wire(
     tmp_path: Path, logs: list[MutableMapping[str, Any]]
 ) -> None:
-    """docs/connectors.md's example, spawned for real: no log line may leak onto stdout."""
+    """docs/connectors.md's example, spawned for real: no log line may leak onto stdout, and
+    the same text published twice echoes twice (each message has its own id, so the host
+    deduplicates neither)."""
     echo = connector("echo", [sys.executable, str(Path(__file__).with_name("echo_connector.py"))])
     recorder = Recorder()
     async with (
@@ -208,12 +210,14 @@ async def test_the_documented_example_connector_works_and_keeps_stdout_for_the_w
         Client(build_server(board, agent="agent"), mode="legacy") as client,
     ):
         await recorder.wait_kind(ChannelsRegistered)
-        published = await client.call_tool(
-            "channel_publish", {"channel": "echo:room", "text": "hello"}
-        )
-        seen = await _inbox_until(client, lambda ms: len(ms) >= 1)
-    assert (published.structured_content or {})["status"] == "delivered"
-    assert seen[0]["text"] == "you said: hello"
+        published = [
+            await client.call_tool("channel_publish", {"channel": "echo:room", "text": "hello"})
+            for _ in range(2)
+        ]
+        seen = await _inbox_until(client, lambda ms: len(ms) >= 2)
+    outcomes = [(p.structured_content or {})["status"] for p in published]
+    assert outcomes == ["delivered", "delivered"]
+    assert [m["text"] for m in seen] == ["you said: hello", "you said: hello"]
     assert not [e for e in logs if e["event"] == "junk_line_skipped"]
 
 

@@ -117,11 +117,17 @@ def test_manifests_compare_by_content() -> None:
 
 
 def test_the_host_advertises_mcpl_05_honestly() -> None:
-    """H-01, AUDIT §2.5: version 0.5, push and every channel leaf, featureSets true; no hooks."""
+    """H-01, AUDIT §2.5: version 0.5, push, every channel leaf and the beforeInference hook
+    (Switchboard sends it each turn), featureSets true; nothing it cannot serve."""
     adv = host_advertisement()
     assert adv["version"] == "0.5"
     assert adv["featureSets"] is True
+    assert adv["contextHooks"] == {"beforeInference": True}
     assert advertised_paths(adv) == {
+        "contextHooks.beforeInference.observe",
+        "contextHooks.beforeInference.inject.system",
+        "contextHooks.beforeInference.inject.beforeUser",
+        "contextHooks.beforeInference.inject.afterUser",
         "pushEvents",
         "channels.register",
         "channels.publish",
@@ -131,8 +137,9 @@ def test_the_host_advertises_mcpl_05_honestly() -> None:
         "channels.acknowledge",
         "channels.typing",
     }
-    assert "contextHooks" not in adv
     assert "inferenceRequest" not in adv
+    assert "inferenceLifecycle" not in adv
+    assert "modelInfo" not in adv
 
 
 def test_the_host_advertisement_can_leave_streaming_out() -> None:

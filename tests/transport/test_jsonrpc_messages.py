@@ -69,19 +69,43 @@ def test_json_that_is_not_a_valid_message_is_an_invalid_request(
     assert type(reply["id"]) is type(answer_id)
 
 
-@pytest.mark.parametrize("frame", [b'{"id": 1, "method"', b"  [1, 2", b"\t{oops}"])
-def test_text_that_looks_like_json_but_is_not_is_a_parse_error(frame: bytes) -> None:
-    reply = reply_of(frame)
-    assert reply == {
+@pytest.mark.parametrize(
+    "frame", [b'{"id": 1, "method"', b'  [{"jsonrpc": "2.0"', b"[ ]]", b"\t{oops}"]
+)
+def test_an_unparsable_object_or_batch_is_answered_with_a_parse_error_and_noted(
+    frame: bytes,
+) -> None:
+    """JSON-RPC 2.0 §5.1: invalid JSON that was meant as a message is answered -32700."""
+    noted, answer = decode_frame(frame)
+    assert noted == Discarded("unparsable_message_answered", frame.decode())
+    assert isinstance(answer, ImmediateReply)
+    assert orjson.loads(answer.frame) == {
         "jsonrpc": "2.0",
         "id": None,
         "error": {"code": PARSE_ERROR, "message": "Parse error"},
     }
 
 
-def test_other_text_is_junk_to_skip() -> None:
-    (event,) = decode_frame(b"Logged in as bot#1234")
-    assert event == Discarded("junk_line_skipped", "Logged in as bot#1234")
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"Logged in as bot#1234",
+        b"[discord-mcpl] Client initialized (MCPL mode)",
+        b"[2026-12-01 12:00:00] listening",
+        b"  [1, 2",
+    ],
+)
+def test_a_line_that_is_no_json_rpc_message_is_junk_to_skip_without_an_answer(
+    line: bytes,
+) -> None:
+    (event,) = decode_frame(line)
+    assert event == Discarded("junk_line_skipped", line.decode())
+
+
+def test_only_the_first_200_characters_of_a_junk_line_are_kept() -> None:
+    (event,) = decode_frame(b"x" * 1000)
+    assert isinstance(event, Discarded)
+    assert event.detail == "x" * 200
 
 
 def test_a_wrong_version_without_an_id_is_dropped_quietly() -> None:

@@ -201,6 +201,19 @@ async def test_a_junk_line_is_logged_and_skipped(logs: Logs) -> None:
     assert junk["peer"] == "under-test"
 
 
+async def test_a_flood_of_junk_lines_is_one_line_then_one_summary_when_the_peer_stops(
+    logs: Logs,
+) -> None:
+    async with raw_to_peer() as (raw, _):
+        for _ in range(50):
+            await raw.send(b"[bot] noise")
+        answer = await exchange(raw, req(1, params=["still here"]))
+    assert answer["result"] == ["still here"]
+    junk = events(logs, "junk_line_skipped")
+    assert [(j["count"], j["total"]) for j in junk] == [(1, 1), (49, 50)]
+    assert all(j["log_level"] == "warning" for j in junk)
+
+
 async def test_valid_json_that_is_not_a_message_gets_invalid_request_with_its_id() -> None:
     async with raw_to_peer() as (raw, _):
         number = await exchange(raw, b"42")

@@ -35,6 +35,7 @@ from switchboard.host.agent.publishing import AgentPublish
 from switchboard.host.agent.speech import SegmentStatus, Speech, SpokenSegment
 from switchboard.host.agent.streams import SpeechEnd, Streamed
 from switchboard.host.agent.views import ChannelRow
+from switchboard.host.connection.diagnostics import DisabledFeatureSet
 from switchboard.host.lifecycle.answers import LifecycleAnswer
 from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
 from switchboard.host.tuneouts.host import StartedTuneOut
@@ -50,6 +51,7 @@ __all__ = [
     "CancelledTuneOut",
     "ChannelListing",
     "ChannelRow",
+    "DisabledFeatureSet",
     "LifecycleAnswer",
     "ScopeKind",
     "SegmentStatus",
@@ -73,10 +75,13 @@ class ChannelListing:
         rows: The registered channels, in registry order, named for the agent's turn.
         servers: Each configured (or connected) server id and its state (``connecting``,
             ``ready``, ``mcp-only``, ``closed``; ``disconnected`` before its first session).
+        disabled_feature_sets: For each server whose current session left feature sets
+            disabled, those sets (only servers with at least one).
     """
 
     rows: Sequence[ChannelRow]
     servers: Mapping[str, str]
+    disabled_feature_sets: Mapping[str, Sequence[DisabledFeatureSet]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -123,8 +123,10 @@ def host_advertisement(*, streaming: bool = True) -> dict[str, Any]:
     """Return the object the host sends at ``capabilities.experimental.mcpl`` in ``initialize``.
 
     It is honest (H-01, AUDIT §2.5): Switchboard implements push events and every channel
-    method, so it advertises those; it does not yet run context hooks, lifecycle
-    notifications or server-initiated inference, so it does not advertise them.
+    method, and sends ``context/beforeInference`` at the start of each agent turn (keeping
+    injections at every position the grant allows), so it advertises those; it sends no
+    ``inference/lifecycle`` notifications, answers no ``model/info`` and runs no
+    server-initiated inference, so it does not advertise them.
 
     Args:
         streaming: whether the host streams outgoing text (``channels/outgoing/*``).
@@ -135,6 +137,7 @@ def host_advertisement(*, streaming: bool = True) -> dict[str, Any]:
     return {
         "version": MCPL_VERSION,
         "pushEvents": True,
+        "contextHooks": {"beforeInference": True},
         "channels": {
             "register": True,
             "publish": True,

@@ -29,6 +29,7 @@ from switchboard.host.refusal import only_one
 from switchboard.tools.results import (
     ChannelInfo,
     ChannelListResult,
+    DisabledSetInfo,
     InboxMessage,
     InboxResult,
     PublishResult,
@@ -72,7 +73,12 @@ PUBLISH = "channel_publish"
 async def channel_list(port: AgentPort) -> ChannelListResult:
     listing = port.channels()
     return ChannelListResult(
-        channels=[ChannelInfo.of(r) for r in listing.rows], servers=dict(listing.servers)
+        channels=[ChannelInfo.of(r) for r in listing.rows],
+        servers=dict(listing.servers),
+        disabled_feature_sets={
+            sid: [DisabledSetInfo.of(d) for d in sets]
+            for sid, sets in listing.disabled_feature_sets.items()
+        },
     )
 
 

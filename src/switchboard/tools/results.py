@@ -24,12 +24,20 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from switchboard.host import AgentPort, PublishOutcome, Refusal
-from switchboard.host.port import ChannelRow, SegmentStatus, Speech, SpokenSegment, message_text
+from switchboard.host.port import (
+    ChannelRow,
+    DisabledFeatureSet,
+    SegmentStatus,
+    Speech,
+    SpokenSegment,
+    message_text,
+)
 from switchboard.store import StoredMessage
 
 __all__ = [
     "ChannelInfo",
     "ChannelListResult",
+    "DisabledSetInfo",
     "InboxMessage",
     "InboxResult",
     "PublishResult",
@@ -76,9 +84,38 @@ class ChannelInfo(BaseModel):
         )
 
 
+class DisabledSetInfo(BaseModel):
+    """One feature set a server's policy exchange left disabled."""
+
+    name: str
+    reason: str = Field(
+        description="invalid_uses, capability_denied, not_selected or disabled (MCPL §6)."
+    )
+    missing: list[str] = Field(description="The uses its grant does not cover.")
+    enable_with: str | None = Field(
+        description="The config line that would enable it, or null when none can."
+    )
+    why_not: str | None = Field(description="Why no config line enables it, when none can.")
+
+    @classmethod
+    def of(cls, disabled: DisabledFeatureSet) -> DisabledSetInfo:
+        return cls(
+            name=disabled.name,
+            reason=disabled.reason,
+            missing=list(disabled.missing),
+            enable_with=disabled.enable_with,
+            why_not=disabled.why_not,
+        )
+
+
 class ChannelListResult(BaseModel):
     channels: list[ChannelInfo]
     servers: dict[str, str] = Field(description="Each configured server and its state.")
+    disabled_feature_sets: dict[str, list[DisabledSetInfo]] = Field(
+        default_factory=dict,
+        description="Per server, the feature sets its grant or selection left disabled "
+        "(servers with none are left out).",
+    )
 
 
 class PublishResult(BaseModel):

@@ -59,6 +59,7 @@ from switchboard.transport.messages import (
 )
 from switchboard.transport.outbox import Outbox
 from switchboard.transport.pending import USE_DEFAULT, PendingRequests, Timeout
+from switchboard.transport.ratelog import RateLimitedLog
 
 __all__ = ["Peer", "PeerStatistics"]
 
@@ -118,6 +119,8 @@ class Peer:
         self._name = name
         self._default_timeout = default_timeout
         self._log = structlog.get_logger(__name__).bind(peer=name, link=link.description)
+        # What the remote sent that is not a message (a banner on stdout ...): rate-limited.
+        self._dropped = RateLimitedLog(self._log)
         self._pending = PendingRequests(link.description, read_error)
         self._outbox = Outbox(link)
         # Inbound requests not yet answered, in arrival order (a dict used as an ordered set).
@@ -281,7 +284,7 @@ class Peer:
                 elif isinstance(event, ImmediateReply):
                     self._outbox.put(event.frame)
                 else:
-                    self._log.info(event.reason, detail=event.detail)
+                    self._dropped.note(event.reason, event.reason, detail=event.detail)
 
     async def _dispatch_loop(self) -> None:
         inbox = self._inbox
@@ -470,4 +473,5 @@ class Peer:
             deferred.discard()
         self._not_started.clear()
         self._stopped.set()
+        self._dropped.flush()
         self._log.debug("peer_stopped", reason=reason)

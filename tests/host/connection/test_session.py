@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from switchboard.channels import ChannelRef
+from switchboard.channels.records import UPDATE_UNREGISTERED
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.host import SessionState, Switchboard
 from switchboard.host.events import ChannelsChanged
@@ -178,6 +179,42 @@ async def test_changed_rejects_an_update_of_an_unregistered_channel_and_applies_
     assert by_id["ghost"]["accepted"] is False
     assert by_id["c"]["accepted"] is True
     assert ids == {"b", "c"}
+
+
+async def test_changed_itemizes_numeric_and_unusable_removed_ids_instead_of_failing_whole(
+    tmp_path: Path,
+) -> None:
+    """T53, channel-registry.md §11.2 (issue #10, part 5): a number in ``removed`` names the
+    channel whose id is its decimal string and is answered with its id as sent; an item that is
+    neither a string nor an integer is refused alone. Nothing fails the whole change."""
+    fake = FakeConnector()
+    async with board_with(tmp_path, fake) as board:
+        await fake.call("channels/register", {"channels": [descriptor("123"), descriptor("b")]})
+        answer = await fake.call(
+            "channels/changed",
+            {
+                "removed": [123, "nope", 456, None, {"id": "b"}, 1.5],
+                "updated": [descriptor("ghost")],
+                "added": [{}],
+            },
+        )
+        ids = {e.ref.channel_id for e in board.registry.entries()}
+    results = answer["results"]
+    assert results[:3] == [
+        {"id": 123, "accepted": True},
+        {"id": "nope", "accepted": False, "reason": "not registered"},
+        {"id": 456, "accepted": False, "reason": "not registered"},
+    ]
+    unusable = results[3:6]
+    assert [r["id"] for r in unusable] == [None, {"id": "b"}, 1.5]
+    assert all(r["accepted"] is False for r in unusable)
+    assert all("string or an integer" in r["reason"] for r in unusable)
+    assert results[6:] == [
+        {"id": "ghost", "accepted": False, "reason": UPDATE_UNREGISTERED},
+        {"id": "", "accepted": False, "reason": results[7]["reason"]},
+    ]
+    assert results[7]["reason"].startswith("malformed: id: Field required")
+    assert ids == {"b"}
 
 
 async def test_changed_as_a_notification_is_applied_item_by_item(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ from switchboard.host.port import (
     AgentRead,
     CancelledTuneOut,
     ChannelListing,
+    DisabledFeatureSet,
     StreamFed,
     TuneOutPage,
     TypingIn,
@@ -119,10 +120,13 @@ class BoardPort:
     def channels(self) -> ChannelListing:
         board = self._board
         servers = {c.id: "disconnected" for c in board.config.connectors}
+        disabled: dict[str, tuple[DisabledFeatureSet, ...]] = {}
         for sid, session in board.sessions.items():
             servers[sid] = session.state.value
+            if session.disabled_feature_sets:
+                disabled[sid] = session.disabled_feature_sets
         rows = channel_rows(board.registry, self._desk.own, board.desired_state)
-        return ChannelListing(rows, servers)
+        return ChannelListing(rows, servers, disabled)
 
     async def publish(
         self, text: str, *, channel: str | None = None, server_id: str | None = None

@@ -9,6 +9,9 @@ and the answer goes back only once the store has committed them (a :class:`Defer
 next request is read while this one waits for its commit). Once committed, a batch with new
 messages is told as one :class:`~switchboard.host.events.MessagesAccepted` (a new push event as
 one :class:`~switchboard.host.events.PushAccepted`).
+
+Every message refused is counted and logged, rate-limited, through the connection's
+:class:`~switchboard.host.connection.diagnostics.RefusalLog` (one series per reason).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.host.connection.diagnostics import INCOMING_REFUSED, RefusalLog
 from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import incoming_is_valid
@@ -48,7 +52,9 @@ class IncomingHandler:
         events: EventBus,
         clock: Callable[[], float],
         permits: Callable[[str], bool],
+        refusals: RefusalLog | None = None,
     ) -> None:
+        self._refusals = refusals
         self._server_id = server_id
         self._registry = registry
         self._store = store
@@ -91,6 +97,8 @@ class IncomingHandler:
                 accepted.append(item)
             else:
                 results.append({"messageId": mid, "accepted": False, "reason": reason})
+        if len(accepted) < len(results) and self._refusals is not None:
+            self._count_refused(results)
         if not accepted:
             return Deferred(_ready({"results": results}))
         sid = self._server_id
@@ -104,6 +112,23 @@ class IncomingHandler:
             return {"results": results}
 
         return _deferred(committed, after_commit)
+
+    def _count_refused(self, results: list[dict[str, Any]]) -> None:
+        """One refusal series per reason, with the count and a sample message id."""
+        refusals = self._refusals
+        assert refusals is not None
+        per_reason: dict[str, list[str]] = {}
+        for r in results:
+            if not r["accepted"]:
+                per_reason.setdefault(r["reason"], []).append(r["messageId"])
+        for reason, ids in per_reason.items():
+            refusals.refuse(
+                INCOMING_REFUSED,
+                "channels/incoming",
+                reason,
+                count=len(ids),
+                message_id=ids[0],
+            )
 
     def _verdict(self, channel_id: str) -> str | None:
         """Why messages for ``channel_id`` are refused right now, or None to admit them."""

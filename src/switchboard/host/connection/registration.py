@@ -89,18 +89,23 @@ class RegistrationHandler:
 
     async def changed(self, params: Any, *, notification: bool) -> dict[str, Any]:
         p = ChangedParams.model_validate(params)
+        removed = p.removed or []  # itemized one by one: a number or a bad item fails alone
         change = self._registry.change(
             self._server_id,
             added=self._items(p.added or []),
-            removed=[str(x) for x in (p.removed or [])],
+            removed=removed,
             updated=self._items(p.updated or []),
             authorize=self._authorize,
         )
         results = [_item(r) for r in change.results]
+        for result, raw in zip(results, removed, strict=False):
+            if type(raw) is not str:  # answered with its id as sent (T53): 123, not "123"
+                result["id"] = raw
         if notification:
             for r in change.results:
                 if not r.accepted:
-                    self._log.warning(
+                    # The session counts it and logs it rate-limited (connector_refused).
+                    self._log.debug(
                         "changed_item_filtered",
                         channel_id=r.id,
                         reason=r.reason,

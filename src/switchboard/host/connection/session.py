@@ -26,6 +26,14 @@ What happened is told on the host's :class:`~switchboard.host.events.EventBus`:
 revocation drops the registrations) and ``ManifestApplied`` after a manifest change;
 registration and incoming emit their own events.
 
+It says out loud what it refuses or leaves off (docs/operations.md, "Logs"): at the handshake,
+one line per feature set the policy leaves disabled, with the config line that would enable it
+(:mod:`~switchboard.host.connection.diagnostics`); every refusal it gives the connector,
+counted and rate-limited (:meth:`ConnectorSession.statistics`); and a handshake still
+unfinished after ``request_timeout``, with what it is waiting for. The grant never includes a
+leaf Switchboard cannot serve (:data:`switchboard.config.UNSERVED_LEAVES`), whatever the
+configured patterns match.
+
 It knows nothing of supervision (see :mod:`switchboard.host.connection.supervisor`) or of agents.
 """
 
@@ -43,7 +51,19 @@ from pydantic import ValidationError
 
 from switchboard import __version__
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.config import ConnectorConfig
+from switchboard.config import UNSERVED_LEAVES, ConnectorConfig
+from switchboard.host.connection.diagnostics import (
+    CAPABILITY_DENIED,
+    DESCRIPTOR_REJECTED,
+    INCOMING_REFUSED,
+    PUSH_REFUSED,
+    REQUEST_REFUSED,
+    DisabledFeatureSet,
+    RefusalLog,
+    RefusalStatistics,
+    disabled_feature_sets,
+    log_disabled,
+)
 from switchboard.host.connection.incoming import IncomingHandler
 from switchboard.host.connection.manifest_diff import Narrowing
 from switchboard.host.connection.manifest_watch import ManifestWatch
@@ -115,6 +135,10 @@ class ConnectorSession:
         self.legacy_policy = False
         self.publish_notification_only = False
         self.enabled_feature_sets: frozenset[str] = frozenset()
+        self.disabled_feature_sets: tuple[DisabledFeatureSet, ...] = ()
+        self.log = log.bind(server_id=self.server_id)
+        self.refusals = RefusalLog(self.log)
+        self._waiting_for = "the link to open"
         self._registry = registry
         self._store = store
         self._events = events
@@ -130,6 +154,7 @@ class ConnectorSession:
             events=events,
             clock=clock,
             permits=self.channel_permitted,
+            refusals=self.refusals,
         )
         self._registration = RegistrationHandler(
             server_id=self.server_id,
@@ -140,13 +165,12 @@ class ConnectorSession:
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
-            "channels/register": self._registration.register,
-            "channels/changed": self._registration.changed_request,
+            "channels/register": self._register,
+            "channels/changed": self._changed_request,
             "channels/list": self._registration.list,
             "channels/incoming": self._incoming.handle,
             "push/event": self._push_event,
         }
-        self.log = log.bind(server_id=self.server_id)
         self.manifest_watch = ManifestWatch(self, min_interval=config.manifest_fetch_interval)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -162,6 +186,21 @@ class ConnectorSession:
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
+
+    def statistics(self) -> RefusalStatistics:
+        """What this connection was refused so far, counted (for a status surface)."""
+        return self.refusals.statistics()
+
+    async def _watch_connecting(self) -> None:
+        """Warn when the handshake is still unfinished after ``request_timeout``."""
+        timeout = self.config.request_timeout
+        await anyio.sleep(timeout)
+        if self.state is SessionState.CONNECTING:
+            self.log.warning(
+                "connector_stuck_connecting",
+                waiting_for=self._waiting_for,
+                seconds=timeout,
+            )
 
     async def run(self, link: Link) -> None:
         """Handshake and serve until the link ends. Returns when the connection is over."""
@@ -186,9 +225,11 @@ class ConnectorSession:
 
                 tg.start_soon(read_until_closed)
                 tg.start_soon(self.manifest_watch.run)
+                tg.start_soon(self._watch_connecting)
                 await self._handshake(peer)
                 await anyio.sleep_forever()
         finally:
+            self.refusals.flush()
             self.state = SessionState.CLOSED
             self.grant = Grant.empty()
             self._peer = None
@@ -196,14 +237,23 @@ class ConnectorSession:
                 await peer.aclose()
 
     async def _handshake(self, peer: Peer) -> None:
-        result = await peer.request(
-            "initialize",
-            {
-                "protocolVersion": MCP_PROTOCOL_VERSION,
-                "capabilities": {"experimental": {"mcpl": host_advertisement()}},
-                "clientInfo": {"name": "switchboard", "version": __version__},
-            },
-        )
+        self._waiting_for = "the answer to initialize"
+        try:
+            result = await peer.request(
+                "initialize",
+                {
+                    "protocolVersion": MCP_PROTOCOL_VERSION,
+                    "capabilities": {"experimental": {"mcpl": host_advertisement()}},
+                    "clientInfo": {"name": "switchboard", "version": __version__},
+                },
+            )
+        except RequestTimeoutError:
+            self.log.warning(
+                "handshake_timed_out",
+                waiting_for=self._waiting_for,
+                seconds=self.config.request_timeout,
+            )
+            raise
         manifest = parse_manifest(result if isinstance(result, Mapping) else {})
         await peer.notify("notifications/initialized", {})
         if manifest is None:
@@ -215,9 +265,19 @@ class ConnectorSession:
         self.manifest = manifest
         for note in manifest.diagnostics:
             self.log.info("manifest_diagnostic", note=note)
-        grant = effective_grant(manifest.advertised, self.config.grant)
+        # A leaf Switchboard cannot serve is never granted, whatever pattern matches it.
+        servable = manifest.advertised - UNSERVED_LEAVES.keys()
+        grant = effective_grant(servable, self.config.grant)
         status = derive_enabled(manifest.feature_sets, grant, self.config.enabled_feature_sets, ())
         enabled = frozenset(name for name, why in status.items() if why is None)
+        self.disabled_feature_sets = disabled_feature_sets(
+            manifest,
+            grant,
+            status,
+            policy=self.config.grant,
+            selection=self.config.enabled_feature_sets,
+        )
+        log_disabled(self.log, self.disabled_feature_sets)
         params = _policy_params(manifest, grant, enabled)
         pending = (grant, enabled)
 
@@ -238,8 +298,16 @@ class ConnectorSession:
                     "policy_refused", fallback=receipt.fallback, reason=receipt.raw.get("reason")
                 )
 
+        self._waiting_for = "the featureSets/update receipt"
         try:
             await peer.request("featureSets/update", params, on_response=receipt_read)
+        except RequestTimeoutError:
+            self.log.warning(
+                "handshake_timed_out",
+                waiting_for=self._waiting_for,
+                seconds=self.config.request_timeout,
+            )
+            raise
         except RpcError as exc:
             if exc.code != METHOD_NOT_FOUND:
                 self.state = SessionState.MCP_ONLY
@@ -339,21 +407,48 @@ class ConnectorSession:
             raise CapabilityDenied(gate)
 
     async def _on_request(self, method: str, params: Any) -> Any:
-        # The gate first: an ungranted privileged method (model/info, inference/request ...) is
-        # "capability denied" whether or not Switchboard implements it (MCPL §12, §5.4).
-        self.gate_check(method)
-        handler = self._handlers.get(method)
-        if handler is None:
-            raise method_not_found(method)
-        return await handler(params)
+        try:
+            # The gate first: an ungranted privileged method (model/info, inference/request
+            # ...) is "capability denied" whether or not Switchboard implements it (§12, §5.4).
+            self.gate_check(method)
+            handler = self._handlers.get(method)
+            if handler is None:
+                raise method_not_found(method)
+            return await handler(params)
+        except RpcError as exc:
+            self._refused(method, params, exc.code, exc.message, exc.data)
+            raise
+        except ValidationError as exc:
+            self._refused(method, params, None, _first_error(exc), None)
+            raise
+
+    def _refused(self, method: str, params: Any, code: int | None, message: str, data: Any) -> None:
+        """Count and log one whole request refused with an error answer."""
+        fields: dict[str, Any] = {} if code is None else {"code": code}
+        if isinstance(data, Mapping):
+            fields.update({k: v for k, v in data.items() if k in ("capability", "featureSet")})
+        if method == "push/event":
+            self.refusals.refuse(PUSH_REFUSED, method, message, **fields)
+        elif method == "channels/incoming":
+            raw = params.get("messages") if isinstance(params, Mapping) else None
+            count = len(raw) if isinstance(raw, list) and raw else 1
+            self.refusals.refuse(INCOMING_REFUSED, method, message, count=count, **fields)
+        elif code == CapabilityDenied.CODE:
+            self.refusals.refuse(CAPABILITY_DENIED, method, message, **fields)
+        else:
+            self.refusals.refuse(REQUEST_REFUSED, method, message, **fields)
 
     async def _on_notification(self, method: str, params: Any) -> None:
         if method == "channels/changed":
             try:
                 self.gate_check(method)
-                await self._registration.changed(params, notification=True)
-            except (CapabilityDenied, ValidationError) as exc:
-                self.log.warning("changed_notification_dropped", reason=str(exc))
+                answer = await self._registration.changed(params, notification=True)
+            except CapabilityDenied as exc:
+                self._refused(method, params, exc.code, exc.message, exc.data)
+            except ValidationError as exc:
+                self._refused(method, params, None, _first_error(exc), None)
+            else:
+                self._count_rejected(method, answer)
         elif method == "mcpl/manifestChanged":
             self.manifest_watch.announce(params)
         elif method == "notifications/message":
@@ -365,6 +460,27 @@ class ConnectorSession:
 
     async def _ping(self, params: Any) -> dict[str, Any]:
         return {}
+
+    async def _register(self, params: Any) -> dict[str, Any]:
+        answer = await self._registration.register(params)
+        self._count_rejected("channels/register", answer)
+        return answer
+
+    async def _changed_request(self, params: Any) -> dict[str, Any]:
+        answer = await self._registration.changed_request(params)
+        self._count_rejected("channels/changed", answer)
+        return answer
+
+    def _count_rejected(self, method: str, answer: Mapping[str, Any]) -> None:
+        """Count and log each descriptor a register or changed answer refused."""
+        for item in answer.get("results", ()):
+            if not item.get("accepted", True):
+                self.refusals.refuse(
+                    DESCRIPTOR_REJECTED,
+                    method,
+                    str(item.get("reason", "rejected")),
+                    channel_id=item.get("id"),
+                )
 
     def _grant_allows(self, path: str) -> bool:
         """Whether the grant as it stands now allows ``path`` (it changes with the manifest)."""
@@ -398,6 +514,16 @@ class ConnectorSession:
         """Take the descriptor a ``channels/open`` answer returned (see
         :meth:`RegistrationHandler.apply_declaration`)."""
         return self._registration.apply_declaration(declared)
+
+
+def _first_error(exc: ValidationError) -> str:
+    """A short reason for a params model that did not validate."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid params"
+    first = errors[0]
+    where = ".".join(str(x) for x in first["loc"]) or "params"
+    return f"invalid params: {where}: {first['msg']}"
 
 
 def _policy_params(manifest: Manifest, grant: Grant, enabled: frozenset[str]) -> dict[str, Any]:
