@@ -1,0 +1,81 @@
+"""The shipped example configs (``examples/*.toml``) load, and docs/compatibility.md names
+exactly those files (issue #10: "each example config is loaded by a test").
+
+What this module knows: where the examples and the compatibility doc live, and that
+``switchboard run --config`` reads a file with :func:`switchboard.config.load_config`. What it
+deliberately doesn't: whether the real connectors the examples name are installed; it never
+spawns them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from switchboard.config import load_config
+from switchboard.host.events import ChannelsRegistered, ConnectorReady
+from tests.helpers import Recorder, running_board
+
+__all__: list[str] = []
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+COMPATIBILITY = ROOT / "docs" / "compatibility.md"
+EXAMPLE_FILES = sorted(EXAMPLES.glob("*.toml"))
+
+
+def _named_in_compatibility_doc() -> set[str]:
+    text = COMPATIBILITY.read_text(encoding="utf-8")
+    return set(re.findall(r"examples/([A-Za-z0-9_.-]+\.toml)", text))
+
+
+def test_the_examples_folder_holds_configs_including_the_demo() -> None:
+    names = {path.name for path in EXAMPLE_FILES}
+    assert "demo.toml" in names
+    assert len(names) >= 10, names
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda path: path.name)
+def test_each_example_loads_as_switchboard_run_would_load_it(path: Path) -> None:
+    config = load_config(path)
+    assert len(config.connectors) == 1
+    (connector,) = config.connectors
+    if connector.url is not None:
+        host = urlsplit(connector.url).hostname
+        assert host in ("127.0.0.1", "::1", "localhost"), f"{path.name} dials {host}"
+
+
+def test_the_demo_example_spawns_the_bundled_demo_connector() -> None:
+    (connector,) = load_config(EXAMPLES / "demo.toml").connectors
+    assert connector.command is not None
+    assert connector.command[1:3] == ["-m", "switchboard.connectors.demo"]
+
+
+async def test_the_demo_example_as_written_connects_and_registers_its_rooms(
+    tmp_path: Path,
+) -> None:
+    """Only the interpreter is swapped for this one; grant, args and id are the file's."""
+    (connector,) = load_config(EXAMPLES / "demo.toml").connectors
+    assert connector.command is not None
+    spawned = connector.model_copy(update={"command": [sys.executable, *connector.command[1:]]})
+    recorder = Recorder()
+    async with running_board(tmp_path, spawned, recorder=recorder):
+        ready = await recorder.wait_kind(ConnectorReady)
+        registered = await recorder.wait_kind(ChannelsRegistered)
+    assert ready.server_id == "demo"
+    assert "channels.register" in ready.grant
+    assert not ready.legacy_policy
+    assert registered.server_id == "demo"
+    assert len(registered.channel_ids) == 3
+
+
+def test_the_compatibility_doc_names_every_example_and_only_existing_ones() -> None:
+    named = _named_in_compatibility_doc()
+    present = {path.name for path in EXAMPLE_FILES}
+    assert named == present, {"missing from doc": present - named, "no such file": named - present}
