@@ -6,10 +6,11 @@ Layers, bottom up: ``framing`` (sans-I/O NDJSON splitting), ``link`` (the frame-
 (sans-I/O JSON-RPC classification and encoding), ``errors``, and the peer: ``peer`` (tasks,
 ordering, dispatch) over ``pending`` (our requests: ids, matching, timeouts, with
 ``deadlines``), ``outbox`` (writes and batching) and ``handlers`` (handler shapes,
-``Deferred``); ``ratelog`` logs what a peer may repeat without end, rate-limited.
+``Deferred``). What a peer may repeat without end is logged through the leaf module
+:mod:`switchboard.ratelog`.
 
-This package knows JSON-RPC 2.0 and nothing of MCPL: it imports no other ``switchboard``
-package.
+This package knows JSON-RPC 2.0 and nothing of MCPL: of ``switchboard`` it imports only the
+leaf module ``ratelog``.
 """
 
 from switchboard.transport.errors import (
@@ -48,7 +49,6 @@ from switchboard.transport.link import BatchLink, Link, NamedLink
 from switchboard.transport.memory import MemoryLink, memory_link_pair
 from switchboard.transport.peer import Peer, PeerStatistics
 from switchboard.transport.pending import USE_DEFAULT, Timeout
-from switchboard.transport.ratelog import DEFAULT_LOG_INTERVAL, LogLevel, RateLimitedLog
 from switchboard.transport.stdio import StdioLink, spawn_stdio
 from switchboard.transport.stdio_server import stdio_server_link
 from switchboard.transport.stream_link import NdjsonStreamLink
@@ -56,7 +56,6 @@ from switchboard.transport.tcp import dial_tcp, tcp_link_from_stream
 from switchboard.transport.ws import WebSocketLink, dial_websocket, websocket_link_from_connection
 
 __all__ = [
-    "DEFAULT_LOG_INTERVAL",
     "DEFAULT_MAX_FRAME",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -71,7 +70,6 @@ __all__ = [
     "FutureLike",
     "Link",
     "LinkClosedError",
-    "LogLevel",
     "MemoryLink",
     "NamedLink",
     "NdjsonDecoder",
@@ -80,7 +78,6 @@ __all__ = [
     "ParamProblem",
     "Peer",
     "PeerStatistics",
-    "RateLimitedLog",
     "RequestHandler",
     "RequestTimeoutError",
     "RpcError",

@@ -35,6 +35,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from switchboard.ratelog import RateLimitedLog
 from switchboard.transport.errors import (
     FrameTooLargeError,
     LinkClosedError,
@@ -59,7 +60,6 @@ from switchboard.transport.messages import (
 )
 from switchboard.transport.outbox import Outbox
 from switchboard.transport.pending import USE_DEFAULT, PendingRequests, Timeout
-from switchboard.transport.ratelog import RateLimitedLog
 
 __all__ = ["Peer", "PeerStatistics"]
 

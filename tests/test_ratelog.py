@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.transport import RateLimitedLog
+from switchboard.ratelog import RateLimitedLog
 
 
 class _Lines:
