@@ -248,11 +248,7 @@ class ConnectorSession:
                 },
             )
         except RequestTimeoutError:
-            self.log.warning(
-                "handshake_timed_out",
-                waiting_for=self._waiting_for,
-                seconds=self.config.request_timeout,
-            )
+            self._log_handshake_timeout()
             raise
         manifest = parse_manifest(result if isinstance(result, Mapping) else {})
         await peer.notify("notifications/initialized", {})
@@ -302,11 +298,7 @@ class ConnectorSession:
         try:
             await peer.request("featureSets/update", params, on_response=receipt_read)
         except RequestTimeoutError:
-            self.log.warning(
-                "handshake_timed_out",
-                waiting_for=self._waiting_for,
-                seconds=self.config.request_timeout,
-            )
+            self._log_handshake_timeout()
             raise
         except RpcError as exc:
             if exc.code != METHOD_NOT_FOUND:
@@ -481,6 +473,14 @@ class ConnectorSession:
                     str(item.get("reason", "rejected")),
                     channel_id=item.get("id"),
                 )
+
+    def _log_handshake_timeout(self) -> None:
+        """Say which handshake answer never came (the request then fails as it would)."""
+        self.log.warning(
+            "handshake_timed_out",
+            waiting_for=self._waiting_for,
+            seconds=self.config.request_timeout,
+        )
 
     def _grant_allows(self, path: str) -> bool:
         """Whether the grant as it stands now allows ``path`` (it changes with the manifest)."""
