@@ -619,3 +619,38 @@ async def test_cancelling_one_caller_never_drops_another_callers_frame() -> None
                 assert sent["method"] == "second"
                 await raw.send(orjson.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": 2}))
     assert results == [2]
+
+
+# -- wire order of on_response ---------------------------------------------------------------
+
+
+async def test_on_response_runs_after_the_requests_read_before_it_and_before_those_after() -> None:
+    """A policy receipt must not overtake a register sent before it (MCPL §5.3, H-05)."""
+    seen: list[str] = []
+    ready = False
+
+    async def judge(method: str, params: Any) -> Any:
+        seen.append(f"{method}:{'ready' if ready else 'not-ready'}")
+        return {}
+
+    def receipt(result: Any) -> None:
+        nonlocal ready
+        ready = True
+        seen.append("receipt")
+
+    async with raw_to_peer(on_request=judge) as (raw, peer), anyio.create_task_group() as tg:
+        done = anyio.Event()
+
+        async def ask() -> None:
+            await peer.request("policy", on_response=receipt)
+            done.set()
+
+        tg.start_soon(ask)
+        with anyio.fail_after(5):
+            sent = orjson.loads(await raw.receive())
+            response = orjson.dumps({"jsonrpc": "2.0", "id": sent["id"], "result": {}})
+            await raw.send_many([req("a", "before"), response, req("b", "after")])
+            answers = [orjson.loads(await raw.receive()) for _ in range(2)]
+            await done.wait()
+    assert seen == ["before:not-ready", "receipt", "after:ready"]
+    assert [a["id"] for a in answers] == ["a", "b"]

@@ -8,7 +8,10 @@ Theory of operation. :meth:`Peer.run` runs four tasks in one task group:
 
 - the **reader** takes frames from the link, classifies them (``messages.decode_frame``) and
   resolves responses to our own requests *at once*, so a response is never stuck behind a
-  slow handler; requests and notifications go to the inbox in arrival order;
+  slow handler; requests and notifications go to the inbox in arrival order. The one
+  exception: a response whose request asked for ``on_response`` goes through the inbox when
+  messages read before it wait there, so the state it changes (a session's readiness) changes
+  in wire order;
 - the **dispatcher** takes the inbox one message at a time and awaits its handler, so
   handlers see messages in the order they arrived. A handler that returns ``Deferred``
   releases the dispatcher immediately; its response is sent when the deferred work ends;
@@ -125,7 +128,7 @@ class Peer:
         self._outbox = Outbox(link)
         # Inbound requests not yet answered, in arrival order (a dict used as an ordered set).
         self._unanswered: dict[InboundCall, None] = {}
-        self._inbox: deque[InboundCall | InboundNotification] = deque()
+        self._inbox: deque[InboundCall | InboundNotification | InboundResponse] = deque()
         self._inbox_ready = anyio.Event()
         self._not_started: set[Deferred] = set()
         self._task_group: TaskGroup | None = None
@@ -202,10 +205,12 @@ class Peer:
             method: the method name.
             params: a dict or a list (``None`` leaves ``params`` out).
             timeout: seconds to wait; ``None`` waits forever; default ``default_timeout``.
-            on_response: called with the result inside the reader, the moment the response is
-                read and before any later inbound message is dispatched (for state that must
-                change in wire order, such as readiness after a policy receipt). If it raises,
-                the exception is raised to the caller.
+            on_response: called with the result in wire order: after every inbound message
+                read before the response has been dispatched, and before any message read after
+                it (for state that must change in wire order, such as readiness after a policy
+                receipt). With nothing waiting to be dispatched it runs in the reader, the
+                moment the response is read. If it raises, the exception is raised to the
+                caller.
 
         Raises:
             RpcError: the remote answered with an error object (of the class ``read_error``
@@ -279,7 +284,12 @@ class Peer:
                     inbox.append(event)
                     self._inbox_ready.set()
                 elif isinstance(event, InboundResponse):
-                    if not self._pending.resolve(event):
+                    if inbox and self._pending.in_wire_order(event):
+                        # Messages read before it are judged first (the receipt that makes
+                        # a session ready must not overtake a request sent before it).
+                        inbox.append(event)
+                        self._inbox_ready.set()
+                    elif not self._pending.resolve(event):
                         self._unmatched(event)
                 elif isinstance(event, ImmediateReply):
                     self._outbox.put(event.frame)
@@ -304,6 +314,9 @@ class Peer:
             if isinstance(item, InboundCall):
                 self._counts[1] += 1
                 await self._handle_call(item)
+            elif isinstance(item, InboundResponse):
+                if not self._pending.resolve(item):
+                    self._unmatched(item)
             else:
                 self._counts[3] += 1
                 await self._handle_notification(item)

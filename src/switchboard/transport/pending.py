@@ -121,6 +121,18 @@ class PendingRequests:
             raise waiter.error
         return waiter.result
 
+    def in_wire_order(self, response: InboundResponse) -> bool:
+        """Whether ``response`` answers a waiting request that asked for ``on_response``.
+
+        Such a response changes state that inbound messages are judged by, so the peer resolves
+        it in arrival order with them rather than at once.
+        """
+        request_id = response.id
+        if type(request_id) is not int or response.error is not None:
+            return False
+        waiter = self._waiters.get(request_id)
+        return waiter is not None and waiter.on_response is not None
+
     def resolve(self, response: InboundResponse) -> bool:
         """Hand a response to its waiter; False if no request waits for that exact id."""
         request_id = response.id
