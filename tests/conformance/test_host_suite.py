@@ -16,6 +16,7 @@ import pytest
 
 from switchboard.conformance.common.catalogue import load_catalogue
 from switchboard.conformance.common.outcomes import Outcome
+from switchboard.conformance.common.report import render_text, report_json
 from switchboard.conformance.host_suite import (
     HOST_CHECKS,
     HostTarget,
@@ -241,3 +242,43 @@ async def test_a_policy_sent_as_a_notification_fails_once_and_the_rest_name_that
         if result.outcome is Outcome.NOT_EXERCISED:
             assert "the host sent no policy Request" in result.message, result.check_id
             assert POLICY_REQUEST in result.message, result.check_id
+
+
+@pytest.mark.slow
+async def test_a_failed_host_check_shows_the_tail_of_what_the_host_wrote_to_stderr() -> None:
+    """H-52 (the failing check): as for a connector, a host's failure carries the last lines
+    it wrote to stderr, in the text and the JSON report; a passing check carries none."""
+    listed, advertised = "host.channels.list_answered", "host.handshake.advertises_mcpl"
+    report = await run_host_suite(host("list_silent"), only=[listed, advertised], options=FAST)
+    failure = report[listed]
+    assert failure.outcome is Outcome.FAIL
+    said = [line for line in failure.stderr if "left unanswered" in line]
+    assert said, failure.stderr
+    assert said[0].startswith("[1] rawhost: channels/list")
+    text = render_text(report)
+    assert "the target's stderr (last" in text
+    assert said[0] in text
+    [checks] = [
+        s["checks"] for s in report_json(report)["sections"] if s["checks"][0]["id"] == listed
+    ]
+    assert said[0] in checks[0]["stderr"]
+    assert report[advertised].outcome is Outcome.PASS
+    assert report[advertised].stderr == ()
+
+
+@pytest.mark.slow
+async def test_h05_is_not_exercised_when_the_host_sends_its_policy_as_a_notification() -> None:
+    """H-05 (privileged requests before the receipt get an error) needs the window between
+    the policy Request and its receipt. A legacy host that sends the policy as a Notification
+    opens no such window (there is no receipt to wait for), so H-05 could not be tried: it is
+    "not exercised" and names H-02's check, which is the one failure for that host; never a
+    pass (nothing was refused) nor a second failure for the same cause."""
+    h05 = "host.policy.privileged_rejected_before_ready"
+    report = await run_host_suite(
+        host("policy_notification"), only=[POLICY_REQUEST, h05], options=FAST
+    )
+    assert report[h05].outcome is Outcome.NOT_EXERCISED
+    assert "featureSets/update came as a Notification" in report[h05].message
+    assert POLICY_REQUEST in report[h05].message
+    assert report.failed_ids == {POLICY_REQUEST}
+    assert report[h05].requirements == ("H-05",)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
+import anyio
 import pytest
 
 from switchboard.conformance.cli import main_host
@@ -61,3 +62,17 @@ def test_list_prints_every_host_check_id() -> None:
 )
 def test_a_usage_error_exits_two(argv: list[str]) -> None:
     assert main_host(argv, stdout=io.StringIO()) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_module_runs_the_host_suite_named_first_like_the_console() -> None:
+    """``python -m switchboard.conformance.cli host [OPTIONS] -- HOST {connector}``, as a real
+    subprocess: the documented "same, directly" form."""
+    argv = [sys.executable, "-m", "switchboard.conformance.cli", "host", "--json", "--only", LIST]
+    with anyio.fail_after(120):
+        done = await anyio.run_process([*argv, "--", *command("rawhost")], cwd=REPO, check=False)
+    data = json.loads(done.stdout)
+    assert done.returncode == 0
+    assert data["target"].startswith(f"{sys.executable} -m tests.conformance.hostdefects.rawhost")
+    assert data["summary"]["pass"] == 1

@@ -44,11 +44,25 @@ DEFAULT_WINDOWS: Final = SuiteOptions(concurrency=2, start_timeout=40, check_tim
 SUITES_AT_ONCE: Final = 6
 RAW_BASE: Final = "rawkit"
 ROLLBACK_BASE: Final = "rollkit"
+ARRAY_ROLLBACK_BASE: Final = "array_rollkit"
 ROLLBACK_CHECKS: Final = [
     "server.state.rollback_result_shape",
     "server.state.rollback_unknown_checkpoint",
 ]
-BASES: Final = {"rawkit", "rollkit", "sdk", "expected", "__init__"}
+BASES: Final = {"rawkit", "rollkit", "array_rollkit", "sdk", "expected", "__init__"}
+ADVERTISEMENT: Final = "server.handshake.advertisement_shape"
+# Issue #10 item 6: "the banner, the double count, the cascade and array-form rollback each
+# get a defect that must fail exactly its own check". Each runs the whole suite, and its
+# failures beyond those of the clean connector it is built on are exactly its own check.
+# (The cascade is the host suite's: tests/conformance/test_host_suite.py.)
+OWN_CHECK: Final = {
+    "stdout_banner": ("server.transport.stdout_only_messages", RAW_BASE),  # S-46
+    "policy_not_found": ("server.policy.receipt_returned", RAW_BASE),  # S-05; S-21 not again
+    "array_rollback_unknown_accepted": (
+        "server.state.rollback_unknown_checkpoint",  # S-44
+        ARRAY_ROLLBACK_BASE,
+    ),
+}
 
 
 def _target(name: str) -> ServerTarget:
@@ -59,7 +73,8 @@ def _target(name: str) -> ServerTarget:
 async def _run_all() -> dict[str, Report]:
     reports: dict[str, Report] = {}
     limiter = anyio.CapacityLimiter(SUITES_AT_ONCE)
-    runs: dict[str, list[str] | None] = {RAW_BASE: None, ROLLBACK_BASE: ROLLBACK_CHECKS}
+    runs: dict[str, list[str] | None] = {RAW_BASE: None, ROLLBACK_BASE: None}
+    runs[ARRAY_ROLLBACK_BASE] = None
     runs.update((name, defect.only) for name, defect in DEFECTS.items())
 
     async def run(name: str, only: list[str] | None) -> None:
@@ -112,14 +127,41 @@ def test_the_unbroken_raw_connector_fails_no_check(reports: dict[str, Report]) -
     assert len(report.ids(Outcome.PASS)) >= 25
 
 
-def test_a_connector_that_rolls_back_correctly_passes_both_state_checks(
+def test_a_connector_that_rolls_back_correctly_fails_nothing_and_passes_both_state_checks(
     reports: dict[str, Report],
 ) -> None:
-    """S-44, S-45: the control for the rollback defects."""
+    """S-44, S-45: the control for the rollback defects, in a whole run."""
     report = reports[ROLLBACK_BASE]
-    assert {r.check_id: r.outcome for r in report.results} == dict.fromkeys(
-        ROLLBACK_CHECKS, Outcome.PASS
-    )
+    assert report.failed_ids == frozenset()
+    assert report.warnings == ()
+    for check_id in ROLLBACK_CHECKS:
+        assert report[check_id].outcome is Outcome.PASS, report[check_id]
+
+
+def test_the_same_connector_in_the_array_form_fails_only_the_advertisement_check(
+    reports: dict[str, Report],
+) -> None:
+    """S-01 judges the 0.4 array of feature sets; S-44 and S-45 still run and pass."""
+    report = reports[ARRAY_ROLLBACK_BASE]
+    assert report.failed_ids == {ADVERTISEMENT}
+    assert "featureSets is list" in report[ADVERTISEMENT].message
+    for check_id in ROLLBACK_CHECKS:
+        assert report[check_id].outcome is Outcome.PASS, report[check_id]
+
+
+@pytest.mark.parametrize("name", sorted(OWN_CHECK))
+def test_each_defect_named_in_issue_10_fails_exactly_its_own_check_in_a_whole_run(
+    name: str, reports: dict[str, Report]
+) -> None:
+    """S-46 (a banner on stdout), S-05 (a failed policy Request, counted once: S-21 and the
+    other dependants are not exercised), S-44 (array-form rollback): nothing else fails
+    beyond what the clean connector each is built on fails."""
+    own, control = OWN_CHECK[name]
+    report = reports[name]
+    assert DEFECTS[name].full_run
+    assert [r.check_id for r in report.results] == list(server_check_ids())
+    assert reports[control].failed_ids <= report.failed_ids
+    assert report.failed_ids - reports[control].failed_ids == {own}
 
 
 def _fails_exactly(name: str, defect: Defect, report: Report) -> None:

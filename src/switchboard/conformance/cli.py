@@ -7,6 +7,11 @@ Usage (``argv`` is what follows ``conformance server`` or ``conformance host``):
     switchboard conformance host [--json] [--junit FILE] [--only CHECK]... \\
         [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...   # one ARG is {connector} or {url}
 
+``python -m switchboard.conformance.cli server|host ...`` is the same command (:func:`main`):
+the first argument names the suite, and without one it is a usage error, never a guess.
+Everything after the first ``--`` is the command under test, word for word (options that
+look like the kit's, and further ``--``, included); the kit's options go before it.
+
 The report goes to stdout (terminal text, or JSON with ``--json``); ``--junit FILE`` also
 writes JUnit XML. The exit status is 1 when a MUST check failed, 2 on a usage error, else 0.
 Logs go to stderr, never to stdout.
@@ -33,9 +38,40 @@ from .host_suite import HostTarget, host_check_ids, run_host_suite
 from .server_suite import SuiteOptions, run_server_suite, server_check_ids
 from .target import ServerTarget
 
-__all__ = ["main_host", "main_server"]
+__all__ = ["main", "main_host", "main_server"]
 
 USAGE_ERROR = 2
+
+_MODULE_USAGE = (
+    "usage: python -m switchboard.conformance.cli server [OPTIONS] (--url URL | -- CMD ARGS...)\n"
+    "       python -m switchboard.conformance.cli host [OPTIONS] -- HOST-CMD ARGS...\n"
+    "(the same as `switchboard conformance server|host ...`; add --help after the suite name "
+    "for its options)\n"
+)
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """The kit's options before the first ``--``, and everything after it as the command.
+
+    Split by hand rather than by argparse, so that the command is taken word for word: a
+    ``--json`` or a second ``--`` after the first ``--`` belongs to the command under test.
+
+    Raises:
+        SystemExit: argparse refused the options (it printed why), or ``--help``.
+        ValueError: words that are no option stand before ``--`` as well as a command after.
+    """
+    words = list(argv)
+    if "--" not in words:
+        return parser.parse_args(words)
+    split = words.index("--")
+    args = parser.parse_args(words[:split])
+    if args.command:
+        raise ValueError(
+            f"unexpected {' '.join(args.command)!r} before --: put the kit's options before "
+            "--, and the whole command after it"
+        )
+    args.command = words[split + 1 :]
+    return args
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,11 +119,13 @@ def _quiet_logging() -> None:
 def main_server(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
     """Run ``switchboard conformance server`` with ``argv``; return the exit status."""
     out = sys.stdout if stdout is None else stdout
-    parser = _parser()
     try:
-        args = parser.parse_args(list(argv))
+        args = _parse(_parser(), argv)
     except SystemExit as exc:  # argparse printed the problem (or --help) already
         return USAGE_ERROR if exc.code else 0
+    except ValueError as exc:
+        sys.stderr.write(f"switchboard conformance server: {exc}\n")
+        return USAGE_ERROR
     if args.list:
         out.write("\n".join(server_check_ids()) + "\n")
         return 0
@@ -143,9 +181,12 @@ def main_host(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
     """Run ``switchboard conformance host`` with ``argv``; return the exit status."""
     out = sys.stdout if stdout is None else stdout
     try:
-        args = _host_parser().parse_args(list(argv))
+        args = _parse(_host_parser(), argv)
     except SystemExit as exc:
         return USAGE_ERROR if exc.code else 0
+    except ValueError as exc:
+        sys.stderr.write(f"switchboard conformance host: {exc}\n")
+        return USAGE_ERROR
     if args.list:
         out.write("\n".join(host_check_ids()) + "\n")
         return 0
@@ -168,7 +209,26 @@ def main_host(argv: Sequence[str], *, stdout: TextIO | None = None) -> int:
     return report.exit_code
 
 
+_SUITES = {"server": main_server, "host": main_host}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``python -m switchboard.conformance.cli server|host ...``; return the exit status.
+
+    The first argument names the suite and the rest goes to :func:`main_server` or
+    :func:`main_host` exactly as ``switchboard conformance server|host`` passes it. Anything
+    else is a usage error that shows both forms (``-h``/``--help`` shows them and exits 0).
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words and words[0] in _SUITES:
+        return _SUITES[words[0]](words[1:])
+    if words and words[0] in ("-h", "--help"):
+        sys.stdout.write(_MODULE_USAGE)
+        return 0
+    got = f"got {words[0]!r}" if words else "got nothing"
+    sys.stderr.write(f"{_MODULE_USAGE}error: name the suite first, server or host ({got})\n")
+    return USAGE_ERROR
+
+
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["host"]:
-        raise SystemExit(main_host(sys.argv[2:]))
-    raise SystemExit(main_server(sys.argv[1:]))
+    raise SystemExit(main())

@@ -5,49 +5,42 @@ What this module knows: the three ways to name a connector under test — a comm
 ``ws://...``/``wss://...`` (one new connection each time) — and how to open each with the
 transport's ``spawn_stdio``, ``dial_tcp`` and ``dial_websocket``. When the caller wants the
 spawned connector's stderr lines (the report shows their tail under a failure), it spawns
-the process itself around the transport's ``StdioLink`` and hands each line to the caller,
-stopping the process the same way: close stdin, wait, SIGTERM, wait, SIGKILL.
+the process itself around the transport's ``StdioLink`` and hands each line to the caller
+(:mod:`.common.stderr`, shared with the host suite), stopping the process the same way:
+close stdin, wait, SIGTERM, wait, SIGKILL.
 
 What it deliberately does not know: JSON-RPC, MCPL, or what a check does with the link.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio
-from anyio.abc import ByteReceiveStream
 
 from switchboard.transport import (
     DEFAULT_MAX_FRAME,
-    FrameTooLarge,
     Link,
-    NdjsonDecoder,
     StdioLink,
     dial_tcp,
     dial_websocket,
     spawn_stdio,
 )
 
-__all__ = ["ServerTarget", "StderrLine", "TargetKind", "open_link"]
+from .common.stderr import StderrLine, watching_stderr
 
-StderrLine = Callable[[str], None]
-"""Called with each line the spawned connector writes to stderr."""
+__all__ = ["ServerTarget", "StderrLine", "TargetKind", "open_link"]
 
 TargetKind = Literal["stdio", "tcp", "ws"]
 
 # How long a spawned connector gets to exit after its stdin closes (then SIGTERM, SIGKILL).
 _SHUTDOWN_GRACE = 1.0
-# The longest stderr line kept whole, and how long stderr may drain after the process ended.
-_STDERR_MAX_LINE = 16 * 1024
-_STDERR_DRAIN = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,25 +99,6 @@ class ServerTarget:
         return " ".join(self.command)
 
 
-async def _read_stderr(stream: ByteReceiveStream, on_line: StderrLine, done: anyio.Event) -> None:
-    decoder = NdjsonDecoder(_STDERR_MAX_LINE)
-
-    def hand_out(lines: list[bytes | FrameTooLarge]) -> None:
-        for line in lines:
-            if isinstance(line, FrameTooLarge):
-                on_line(f"<a stderr line longer than {line.limit} bytes>")
-            else:
-                on_line(line.decode("utf-8", "replace"))
-
-    try:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async for chunk in stream:
-                hand_out(decoder.feed(chunk))
-        hand_out(decoder.finish())
-    finally:
-        done.set()
-
-
 async def _stop(link: StdioLink) -> None:
     await link.close_stdin()
     for escalate in (link.terminate, link.kill):
@@ -149,24 +123,13 @@ async def _spawn_watching_stderr(
         cwd=target.cwd,
     )
     link = StdioLink(process, name=name, max_frame=DEFAULT_MAX_FRAME)
-    drained = anyio.Event()
-    # Entered by hand so that an exception from the body reaches the caller as itself, not
-    # wrapped in an ExceptionGroup (as the transport's spawn_stdio does).
-    reader = anyio.create_task_group()
-    await reader.__aenter__()
     try:
         assert process.stderr is not None
-        reader.start_soon(_read_stderr, process.stderr, on_stderr, drained)
-        try:
+        # Not the transport's spawn_stdio: that one logs stderr, and wraps an exception from
+        # the body in an ExceptionGroup; this one hands each line to the check's transcript.
+        async with watching_stderr(process.stderr, on_stderr, stop=lambda: _stop(link)):
             yield link
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop(link)
-                with anyio.move_on_after(_STDERR_DRAIN):
-                    await drained.wait()
     finally:
-        reader.cancel_scope.cancel()
-        await reader.__aexit__(None, None, None)
         with anyio.CancelScope(shield=True):
             await link.aclose()
             await process.aclose()

@@ -123,6 +123,8 @@ class RawConnector:
     def receipt(self) -> dict[str, Any]:
         """``accepted``, plus ``mode: "degraded"`` naming each declared set the grant cuts."""
         sets = self.manifest().get("featureSets")
+        if isinstance(sets, list):  # the 0.4 array of records (S-01's failure, not this one's)
+            sets = {entry.get("name"): entry for entry in sets if isinstance(entry, dict)}
         unavailable = []
         for name, declared in sets.items() if isinstance(sets, dict) else ():
             uses = declared.get("uses") if isinstance(declared, dict) else None

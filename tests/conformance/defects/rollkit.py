@@ -4,7 +4,8 @@ It declares a feature set ``notes`` with ``rollback: true`` and a read-only tool
 result carries ``state.checkpoint``; ``state/rollback`` to a checkpoint it handed out answers
 ``{checkpoint, success}``, and ``-32005`` with ``data.checkpoint`` for any other.
 
-The base of the rollback defects, and their clean control: it passes S-44 and S-45.
+The base of the rollback defects, and their clean control: it fails no check (a whole run),
+and passes S-44 and S-45.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ class RollbackConnector(RawConnector):
     def manifest(self) -> dict[str, Any]:
         manifest = super().manifest()
         manifest["featureSets"] = {
-            "notes": {"description": "Notes with checkpoints", "uses": [], "rollback": True}
+            "notes": {
+                "description": "Notes posted to channels, with checkpoints",
+                "uses": ["channels.publish"],
+                "rollback": True,
+            }
         }
         return manifest
 

@@ -262,6 +262,9 @@ class RawHost:
             self.notification(method, message.get("params"))
             return
         if method == "channels/list" and self.defects.list_never_answered:
+            # Said on stderr, where a host's logs go: a failed check shows the tail of it.
+            sys.stderr.write(f"rawhost: channels/list {message['id']!r} left unanswered\n")
+            sys.stderr.flush()
             return
         self.send({"id": message["id"], **self.answer(method, message.get("params"))})
 

@@ -10,7 +10,9 @@ What this module knows:
 - how one check launches the host: a TCP listener on 127.0.0.1 (port 0), the host process
   started in its own session with the relay argv substituted, the first connection the relay
   makes (within the start timeout), wrapped so every frame lands in the check's transcript,
-  with a :class:`~.session.KitConnector` serving it; and on exit the process group ended;
+  with a :class:`~.session.KitConnector` serving it; every line the host writes to stderr
+  kept in the transcript's stderr tail (a failed check shows it, as the server suite does
+  for a connector: :mod:`..common.stderr`); and on exit the process group ended;
 - the host suite's registry (:data:`HOST_CHECKS`) and its report sections, in order.
 
 What it deliberately does not know: what the check does, or how its verdict is reported.
@@ -22,19 +24,21 @@ import os
 import shlex
 import signal
 import subprocess
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import anyio
 import anyio.abc
+from anyio.streams.stapled import MultiListener
 
 from switchboard.transport import tcp_link_from_stream
 
 from ..common.options import SuiteOptions
 from ..common.outcomes import fail
 from ..common.registry import CheckRegistry
+from ..common.stderr import watching_stderr
 from ..common.transcript import RecordingLink, Transcript
 from .agent_connector import connector_argv
 from .session import ACCEPTED, CHANNELS_ONLY, KitConnector
@@ -183,25 +187,18 @@ class HostContext:
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 env=env,
                 cwd=self.target.cwd,
                 start_new_session=True,
             )
-            try:
-                stream: anyio.abc.SocketStream | None = None
-                accept = listener.listeners[0]
-                assert isinstance(accept, anyio.abc.SocketListener)
-                with anyio.move_on_after(self.options.start_timeout):
-                    stream = await accept.accept()
-                if stream is None:
-                    fail(
-                        f"the host did not start the connector within "
-                        f"{self.options.start_timeout:g} s"
-                    )
-                raw = tcp_link_from_stream(stream, description=f"host#{connection}")
-                link = RecordingLink(raw, self.transcript, connection)
-                kit = KitConnector(
+            transcript = self.transcript
+
+            def on_stderr(line: str) -> None:
+                transcript.note_stderr(connection, line)
+
+            def make_kit(link: RecordingLink) -> KitConnector:
+                return KitConnector(
                     link,
                     self.options,
                     advertisement,
@@ -210,17 +207,44 @@ class HostContext:
                     extra_fields=extra_fields,
                     hold_hooks=hold_hooks,
                 )
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(kit.peer.run)
-                    try:
-                        yield kit
-                    finally:
-                        with anyio.CancelScope(shield=True):
-                            await kit.peer.aclose()
-                        tg.cancel_scope.cancel()
+
+            try:
+                assert process.stderr is not None
+                async with (
+                    watching_stderr(process.stderr, on_stderr, stop=lambda: _end(process)),
+                    self._serve(listener, connection, make_kit) as kit,
+                ):
+                    yield kit
             finally:
                 with anyio.CancelScope(shield=True):
-                    await _end(process)
+                    await process.aclose()
+
+    @asynccontextmanager
+    async def _serve(
+        self,
+        listener: MultiListener[anyio.abc.SocketStream],
+        connection: int,
+        make_kit: Callable[[RecordingLink], KitConnector],
+    ) -> AsyncIterator[KitConnector]:
+        """Accept the host's connector connection and serve it as the kit while in use."""
+        stream: anyio.abc.SocketStream | None = None
+        accept = listener.listeners[0]
+        assert isinstance(accept, anyio.abc.SocketListener)
+        with anyio.move_on_after(self.options.start_timeout):
+            stream = await accept.accept()
+        if stream is None:
+            fail(f"the host did not start the connector within {self.options.start_timeout:g} s")
+        raw = tcp_link_from_stream(stream, description=f"host#{connection}")
+        link = RecordingLink(raw, self.transcript, connection)
+        kit = make_kit(link)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(kit.peer.run)
+            try:
+                yield kit
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await kit.peer.aclose()
+                tg.cancel_scope.cancel()
 
 
 HANDSHAKE: Final = "Handshake and policy"
