@@ -111,3 +111,10 @@ def test_conformance_host_is_reachable_from_the_switchboard_command() -> None:
     done = _run("conformance", "host", "--list")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip()
+
+
+def test_a_log_level_before_conformance_still_reaches_the_kit() -> None:
+    for words in (["--log-level", "DEBUG"], ["--log-level=INFO"]):
+        done = _run(*words, "conformance", "server", "--list")
+        assert done.returncode == 0, done.stderr
+        assert "server.handshake.advertisement_shape" in done.stdout

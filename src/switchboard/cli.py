@@ -50,19 +50,36 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _kit_call(raw: list[str]) -> tuple[str | None, str, list[str]] | None:
+    """``(log level, side, kit arguments)`` when ``raw`` asks for the conformance kit.
+
+    The kit parses its own options and keeps everything after ``--`` as the command, so it is
+    handed the words after ``conformance server|host`` untouched; only ``--log-level`` may come
+    before ``conformance``.
+    """
+    level: str | None = None
+    i = 0
+    while i < len(raw) and raw[i].startswith("--log-level"):
+        if raw[i] == "--log-level" and i + 1 < len(raw):
+            level, i = raw[i + 1], i + 2
+        elif raw[i].startswith("--log-level="):
+            level, i = raw[i].partition("=")[2], i + 1
+        else:
+            return None
+    if raw[i : i + 1] == ["conformance"] and raw[i + 1 : i + 2] in (["server"], ["host"]):
+        return level, raw[i + 1], raw[i + 2 :]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
-    if raw[:2] == ["conformance", "server"]:
-        # The kit parses its own options and keeps everything after `--` as the command.
-        configure("ERROR")
-        from switchboard.conformance.cli import main_server
+    kit = _kit_call(raw)
+    if kit is not None:
+        level, side, rest = kit
+        configure(level or "ERROR")
+        from switchboard.conformance.cli import main_host, main_server
 
-        return main_server(raw[2:])
-    if raw[:2] == ["conformance", "host"]:
-        configure("ERROR")
-        from switchboard.conformance.cli import main_host
-
-        return main_host(raw[2:])
+        return main_server(rest) if side == "server" else main_host(rest)
     args = _parser().parse_args(raw)
     if args.command == "run":
         try:
@@ -73,7 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         configure(args.log_level or config.log_level)
         from switchboard.serve import serve
 
-        anyio.run(serve, config)
+        try:
+            anyio.run(serve, config)
+        except ConfigError as exc:
+            print(f"switchboard: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            return 130
         return 0
     if args.command == "demo":
         configure(args.log_level or "WARNING")

@@ -9,21 +9,32 @@ It also knows which capability leaves Switchboard can serve: a ``grant`` entry t
 ever match a leaf Switchboard answers with ``-32601`` (or never sends) is refused when the file
 is loaded (:data:`UNSERVED_LEAVES`). It does not know what a connector advertises; the session
 intersects the grant with that at the handshake.
+
+:func:`load_config` expands ``${NAME}`` in every string value from the environment (``$${``
+is a literal ``${``), and refuses an unset variable by name. The ``[agent]`` model holds the
+rules of the HTTP endpoint that need no I/O: a bind address other than loopback needs a token,
+a wildcard bind needs ``allowed_hosts``, a token has a usable shape. Reading a ``token_file``,
+binding and checking requests belong to :mod:`switchboard.agent_http`.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import re
 import sys
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from switchboard.protocol import CAPABILITY_PATHS, Grant
 
 __all__ = [
     "DEFAULT_GRANT",
+    "MIN_TOKEN_LENGTH",
     "UNSERVED_LEAVES",
     "AgentConfig",
     "Config",
@@ -33,7 +44,11 @@ __all__ = [
     "SubscriptionAllow",
     "demo_config",
     "demo_connector_command",
+    "expand_env",
+    "is_loopback",
+    "is_wildcard",
     "load_config",
+    "token_problem",
     "unserved_only",
 ]
 
@@ -124,6 +139,11 @@ class ConnectorConfig(_Strict):
         description="which channels open when discovered: those the connector marks "
         "initiallyOpen, all (auto), or also an allow-list (docs/lifecycle.md)",
     )
+    compat: Literal["auto", "strict", "lenient"] = Field(
+        default="auto",
+        description="pre-0.5 compatibility (docs/compatibility.md): auto judges a connector "
+        "that speaks 0.4 by 0.4 rules, strict never does, lenient always does",
+    )
     manifest_fetch_interval: float = Field(
         default=1.0,
         ge=0,
@@ -159,11 +179,83 @@ class StoreConfig(_Strict):
     )
 
 
+#: The least length of an agent's bearer token.
+MIN_TOKEN_LENGTH = 16
+
+_MAKE_A_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+def token_problem(token: str) -> str | None:
+    """What makes ``token`` unusable as a bearer token, or ``None`` when it is usable.
+
+    A token is sent in an HTTP header, so it is visible ASCII without spaces; it is at least
+    :data:`MIN_TOKEN_LENGTH` characters, so it cannot be guessed.
+    """
+    if not token:
+        return f"it is empty; make one with {_MAKE_A_TOKEN}"
+    if any(not ("!" <= ch <= "~") for ch in token):
+        return (
+            "it holds a space, a control character or a non-ASCII character, which an HTTP "
+            f"header cannot carry; make one with {_MAKE_A_TOKEN}"
+        )
+    if len(token) < MIN_TOKEN_LENGTH:
+        return (
+            f"it is {len(token)} characters, shorter than {MIN_TOKEN_LENGTH}; "
+            f"make one with {_MAKE_A_TOKEN}"
+        )
+    return None
+
+
+def _bare_host(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def is_wildcard(host: str) -> bool:
+    """Whether binding ``host`` listens on every interface (``0.0.0.0``, ``::``, empty)."""
+    bare = _bare_host(host)
+    if not bare:
+        return True
+    try:
+        return ipaddress.ip_address(bare).is_unspecified
+    except ValueError:
+        return False
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (``127.0.0.0/8``, ``::1``) or ``localhost``."""
+    bare = _bare_host(host)
+    if bare.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        return False
+
+
 class AgentConfig(_Strict):
     name: str = "agent"
     transport: Literal["stdio", "http", "none"] = "stdio"
     host: str = "127.0.0.1"
-    port: int = 8765
+    port: int = Field(default=8765, ge=0, le=65535, description="0: any free port")
+    token: SecretStr | None = Field(
+        default=None,
+        description="the bearer token the agent sends over HTTP; usually ${SOME_VARIABLE}",
+    )
+    token_file: str | None = Field(
+        default=None,
+        min_length=1,
+        description="a file holding the bearer token, read at start (mode 600 or stricter)",
+    )
+    allowed_hosts: list[str] | None = Field(
+        default=None,
+        description="Host header values the HTTP endpoint accepts (host, host:port, host:*); "
+        "None: derived from `host`",
+    )
+    allowed_origins: list[str] | None = Field(
+        default=None,
+        description="Origin header values it accepts (http://host:port, ...:*); None: http:// "
+        "and https:// of each allowed host. A request without Origin is accepted",
+    )
     home: str | None = Field(
         default=None,
         min_length=1,
@@ -171,8 +263,47 @@ class AgentConfig(_Strict):
         "resolved at the start of each turn (None: the channel of the turn's messages)",
     )
     prose: Literal["locus", "explicit", "hybrid", "disabled"] = Field(
-        default="explicit", description="how the speak tool routes prose without a >> target"
+        default="hybrid",
+        description="how the speak tool routes prose: hybrid (plain prose to the turn's locus, "
+        ">>>target envelopes elsewhere), locus, explicit (>>target lines only) or disabled",
     )
+
+    @model_validator(mode="after")
+    def _safe_http(self) -> AgentConfig:
+        if self.token is not None and self.token_file is not None:
+            raise ValueError("give at most one of `token` or `token_file`")
+        if self.token is not None:
+            problem = token_problem(self.token.get_secret_value())
+            if problem:
+                raise ValueError(f"`token` is not a usable bearer token: {problem}")
+        for entry in self.allowed_hosts or ():
+            if not entry or "/" in entry or any(ch.isspace() for ch in entry):
+                raise ValueError(
+                    f"`allowed_hosts` entry {entry!r} is not a Host header value: write "
+                    '"name", "name:port" or "name:*" (no scheme, no path)'
+                )
+        for entry in self.allowed_origins or ():
+            if not re.fullmatch(r"https?://[^/\s]+", entry):
+                raise ValueError(
+                    f"`allowed_origins` entry {entry!r} is not an origin: write "
+                    '"http://name:port", "https://name" or "http://name:*" (no path)'
+                )
+        if self.transport != "http":
+            return self
+        if self.token is None and self.token_file is None and not is_loopback(self.host):
+            raise ValueError(
+                f"`host` = {self.host!r} is not a loopback address, and the HTTP endpoint "
+                "would have no token: anyone who can reach it could read the agent's inbox and "
+                'speak as the agent. Set `token = "${SWITCHBOARD_AGENT_TOKEN}"` (or '
+                "`token_file`) in [agent], or bind `host` to 127.0.0.1"
+            )
+        if is_wildcard(self.host) and not self.allowed_hosts:
+            raise ValueError(
+                f"`host` = {self.host!r} listens on every interface, so Switchboard cannot "
+                "tell which Host header names are yours: set `allowed_hosts` in [agent] to the "
+                'names clients use, for example ["switchboard.example:8765"]'
+            )
+        return self
 
 
 class Config(_Strict):
@@ -191,8 +322,68 @@ class Config(_Strict):
         return self
 
 
-def load_config(path: str | Path) -> Config:
-    """Read and validate a TOML config file, raising :class:`ConfigError` with a clear reason."""
+_REFERENCE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$\{")
+
+
+def _expand_text(text: str, where: str, env: Mapping[str, str], problems: list[str]) -> str:
+    def one(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if whole == "$${":
+            return "${"
+        name = match.group(1)
+        if name is None:
+            problems.append(
+                f"{where}: `${{` does not start a reference like ${{NAME}} (letters, digits, _); "
+                "write $${ for a literal ${"
+            )
+            return whole
+        if name not in env:
+            problems.append(
+                f"{where}: the environment variable {name} is not set (used as ${{{name}}}); "
+                f"set it in the environment that runs switchboard, or write $${{{name}}} for "
+                "the literal text"
+            )
+            return whole
+        return env[name]
+
+    return _REFERENCE.sub(one, text)
+
+
+def _expand_value(value: object, where: str, env: Mapping[str, str], problems: list[str]) -> object:
+    if isinstance(value, str):
+        return _expand_text(value, where, env, problems)
+    if isinstance(value, list):
+        return [_expand_value(v, f"{where}.{i}", env, problems) for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return {
+            k: _expand_value(v, f"{where}.{k}" if where else str(k), env, problems)
+            for k, v in value.items()
+        }
+    return value
+
+
+def expand_env(data: dict[str, object], env: Mapping[str, str]) -> dict[str, object]:
+    """``data`` (a parsed TOML document) with ``${NAME}`` in every string value replaced.
+
+    ``${NAME}`` is the value of the environment variable ``NAME``; ``$${`` is a literal ``${``;
+    any other ``$`` is kept as it is. Keys are never expanded, and a value is expanded once (a
+    variable's value is not searched for references).
+
+    Raises:
+        ConfigError: naming every key that refers to an unset variable or holds a ``${`` that
+            is not a reference.
+    """
+    problems: list[str] = []
+    expanded = _expand_value(data, "", env, problems)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    assert isinstance(expanded, dict)
+    return expanded
+
+
+def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Config:
+    """Read, expand (``${NAME}`` from ``env``, default the process environment) and validate a
+    TOML config file, raising :class:`ConfigError` with a clear reason."""
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -200,6 +391,10 @@ def load_config(path: str | Path) -> Config:
         raise ConfigError(f"config file {p} does not exist") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {p} is not valid TOML: {exc}") from exc
+    try:
+        data = expand_env(data, os.environ if env is None else env)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {p}: {exc}") from exc
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

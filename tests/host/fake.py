@@ -109,9 +109,12 @@ async def board_with(
     *,
     recorder: Recorder | None = None,
     decisions: DecisionLog | None = None,
+    agent: AgentConfig | None = None,
     **config: Any,
 ) -> AsyncIterator[Switchboard]:
     """A Switchboard serving ``fake`` (server id ``s1``) over an in-memory link.
+
+    ``agent`` is the ``[agent]`` config (home channel, prose mode).
 
     With ``decisions`` (a log the caller opened and closes), the board records its decisions
     there and restores from it before serving.
@@ -120,7 +123,11 @@ async def board_with(
     cc = ConnectorConfig(id="s1", **config)
     store = await MessageStore.open(tmp_path / "host.sqlite")
     board = Switchboard(
-        Config(connectors=[cc], store=StoreConfig(path=str(tmp_path / "host.sqlite"))),
+        Config(
+            connectors=[cc],
+            store=StoreConfig(path=str(tmp_path / "host.sqlite")),
+            agent=agent or AgentConfig(),
+        ),
         store,
         listener=recorder or Recorder(),
         decisions=decisions,

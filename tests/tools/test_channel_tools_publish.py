@@ -25,16 +25,19 @@ async def _register(fake: FakeConnector, *channels: dict[str, Any]) -> None:
     await fake.call("channels/register", {"channels": list(channels)})
 
 
-async def test_the_publish_schema_takes_no_identity_and_requires_nothing(tmp_path: Path) -> None:
-    """Provenance comes from dispatch: the schema has no agent or own-channel field."""
+async def test_the_publish_schema_takes_no_identity_requires_text_and_shows_no_aliases(
+    tmp_path: Path,
+) -> None:
+    """Provenance comes from dispatch: the schema has no agent or own-channel field. The
+    reference's names (channelId, content) are accepted but not shown (issue #11)."""
     async with (
         board_of(tmp_path, {"s": lifecycle_fake()}) as board,
         Client(build_server(board, agent="a"), mode="legacy") as client,
     ):
         tools = {t.name: t for t in (await client.list_tools()).tools}
     schema = tools["channel_publish"].input_schema
-    assert schema.get("required", []) == []
-    assert set(schema["properties"]) == {"channel", "channelId", "text", "content", "server_id"}
+    assert schema.get("required", []) == ["text"]
+    assert set(schema["properties"]) == {"channel", "text", "server_id"}
     assert tools["channel_publish"].output_schema is not None
 
 
@@ -176,6 +179,7 @@ async def test_a_label_with_spaces_picks_its_channel(tmp_path: Path) -> None:
 async def test_aliases_are_accepted_and_conflicts_or_empty_text_are_refused(
     tmp_path: Path,
 ) -> None:
+    """A missing text is refused by the schema; an empty server_id counts as absent (T12)."""
     fake = lifecycle_fake()
     async with board_of(tmp_path, {"s": fake}) as board:
         await _register(fake, descriptor("room"), descriptor("hall"))
@@ -188,15 +192,19 @@ async def test_aliases_are_accepted_and_conflicts_or_empty_text_are_refused(
                 client, "channel_publish", {"channel": "room", "text": "c", "content": "d"}
             )
             empty = await call(client, "channel_publish", {"channel": "room", "text": "  "})
-            nothing = await call(client, "channel_publish", {"channel": "room"})
+            nothing = await client.call_tool("channel_publish", {"channel": "room"})
             blank_server = await call(
                 client, "channel_publish", {"channel": "room", "server_id": "", "text": "e"}
             )
     assert aliased["status"] == "delivered"
     assert both["refusal"] == texts["refusal"] == "conflicting-arguments"
-    assert empty["refusal"] == nothing["refusal"] == "empty-content"
-    assert blank_server["is_error"]
-    assert _sent(fake) == ["room"]
+    assert empty["refusal"] == "empty-content"
+    assert nothing.is_error
+    said = " ".join(b.text for b in nothing.content if b.type == "text")
+    assert "text" in said
+    assert "required" in said.lower()
+    assert blank_server["status"] == "delivered"
+    assert _sent(fake) == ["room", "room"]
 
 
 async def test_an_inbound_only_channel_takes_no_publish(tmp_path: Path) -> None:

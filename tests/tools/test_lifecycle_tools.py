@@ -26,12 +26,13 @@ from tests.host.fake import (
     message,
     register_settled,
 )
+from tests.tools.channel_support import answer
 
 pytestmark = pytest.mark.anyio
 
 
 def data(result: Any) -> dict[str, Any]:
-    return dict(result.structured_content or {})
+    return answer(result)
 
 
 async def test_the_lifecycle_tools_have_typed_inputs_and_outputs(tmp_path: Path) -> None:

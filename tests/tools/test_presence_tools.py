@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from switchboard.config import AgentConfig
 from switchboard.tools import build_server
 from tests.host.fake import (
     FakeConnector,
@@ -21,8 +22,12 @@ from tests.host.fake import (
     notes,
     typing_running,
 )
+from tests.tools.channel_support import answer
 
 pytestmark = pytest.mark.anyio
+
+EXPLICIT = AgentConfig(prose="explicit")
+"""The streamed-speech tests write the explicit grammar (``>>target`` lines)."""
 
 TYPING = "channels/typing"
 CHUNK = "channels/outgoing/chunk"
@@ -43,8 +48,7 @@ def fake_opening() -> FakeConnector:
 
 
 def data(result: Any) -> dict[str, Any]:
-    out: dict[str, Any] = result.structured_content or {}
-    return out
+    return answer(result)
 
 
 async def test_the_presence_tools_have_typed_schemas(tmp_path: Path) -> None:
@@ -121,7 +125,7 @@ async def test_streamed_speech_is_shown_live_then_published_then_completed(
         return {"delivered": True, "messageId": "m-1"}
 
     fake.extra["channels/publish"] = publish
-    async with board_with(tmp_path, fake) as board:
+    async with board_with(tmp_path, fake, agent=EXPLICIT) as board:
         await register(fake, "room")
         async with Client(build_server(board, agent="ann"), mode="legacy") as client:
             first = data(await client.call_tool("speak_stream", {"text": "aside\n>>#room hel"}))
@@ -153,7 +157,7 @@ async def test_streamed_speech_is_shown_live_then_published_then_completed(
 
 async def test_an_aborted_stream_publishes_nothing_and_is_completed(tmp_path: Path) -> None:
     fake = FakeConnector()
-    async with board_with(tmp_path, fake) as board:
+    async with board_with(tmp_path, fake, agent=EXPLICIT) as board:
         await register(fake, "room")
         async with Client(build_server(board, agent="ann"), mode="legacy") as client:
             started = data(await client.call_tool("speak_stream", {"text": ">>#room draft"}))
@@ -196,17 +200,17 @@ async def test_a_turn_types_in_its_locus_until_the_agent_speaks_there(tmp_path: 
             read = data(await client.call_tool("inbox", {}))
             assert [m["message_id"] for m in read["messages"]] == ["m1"]
             [start] = await noted(fake, TYPING, 1)
-            assert start == {"channelId": "room", "op": "start"}
+            assert start == {"channelId": "room", "op": "start", "typing": True}
             await client.call_tool("channel_publish", {"text": "answer"})
             got = await noted(fake, TYPING, 2)
-    assert got[1] == {"channelId": "room", "op": "stop"}
+    assert got[1] == {"channelId": "room", "op": "stop", "typing": False}
 
 
 async def test_a_stream_left_open_is_abandoned_when_the_next_turn_begins(
     tmp_path: Path,
 ) -> None:
     fake = FakeConnector()
-    async with board_with(tmp_path, fake) as board:
+    async with board_with(tmp_path, fake, agent=EXPLICIT) as board:
         await register(fake, "room")
         async with Client(build_server(board, agent="ann"), mode="legacy") as client:
             started = data(await client.call_tool("speak_stream", {"text": ">>#room half"}))

@@ -16,6 +16,9 @@ from tests.tools.channel_support import call, dm, lifecycle_fake
 
 pytestmark = pytest.mark.anyio
 
+EXPLICIT = AgentConfig(prose="explicit")
+"""These tests write the explicit grammar (``>>target`` lines, plain prose bounced)."""
+
 
 def _sent(fake: FakeConnector) -> list[tuple[str, str]]:
     return [(p["channelId"], p["content"][0]["text"]) for p in fake.got("channels/publish")]
@@ -35,7 +38,7 @@ async def _rooms(fake: FakeConnector) -> None:
 async def test_each_prefixed_segment_goes_to_its_own_target(tmp_path: Path) -> None:
     """T17: two deliveries; a `>> quoted` line is body text."""
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"s": fake}) as board:
+    async with board_of(tmp_path, {"s": fake}, agent=EXPLICIT) as board:
         await _rooms(fake)
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             text = ">>#alpha part one\n>>@laria part two\nline 2\n>> quoted"
@@ -49,7 +52,7 @@ async def test_each_prefixed_segment_goes_to_its_own_target(tmp_path: Path) -> N
 async def test_skip_reply_is_private_and_a_spaced_arrow_is_plain_prose(tmp_path: Path) -> None:
     """T18: `>>#ops ! done` routes `done`; `>>skip_reply` is private and not kept."""
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"s": fake}) as board:
+    async with board_of(tmp_path, {"s": fake}, agent=EXPLICIT) as board:
         await _rooms(fake)
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             moved = await call(client, "speak", {"text": ">>#beta ! done"})
@@ -72,7 +75,7 @@ async def test_the_target_is_sticky_within_a_turn_and_forgotten_in_the_next(
 ) -> None:
     """T19."""
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"s": fake}) as board:
+    async with board_of(tmp_path, {"s": fake}, agent=EXPLICIT) as board:
         await _rooms(fake)
         await fake.call("channels/incoming", {"messages": [message("beta", "m1")]})
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
@@ -93,7 +96,7 @@ async def test_bounced_words_are_kept_and_unsent_brings_the_latest_back_once(
     tmp_path: Path,
 ) -> None:
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"s": fake}) as board:
+    async with board_of(tmp_path, {"s": fake}, agent=EXPLICIT) as board:
         await _rooms(fake)
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             bounced = await call(client, "speak", {"text": ">>#nowhere hello there"})
@@ -191,7 +194,7 @@ async def test_skip_reply_as_a_channel_id_is_reached_only_by_its_qualified_name(
 ) -> None:
     """T22: `>>skip_reply` stays private speech; `z:skip_reply` is the target shown."""
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"z": fake}) as board:
+    async with board_of(tmp_path, {"z": fake}, agent=EXPLICIT) as board:
         await fake.call(
             "channels/register", {"channels": [descriptor("skip_reply", label="skip reply")]}
         )
@@ -210,7 +213,7 @@ async def test_two_servers_sharing_an_id_are_asked_which_unless_the_turn_owns_on
     tmp_path: Path,
 ) -> None:
     a, b = lifecycle_fake(), lifecycle_fake()
-    async with board_of(tmp_path, {"a": a, "b": b}) as board:
+    async with board_of(tmp_path, {"a": a, "b": b}, agent=EXPLICIT) as board:
         for fake in (a, b):
             await fake.call("channels/register", {"channels": [descriptor("general")]})
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
@@ -229,7 +232,7 @@ async def test_two_servers_sharing_an_id_are_asked_which_unless_the_turn_owns_on
 async def test_speech_into_inbound_only_or_ambiguous_dms_is_bounced(tmp_path: Path) -> None:
     """T36 (speech) and T21: nothing goes into an inbound-only channel or a guessed DM."""
     a, b = lifecycle_fake(), lifecycle_fake()
-    async with board_of(tmp_path, {"a": a, "b": b}) as board:
+    async with board_of(tmp_path, {"a": a, "b": b}, agent=EXPLICIT) as board:
         await a.call(
             "channels/register", {"channels": [descriptor("news", "inbound"), dm("d", "al", "1")]}
         )
@@ -245,7 +248,7 @@ async def test_colon_ids_and_spaced_labels_are_reached_by_the_target_shown(
     tmp_path: Path,
 ) -> None:
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"discord": fake}) as board:
+    async with board_of(tmp_path, {"discord": fake}, agent=EXPLICIT) as board:
         channels = [descriptor("discord:g:1"), descriptor("lounge", label="team room")]
         await fake.call("channels/register", {"channels": channels})
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
@@ -261,7 +264,7 @@ async def test_colon_ids_and_spaced_labels_are_reached_by_the_target_shown(
 
 async def test_think_sends_nothing(tmp_path: Path) -> None:
     fake = lifecycle_fake()
-    async with board_of(tmp_path, {"s": fake}) as board:
+    async with board_of(tmp_path, {"s": fake}, agent=EXPLICIT) as board:
         await _rooms(fake)
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             noted = await call(client, "think", {"content": ">>#alpha secret plan"})

@@ -15,11 +15,12 @@ from switchboard.tools import server_for
 pytestmark = pytest.mark.anyio
 
 SURFACE: dict[str, tuple[set[str], list[str]]] = {
-    "channel_list": (set(), []),
-    "channel_publish": ({"channel", "text", "content", "server_id", "channelId"}, []),
-    "inbox": ({"wait_seconds", "limit"}, []),
+    "channel_list": ({"cursor"}, []),
+    "channel_publish": ({"text", "channel", "server_id"}, ["text"]),
+    "inbox": ({"wait_seconds", "limit", "after"}, []),
     "speak": ({"text"}, ["text"]),
     "think": ({"content"}, []),
+    "message_get": ({"seq", "offset"}, ["seq"]),
     "channel_open": ({"channel", "server_id", "backscroll", "before_message_id"}, ["channel"]),
     "channel_close": ({"channel", "server_id"}, ["channel"]),
     "channel_decline": (
@@ -49,10 +50,23 @@ SURFACE: dict[str, tuple[set[str], list[str]]] = {
 
 
 class _Untouched:
-    """A port that fails the test if anything asks it anything."""
+    """A port that fails the test if anything asks it anything but its connector tools (none:
+    the surface is Switchboard's own tools alone; tests/tools/test_connector_tools.py has the
+    connectors')."""
 
     def __getattr__(self, name: str) -> NoReturn:
         raise AssertionError(f"the port was asked for {name!r}")
+
+    prose_mode = "hybrid"  # speak's description follows it
+
+    def connector_tools(self) -> list[Any]:
+        return []
+
+    def watch_connector_tools(self, listener: Any) -> None:
+        return None
+
+    def watch_inbox(self, listener: Any) -> None:
+        return None
 
 
 async def _listed() -> list[Any]:

@@ -11,6 +11,7 @@ from mcp import Client
 
 from switchboard.tools import build_server
 from tests.host.fake import FakeConnector, board_with, descriptor, message
+from tests.tools.channel_support import answer
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +54,7 @@ async def test_a_refused_publish_is_an_error_result_that_says_what_to_do_next(
     ):
         result = await client.call_tool("channel_publish", {"channel": "nowhere", "text": "hi"})
     assert result.is_error
-    data: dict[str, Any] = result.structured_content or {}
+    data = answer(result)
     assert data["refusal"] == "unknown-channel"
     assert data["sent"] is False
     assert "channel_list" in data["next"]
@@ -70,7 +71,7 @@ async def test_an_ambiguous_channel_name_is_refused_with_its_candidates(tmp_path
         async with Client(build_server(board, agent="a"), mode="legacy") as client:
             result = await client.call_tool("channel_publish", {"channel": "#lobby", "text": "hi"})
     assert result.is_error
-    data: dict[str, Any] = result.structured_content or {}
+    data = answer(result)
     assert data["refusal"] == "ambiguous-channel"
     assert {c["channel_id"] for c in data["candidates"]} == {"a", "b"}
     assert fake.got("channels/publish") == []

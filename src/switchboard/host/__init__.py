@@ -4,9 +4,10 @@ The tools reach the host only through :class:`AgentPort` (:mod:`switchboard.host
 for one agent by :func:`agent_port`.
 """
 
+from switchboard.host.agent.delivery import InboxRead
 from switchboard.host.agent.desk import AgentDesk, Turn
 from switchboard.host.agent.port import agent_port
-from switchboard.host.app import InboxRead, Switchboard
+from switchboard.host.app import Switchboard
 from switchboard.host.connection.session import ConnectorSession, SessionState
 from switchboard.host.outcome import PublishOutcome, PublishStatus
 from switchboard.host.port import AgentPort

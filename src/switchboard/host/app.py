@@ -17,7 +17,7 @@ onto a part after it is built. The order:
    with both as its parts, and the decision gate;
 4. the :class:`~switchboard.host.lifecycle.host.LifecycleHost` (which builds the reconciler),
    then the :class:`~switchboard.host.tuneouts.host.TuneOutHost` over the lifecycle's
-   reconciler, then the tune-out inbox;
+   reconciler, then the tune-out inbox and the inbox delivery over it;
 5. the :class:`~switchboard.host.connection.supervisor.Supervisor`.
 
 Last it subscribes the parts that follow host events (the log, the default channel, typing,
@@ -33,7 +33,6 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -51,6 +50,7 @@ from switchboard.channels import (
 from switchboard.config import Config, ConnectorConfig
 from switchboard.host.agent.context import ContextHooks
 from switchboard.host.agent.defaults import DefaultChannel
+from switchboard.host.agent.delivery import DIRECT_READER, InboxDelivery, InboxRead, PageBudget
 from switchboard.host.agent.desk import AgentDesk
 from switchboard.host.agent.streams import OutgoingStreams
 from switchboard.host.agent.typing_keeper import TypingKeeper
@@ -66,17 +66,10 @@ from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.host.tuneouts.state import TuneOutState
-from switchboard.store import DecisionLog, MessageStore, StoredMessage
+from switchboard.store import DecisionLog, MessageStore
 from switchboard.transport import Link
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class InboxRead:
-    messages: list[StoredMessage]
-    cursor: int
-    more: bool
 
 
 class Switchboard:
@@ -108,7 +101,6 @@ class Switchboard:
         self._session_factory = SessionFactory(
             sessions=self.sessions, registry=registry, store=store, events=events, clock=clock
         )
-        self._inbox_locks: dict[str, anyio.Lock] = {}
         self._configured = frozenset(c.id for c in config.connectors)
         self._desks: dict[str, AgentDesk] = {}
         #: The default publish channel (channel-registry.md §8.7), process-global.
@@ -151,6 +143,7 @@ class Switchboard:
             clock=clock,
         )
         self._tuneout_inbox = TuneOutInbox(self.tuneouts)
+        self._delivery = InboxDelivery(store, self._tuneout_inbox)
         self.supervisor = Supervisor(
             registry=registry, sessions=self._session_factory, events=events
         )
@@ -334,11 +327,30 @@ class Switchboard:
     # -- inbox -------------------------------------------------------------------------------
 
     async def read_inbox(
-        self, agent: str, *, wait_seconds: float = 0.0, limit: int = 50
+        self,
+        agent: str,
+        *,
+        after: int | None = None,
+        reader: object = DIRECT_READER,
+        wait_seconds: float = 0.0,
+        limit: int = 50,
+        budget: PageBudget | None = None,
     ) -> InboxRead:
-        """Messages since ``agent``'s cursor (waiting up to ``wait_seconds`` for the first)."""
-        lock = self._inbox_locks.setdefault(agent, anyio.Lock())
-        async with lock:
-            # Owed tune-out backlogs come first; what a tune-out withholds is skipped.
-            page = await self._tuneout_inbox.read(agent, wait_seconds=wait_seconds, limit=limit)
-            return InboxRead(page.messages, page.cursor, self.store.latest_seq > page.cursor)
+        """What is owed to ``agent`` above its acknowledged position (waiting up to
+        ``wait_seconds`` for the first), after acknowledging ``after`` or, without it,
+        ``reader``'s previous read (see :mod:`switchboard.host.agent.delivery`); cut at a
+        message boundary to ``budget`` when one is given.
+
+        Owed tune-out backlogs come first; what a tune-out withholds is skipped.
+
+        Raises:
+            Refusal: ``unknown-cursor``, ``after`` was never handed out.
+        """
+        return await self._delivery.read(
+            agent,
+            after=after,
+            reader=reader,
+            wait_seconds=wait_seconds,
+            limit=limit,
+            budget=budget,
+        )

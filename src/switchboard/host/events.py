@@ -7,6 +7,7 @@ What this module knows:
   listeners take it apart with ``match event:`` and class patterns. The set:
 
   * :class:`ConnectorReady`, :class:`ConnectorMcpOnly` (the session's handshake);
+  * :class:`ConnectorToolsChanged` (the connector's MCP tools as the host holds them changed);
   * :class:`ChannelsRegistered`, :class:`ChannelsChanged` (``channels/register``,
     ``channels/changed``) and :class:`ChannelsRemoved` (the host dropped a live connection's
     registrations after a manifest change);
@@ -52,6 +53,7 @@ __all__ = [
     "ConnectorMcpOnly",
     "ConnectorReady",
     "ConnectorRestartScheduled",
+    "ConnectorToolsChanged",
     "EventBus",
     "HostEvent",
     "LifecycleStep",
@@ -90,6 +92,19 @@ class ConnectorMcpOnly:
 
     server_id: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorToolsChanged:
+    """The connector's MCP tools the host holds changed: fetched anew, or dropped when its
+    session ended.
+
+    Attributes:
+        tools: The connector's names of the tools held now (empty: none).
+    """
+
+    server_id: str
+    tools: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +252,7 @@ HostEvent = (
     | ConnectorMcpOnly
     | ConnectorExited
     | ConnectorRestartScheduled
+    | ConnectorToolsChanged
     | ManifestApplied
     | ChannelsRegistered
     | ChannelsChanged
@@ -306,6 +322,8 @@ def log_event(event: HostEvent) -> None:
                 delay=round(delay, 3),
                 failures=failures,
             )
+        case ConnectorToolsChanged(server_id=sid, tools=tools):
+            log.info("connector_tools_changed", server_id=sid, tools=len(tools))
         case ManifestApplied(server_id=sid, revision=revision, impacts=impacts):
             log.info("manifest_applied", server_id=sid, revision=revision, impacts=len(impacts))
         case ChannelsRegistered(server_id=sid, channel_ids=ids):

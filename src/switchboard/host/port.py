@@ -3,7 +3,9 @@
 What this module knows: :class:`AgentPort`, the operations the tools of ONE agent need (list
 the channels, publish, speak, read the inbox (which begins a turn and gathers its context),
 open, close and decline a channel, start, cancel, list and read tune-outs, show typing, stream
-speech), and the values they take and return. An operation that refuses the whole call raises
+speech, list and call the connectors' own MCP tools and follow changes to them, peek at
+the inbox and follow what arrives in it), and the values
+they take and return. An operation that refuses the whole call raises
 a :class:`~switchboard.host.refusal.Refusal` (converted once, at the tool boundary); a publish
 and each segment of speech carry theirs as a value, in the answer. Who is calling, and which
 channels are the turn's own, come from the agent the port was made for, never from an
@@ -24,17 +26,19 @@ out (sessions, the registry, the config and the host's parts stay behind the por
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from switchboard.channels import ChannelRef, TuneOutTerms
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.tuneouts.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut
+from switchboard.host.agent.delivery import PageBudget
 from switchboard.host.agent.publishing import AgentPublish
 from switchboard.host.agent.speech import SegmentStatus, Speech, SpokenSegment
 from switchboard.host.agent.streams import SpeechEnd, Streamed
 from switchboard.host.agent.views import ChannelRow
+from switchboard.host.connection.connector_tools import ConnectorTool
 from switchboard.host.connection.diagnostics import DisabledFeatureSet
 from switchboard.host.lifecycle.answers import LifecycleAnswer
 from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
@@ -48,11 +52,14 @@ __all__ = [
     "AgentPort",
     "AgentPublish",
     "AgentRead",
+    "Arrival",
     "CancelledTuneOut",
     "ChannelListing",
     "ChannelRow",
+    "ConnectorTool",
     "DisabledFeatureSet",
     "LifecycleAnswer",
+    "PageBudget",
     "ScopeKind",
     "SegmentStatus",
     "Speech",
@@ -89,17 +96,44 @@ class AgentRead:
     """One inbox read of the agent.
 
     Attributes:
-        messages: What arrived since the last read (owed tune-out backlogs first).
-        cursor: The sequence number of the last message returned.
+        messages: What is owed above the acknowledged position (owed tune-out backlogs
+            first); owed until a later read acknowledges this one.
+        cursor: The token that acknowledges this read (``after`` of a later read).
         more: More messages are waiting.
         context: What the connectors added when this read began a turn (empty when it did
             not begin one).
+        redelivered: One flag per message: an earlier read handed it out.
     """
 
     messages: Sequence[StoredMessage]
     cursor: int
     more: bool
     context: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+    redelivered: Sequence[bool] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A message just committed for the agent, as :meth:`AgentPort.watch_inbox` tells of it.
+
+    Telling is not delivering: the message stays owed until an inbox read hands it out and is
+    acknowledged.
+
+    Attributes:
+        ref: Its channel (``channel_id`` empty for a push event that names none).
+        message_id: Its stable id (the ``message_id`` of the inbox read that carries it).
+        author: The author's name as the connector gave it.
+        text: Its text blocks, joined by newlines.
+        timestamp: When it was written, as the connector gave it.
+        thread_id: The thread it belongs to, if any.
+    """
+
+    ref: ChannelRef
+    message_id: str
+    author: str
+    text: str
+    timestamp: str
+    thread_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +201,12 @@ class AgentPort(Protocol):
         """The agent's current turn number (0 before its first read that returned messages)."""
         ...
 
+    @property
+    def prose_mode(self) -> str:
+        """How ``speak`` routes prose for this agent (config ``agent.prose``): ``locus``,
+        ``explicit``, ``hybrid`` or ``disabled``."""
+        ...
+
     def locus_shown(self) -> str | None:
         """Where plain speech goes now, as a name; None when nowhere."""
         ...
@@ -195,8 +235,36 @@ class AgentPort(Protocol):
         """Speak prose with ``>>`` lines; what became of each segment is the answer."""
         ...
 
-    async def read_inbox(self, *, wait_seconds: float = 0.0, limit: int = 50) -> AgentRead:
-        """Read the inbox; a read that returns messages begins the next turn."""
+    async def read_inbox(
+        self,
+        *,
+        after: int | None = None,
+        reader: object | None = None,
+        wait_seconds: float = 0.0,
+        limit: int = 50,
+        budget: PageBudget | None = None,
+    ) -> AgentRead:
+        """Acknowledge ``after`` (else ``reader``'s previous read; ``reader`` is the MCP
+        connection, None for the port's own), then read what is owed, cut at a message
+        boundary to ``budget`` (its cursor acknowledges only what it returns); a read that
+        returns messages, redelivered or not, begins the next turn. Refuses an ``after`` no
+        read handed out (``unknown-cursor``)."""
+        ...
+
+    async def stored_message(self, seq: int) -> StoredMessage | None:
+        """The stored message numbered ``seq`` (an inbox message's ``seq``), or None."""
+        ...
+
+    async def peek_inbox(self, *, limit: int = 50) -> Sequence[StoredMessage]:
+        """What is owed above the acknowledged position, oldest first, at most ``limit``: what
+        a tune-out withholds is left out. Acknowledges nothing, begins no turn, counts no
+        wake and marks nothing delivered; owed tune-out backlogs are not shown."""
+        ...
+
+    def watch_inbox(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
+        """Call ``listener`` with each batch of messages committed for the agent, in commit
+        order (what a tune-out in effect diverts is left out). It runs inside the host's
+        event bus: it must not block. It is called for as long as the host runs."""
         ...
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -267,4 +335,31 @@ class AgentPort(Protocol):
         self, inference_id: str, *, text: str = "", abort: bool = False
     ) -> SpeechEnd[Speech]:
         """Deliver the stream's whole text as :meth:`speak` would (``abort``: deliver nothing)."""
+        ...
+
+    # -- connector tools --------------------------------------------------------------------
+
+    def connector_tools(self) -> list[ConnectorTool]:
+        """The MCP tools of every connector that is ready and granted ``tools``, by server id
+        and then in the connector's order."""
+        ...
+
+    async def call_connector_tool(
+        self, server_id: str, tool: str, arguments: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        """Call the tool ``tool`` of ``server_id``; the connector's result object as it came.
+
+        Raises:
+            Refusal: The server is gone, still connecting, not granted ``tools`` (or runs
+                without MCPL), no longer lists the tool, answered with an error or with no
+                result object (``connector-failed``), or did not answer (``unconfirmed``: the
+                tool may have run).
+        """
+        ...
+
+    def watch_connector_tools(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` whenever :meth:`connector_tools` may have changed (a connector's
+        list was fetched anew or dropped, or a manifest change narrowed a grant). It runs
+        inside the host's event bus: it must not block. It is called for as long as the host
+        runs."""
         ...

@@ -79,7 +79,11 @@ class RefusalKind(StrEnum):
     """Speech would have opened the channel first, and it could not be opened (or its open was
     answered for another channel); ``lifecycle`` says which (channel-registry.md §8.3)."""
     CONNECTOR_FAILED = "connector-failed"
-    """The connector answered that nothing was delivered."""
+    """The connector answered that nothing was delivered (a publish), or answered a forwarded
+    tool call with an error or with something that is not a tool result."""
+    # -- connector tools
+    UNKNOWN_TOOL = "unknown-tool"
+    """No tool answers to the name, or the connector no longer lists it."""
     # -- speech segments and streams
     NO_TARGET = "no-target"
     UNRESOLVED_TARGET = "unresolved-target"
@@ -103,6 +107,11 @@ class RefusalKind(StrEnum):
     TUNED_OUT_BY_ANOTHER_AGENT = "tuned-out-by-another-agent"
     OVERLAPPING_TUNE_OUT = "overlapping-tune-out"
     NOT_TUNED_OUT = "not-tuned-out"
+    # -- the inbox
+    UNKNOWN_CURSOR = "unknown-cursor"
+    """An ``inbox`` ``after`` token beyond the newest stored message: no read handed it out."""
+    UNKNOWN_MESSAGE = "unknown-message"
+    """A ``message_get`` ``seq`` that numbers no stored message."""
 
 
 # -- next steps: the one place the host says what to call instead ----------------------------
@@ -135,6 +144,8 @@ NEXT_STEP: Mapping[RefusalKind, str] = {
     "channel_open for it (its result says why it cannot open), or write somewhere else",
     RefusalKind.CONNECTOR_FAILED: "check the channel with channel_list; change the text or pick "
     "another channel",
+    RefusalKind.UNKNOWN_TOOL: "list the tools again (your client may need to refresh its tool "
+    "list) and call one that is listed",
     RefusalKind.NO_TARGET: "start the words with a >>target line",
     RefusalKind.UNRESOLVED_TARGET: "write >> followed by a prose_target from channel_list",
     RefusalKind.NO_UNSENT_DRAFT: "write the words out instead of {{unsent}}",
@@ -154,6 +165,9 @@ NEXT_STEP: Mapping[RefusalKind, str] = {
     RefusalKind.TUNED_OUT_BY_ANOTHER_AGENT: "leave it be, or ask that agent to cancel its tune-out",
     RefusalKind.OVERLAPPING_TUNE_OUT: "cancel the tune-out it overlaps first, or leave it be",
     RefusalKind.NOT_TUNED_OUT: "call tune_out_status to see your tune-outs",
+    RefusalKind.UNKNOWN_CURSOR: "pass the cursor of your latest inbox result as after, or call "
+    "inbox without after to read what is still owed to you",
+    RefusalKind.UNKNOWN_MESSAGE: "pass the seq of a message an inbox result showed you",
 }
 """The next step of each kind, unless the refusal names a more precise one."""
 
@@ -199,7 +213,7 @@ class Refusal(HostError):
     """A call, or one part of it, that did nothing, with what to tell the caller.
 
     Raise it where the decision is made; the tool boundary turns it into an ``isError``
-    result whose structured content is ``refusal`` (the kind), ``message``, ``next`` and the
+    result whose ``_meta`` facts are ``refusal`` (the kind), ``message``, ``next`` and the
     data. Where a refusal is part of a larger answer it is carried as a value instead.
 
     Attributes:
@@ -209,7 +223,7 @@ class Refusal(HostError):
         stand_down: For a module caller: not an error but a decision to stand down on
             (``explicit-open``, or a tuned-out channel a module tried to close). Agents' tools
             never produce one.
-        data: The facts, as the result's structured content carries them (``candidates``,
+        data: The facts, as the result's ``_meta`` carries them (``candidates``,
             ``suggestions``, ``server_id``, ``channel_id``, ``gone``, ``lifecycle``, ...).
     """
 

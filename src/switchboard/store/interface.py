@@ -62,7 +62,8 @@ class MessageStoreProtocol(Protocol):
         ...
 
     async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]:
-        """Up to ``limit`` messages with ``seq > after_seq``, in seq order."""
+        """Up to ``limit`` messages with ``seq > after_seq``, in seq order; never one above
+        the ``latest_seq`` of the moment it was called (visibility follows ``latest_seq``)."""
         ...
 
     async def wait_for_new(self, after_seq: int, timeout: float) -> bool:  # noqa: ASYNC109
@@ -70,11 +71,19 @@ class MessageStoreProtocol(Protocol):
         ...
 
     async def get_cursor(self, agent: str) -> int:
-        """The last seq ``agent`` has consumed (0 if it never set one)."""
+        """The last seq ``agent`` has acknowledged (0 if it never set one)."""
         ...
 
     async def set_cursor(self, agent: str, seq: int) -> None:
-        """Durably record that ``agent`` has consumed everything up to ``seq``."""
+        """Durably record that ``agent`` has acknowledged everything up to ``seq``."""
+        ...
+
+    async def get_delivered(self, agent: str) -> int:
+        """The highest seq a read of ``agent`` handed out (0 if none)."""
+        ...
+
+    async def set_delivered(self, agent: str, seq: int) -> None:
+        """Durably record that a read of ``agent`` handed out messages up to ``seq``."""
         ...
 
     async def count(self) -> int:

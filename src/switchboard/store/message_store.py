@@ -16,6 +16,16 @@ separate read-only connection (WAL lets them proceed while the writer commits). 
 thread copies the WAL into the database beside the writer. After each group commit the writer
 makes one ``loop.call_soon_threadsafe`` call; that one callback resolves every future of the
 group, updates ``latest_seq`` and the cursor cache, and wakes :meth:`MessageStore.wait_for_new`.
+
+Visibility: a message is visible to :meth:`MessageStore.read` once its commit has been reported
+on the event loop (``latest_seq`` raised), never earlier. The read-only connection sees a commit
+the moment SQLite makes it, which can be before the callback runs, so every read is bounded by
+the ``latest_seq`` of the moment it was called. Everything a read returns is therefore at or
+below ``latest_seq``, and a cursor set from it is always in range.
+
+Cursors: per agent, the acknowledged position (:meth:`MessageStore.set_cursor`) and the
+delivered mark (:meth:`MessageStore.set_delivered`, the highest seq a read handed out), both
+durable and served from memory.
 """
 
 from __future__ import annotations
@@ -95,16 +105,19 @@ class MessageStore:
         latest_seq: int,
         cursors: dict[str, int],
         index: DedupeIndex,
+        delivered: dict[str, int] | None = None,
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         """Wrap already-open connections; use :meth:`open` instead of calling this."""
         self._loop = loop
         self._latest = latest_seq
         self._cursors = cursors
+        self._delivered = {} if delivered is None else delivered
         self._reader = reader_conn
         self._checkpointer = checkpointer
         self._read_limiter = anyio.CapacityLimiter(1)
         self._new: asyncio.Event | None = None  # created only while someone waits
+        self._waiters = 0
         self._closed = False
         self._writer: GroupWriter[_Waiter] = GroupWriter(
             writer_conn, latest_seq, self._group_done_from_thread, index=index
@@ -146,7 +159,7 @@ class MessageStore:
         writer_conn = await anyio.to_thread.run_sync(open_writer, path, synchronous)
         others: list[sqlite3.Connection] = []
         try:
-            latest, cursors, index = await anyio.to_thread.run_sync(
+            latest, cursors, delivered, index = await anyio.to_thread.run_sync(
                 _load, writer_conn, dedupe_window
             )
             others.append(await anyio.to_thread.run_sync(open_reader, path))
@@ -172,6 +185,7 @@ class MessageStore:
             latest_seq=latest,
             cursors=cursors,
             index=index,
+            delivered=delivered,
             loop=loop,
         )
 
@@ -276,7 +290,9 @@ class MessageStore:
         """Up to ``limit`` messages with ``seq > after_seq``, in seq order.
 
         Returns at once, without a thread hop, when nothing newer than ``after_seq`` has been
-        committed. Every message whose commit has been reported is visible.
+        committed. Exactly the messages whose commit has been reported when it is called are
+        visible: nothing above :attr:`latest_seq` of that moment is returned, even when SQLite
+        already holds it (see the module docstring).
 
         Raises:
             ValueError: ``limit`` is less than 1.
@@ -285,10 +301,11 @@ class MessageStore:
         self._check_open()
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
-        if after_seq >= self._latest:
+        upto = self._latest
+        if after_seq >= upto:
             return []
         return await anyio.to_thread.run_sync(
-            read_after, self._reader, after_seq, limit, limiter=self._read_limiter
+            read_after, self._reader, after_seq, limit, upto, limiter=self._read_limiter
         )
 
     async def wait_for_new(self, after_seq: int, timeout: float) -> bool:  # noqa: ASYNC109
@@ -303,31 +320,57 @@ class MessageStore:
         """
         if self._latest > after_seq:
             return True
-        with anyio.move_on_after(timeout):
-            while self._latest <= after_seq:
-                self._check_open()
-                if self._new is None:
-                    self._new = asyncio.Event()
-                await self._new.wait()
+        self._waiters += 1
+        try:
+            with anyio.move_on_after(timeout):
+                while self._latest <= after_seq:
+                    self._check_open()
+                    if self._new is None:
+                        self._new = asyncio.Event()
+                    await self._new.wait()
+        finally:
+            self._waiters -= 1
         return self._latest > after_seq
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a caller of :meth:`wait_for_new` is waiting now (a long poll in progress)."""
+        return self._waiters > 0
+
     async def get_cursor(self, agent: str) -> int:
-        """The last seq ``agent`` consumed, 0 if it never set one (served from memory)."""
+        """The last seq ``agent`` acknowledged, 0 if it never set one (served from memory)."""
         self._check_open()
         return self._cursors.get(agent, 0)
 
     async def set_cursor(self, agent: str, seq: int) -> None:
-        """Durably record that ``agent`` consumed everything up to ``seq``.
+        """Durably record that ``agent`` acknowledged everything up to ``seq``.
 
         Raises:
             ValueError: ``seq`` is negative or beyond :attr:`latest_seq`.
             StoreError: the cursor could not be committed.
         """
+        await self._put_cursor(agent, seq, delivered=False)
+
+    async def get_delivered(self, agent: str) -> int:
+        """The highest seq a read of ``agent`` handed out, 0 if none (served from memory)."""
+        self._check_open()
+        return self._delivered.get(agent, 0)
+
+    async def set_delivered(self, agent: str, seq: int) -> None:
+        """Durably record that a read of ``agent`` handed out messages up to ``seq``.
+
+        Raises:
+            ValueError: ``seq`` is negative or beyond :attr:`latest_seq`.
+            StoreError: the mark could not be committed.
+        """
+        await self._put_cursor(agent, seq, delivered=True)
+
+    async def _put_cursor(self, agent: str, seq: int, *, delivered: bool) -> None:
         self._check_open()
         if not 0 <= seq <= self._latest:
             raise ValueError(f"cursor {seq} is outside 0..{self._latest}")
         waiter: asyncio.Future[None] = self._loop.create_future()
-        self._writer.put(CursorJob(agent, seq, waiter))
+        self._writer.put(CursorJob(agent, seq, waiter, delivered=delivered))
         await waiter
 
     async def count(self) -> int:
@@ -374,7 +417,8 @@ class MessageStore:
         for job in jobs:
             waiter = job.waiter
             if isinstance(job, CursorJob) and job.error is None:
-                self._cursors[job.agent] = job.seq  # committed, even if its caller went away
+                # committed, even if its caller went away
+                (self._delivered if job.delivered else self._cursors)[job.agent] = job.seq
             if waiter.done():  # the caller was cancelled; the write stands
                 continue
             if job.error is not None:
@@ -393,8 +437,11 @@ class MessageStore:
             event.set()
 
 
-def _load(conn: sqlite3.Connection, window: int) -> tuple[int, dict[str, int], DedupeIndex]:
-    """Read what the store keeps in memory: ``latest_seq``, the cursors, and the duplicate
-    index over the newest ``window`` messages (runs on a worker thread at open)."""
-    latest, cursors = load_state(conn)
-    return latest, cursors, DedupeIndex.rebuild(window, recent_keys(conn, window))
+def _load(
+    conn: sqlite3.Connection, window: int
+) -> tuple[int, dict[str, int], dict[str, int], DedupeIndex]:
+    """Read what the store keeps in memory: ``latest_seq``, the cursors, the delivered marks,
+    and the duplicate index over the newest ``window`` messages (runs on a worker thread at
+    open)."""
+    latest, cursors, delivered = load_state(conn)
+    return latest, cursors, delivered, DedupeIndex.rebuild(window, recent_keys(conn, window))

@@ -8,10 +8,14 @@ relies on, holds every SQL statement the store runs, writes batch rows, and read
 What it deliberately does not know: threads, the event loop, group commit, duplicates, or who
 calls it. Every function here is synchronous and runs on whatever thread calls it.
 
-Schema version 1::
+Schema version 2::
 
     batches(first_seq INTEGER PRIMARY KEY, count, server_id, received_at, body)
-    cursors(agent TEXT PRIMARY KEY, seq)
+    cursors(agent TEXT PRIMARY KEY, seq, delivered)
+
+``cursors.seq`` is what the agent acknowledged (every message up to it is done with);
+``cursors.delivered`` is the highest seq any of its reads has handed out (version 2 added it),
+so a message at or below it that is read again is known to be a redelivery.
 
 One row per submitted batch: ``body`` is the orjson encoding of the JSON array of the batch's
 new messages in MCPL wire form (see :mod:`switchboard.store.wire`), and they hold the seqs
@@ -38,6 +42,7 @@ __all__ = [
     "INSERT_BATCH",
     "SCHEMA_VERSION",
     "UPSERT_CURSOR",
+    "UPSERT_DELIVERED",
     "BatchInserter",
     "BatchRow",
     "Synchronous",
@@ -69,6 +74,7 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         """,
         "CREATE TABLE cursors (agent TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID",
     ),
+    ("ALTER TABLE cursors ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0",),
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 
@@ -104,6 +110,10 @@ _SELECT_COUNT: Final = "SELECT coalesce(sum(count), 0) FROM batches"
 UPSERT_CURSOR: Final = (
     "INSERT INTO cursors (agent, seq) VALUES (?, ?) "
     "ON CONFLICT (agent) DO UPDATE SET seq = excluded.seq"
+)
+UPSERT_DELIVERED: Final = (
+    "INSERT INTO cursors (agent, seq, delivered) VALUES (?, 0, ?) "
+    "ON CONFLICT (agent) DO UPDATE SET delivered = excluded.delivered"
 )
 
 
@@ -244,13 +254,16 @@ class BatchInserter:
         return sql
 
 
-def load_state(conn: sqlite3.Connection) -> tuple[int, dict[str, int]]:
-    """Return the highest stored seq (0 when empty) and every agent's cursor."""
+def load_state(conn: sqlite3.Connection) -> tuple[int, dict[str, int], dict[str, int]]:
+    """Return the highest stored seq (0 when empty), every agent's acknowledged cursor and
+    every agent's delivered mark."""
     latest = conn.execute(_SELECT_LATEST).fetchone()
-    cursors = {
-        str(agent): int(seq) for agent, seq in conn.execute("SELECT agent, seq FROM cursors")
-    }
-    return (int(latest[0]) if latest is not None else 0), cursors
+    cursors: dict[str, int] = {}
+    delivered: dict[str, int] = {}
+    for agent, seq, handed in conn.execute("SELECT agent, seq, delivered FROM cursors"):
+        cursors[str(agent)] = int(seq)
+        delivered[str(agent)] = int(handed)
+    return (int(latest[0]) if latest is not None else 0), cursors, delivered
 
 
 def recent_keys(conn: sqlite3.Connection, window: int) -> list[tuple[int, list[Key]]]:
@@ -271,16 +284,24 @@ def recent_keys(conn: sqlite3.Connection, window: int) -> list[tuple[int, list[K
     return found
 
 
-def read_after(conn: sqlite3.Connection, after_seq: int, limit: int) -> list[StoredMessage]:
-    """Up to ``limit`` stored messages with ``seq > after_seq``, in seq order.
+def read_after(
+    conn: sqlite3.Connection, after_seq: int, limit: int, upto: int | None = None
+) -> list[StoredMessage]:
+    """Up to ``limit`` stored messages with ``after_seq < seq <= upto``, in seq order.
 
     Starts at the batch holding ``after_seq + 1`` and decodes batches until ``limit`` messages
-    are found; only the batches it returns from are decoded.
+    are found; only the batches it returns from are decoded. ``upto`` (no bound when None)
+    keeps out rows committed after the caller decided what is visible: a read-only connection
+    sees a commit as soon as SQLite made it, before the writer has reported it.
 
     Raises:
         StoreError: the database could not be read, or a stored batch could not be decoded.
     """
     start = max(after_seq, 0) + 1
+    if upto is not None:
+        limit = min(limit, upto - start + 1)
+        if limit <= 0:
+            return []
     found: list[StoredMessage] = []
     try:
         cursor = conn.execute(_SELECT_FROM, (start,))

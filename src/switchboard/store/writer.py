@@ -43,7 +43,7 @@ import structlog
 from switchboard.store.dedupe import DedupeIndex
 from switchboard.store.group_thread import GroupThread, write_isolated
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
-from switchboard.store.schema import UPSERT_CURSOR, BatchInserter, BatchRow
+from switchboard.store.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
 from switchboard.store.wire import Key, WireMessage, encode_body
 
 __all__ = ["AppendJob", "CursorJob", "GroupWriter", "Job"]
@@ -79,12 +79,14 @@ class AppendJob(Generic[W]):
 
 @dataclass(slots=True, eq=False)
 class CursorJob(Generic[W]):
-    """One cursor update: ``agent`` has read everything up to and including ``seq``."""
+    """One cursor update: ``agent`` acknowledged everything up to and including ``seq``, or
+    (``delivered``) one of its reads handed out messages up to ``seq``."""
 
     agent: str
     seq: int
     waiter: W
     error: StoreError | None = None
+    delivered: bool = False
 
 
 Job: TypeAlias = AppendJob[W] | CursorJob[W]
@@ -162,7 +164,12 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany(UPSERT_CURSOR, [(job.agent, job.seq) for job in jobs])
+            acked = [(job.agent, job.seq) for job in jobs if not job.delivered]
+            handed = [(job.agent, job.seq) for job in jobs if job.delivered]
+            if acked:
+                conn.executemany(UPSERT_CURSOR, acked)
+            if handed:
+                conn.executemany(UPSERT_DELIVERED, handed)
             conn.execute("COMMIT")
         except BaseException:
             self._rollback()

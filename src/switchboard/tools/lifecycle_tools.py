@@ -1,9 +1,10 @@
 """The lifecycle tools: channel_open, channel_close and channel_decline.
 
 Each tool is a plain function of the agent's :class:`~switchboard.host.AgentPort` and its typed
-arguments, recorded in :data:`TOOLS`. The port resolves the channel the way every lifecycle
-tool does (channel-registry.md §3.7: the turn's own channels first when no server is given, an
-exact id or qualified name, never a guess between several), then asks the host's lifecycle as
+arguments, recorded in :data:`TOOLS`. The port resolves the channel the way every tool does
+(any name ``channel_publish`` takes: an id, a qualified name, a raw id, a ``#label``, an
+``@person``; the turn's own channels first when no server is given; never a guess between
+several; an empty ``server_id`` counts as absent), then asks the host's lifecycle as
 the agent: provenance comes from the port this server was built with, never from tool input,
 so an agent's close is always ``agent-tool`` and the module-only close inputs (machine sources,
 idle leases) do not exist here.
@@ -29,7 +30,7 @@ from pydantic import BaseModel, Field
 from switchboard.host import AgentPort
 from switchboard.host.port import MAX_BACKSCROLL, LifecycleAnswer
 from switchboard.tools.results import ok, refusal_boundary
-from switchboard.tools.toolset import ToolSet
+from switchboard.tools.toolset import ToolSet, writes
 
 __all__ = [
     "TOOLS",
@@ -44,13 +45,8 @@ __all__ = [
 TOOLS = ToolSet()
 """The lifecycle tools, in the order ``tools/list`` shows them."""
 
-_CHANNEL = Field(
-    min_length=1,
-    description="Which channel: its id or a qualified serverId:channelId, as channel_list shows.",
-)
-_SERVER = Field(
-    min_length=1, description="The channel's server; needed only when its id is shared."
-)
+_CHANNEL = Field(min_length=1, description="Which channel, as channel_list names it.")
+_SERVER = Field(description="The channel's server, when a name is shared; empty: any server.")
 
 
 class CloseResult(BaseModel):
@@ -103,9 +99,9 @@ def _fields(port: AgentPort, answer: LifecycleAnswer) -> dict[str, Any]:
 
 
 @TOOLS.tool(
-    description="Open a channel to start receiving its ordinary ongoing traffic: its "
-    "connector subscribes, joins or attaches. Optionally ask for earlier messages with "
-    "backscroll (0-500), before the message whose notice invited you (before_message_id)."
+    description="Open a channel to receive its ongoing traffic (its connector subscribes or "
+    "joins). backscroll returns earlier messages too.",
+    annotations=writes(world=True, idempotent=True),
 )
 @refusal_boundary
 async def channel_open(
@@ -114,18 +110,18 @@ async def channel_open(
     server_id: Annotated[str | None, _SERVER] = None,
     backscroll: Annotated[
         int,
-        Field(
-            description=f"How many earlier messages to return while opening (0-"
-            f"{MAX_BACKSCROLL}; larger asks are clamped; default 0)."
-        ),
+        Field(description=f"Earlier messages to return (0-{MAX_BACKSCROLL}; more is clamped)."),
     ] = 0,
     before_message_id: Annotated[
         str | None,
-        Field(description="The message from the closed-channel notice; history stops before it."),
+        Field(description="History stops before this message (from a closed-channel notice)."),
     ] = None,
 ) -> Annotated[CallToolResult, OpenResult]:
     answer = await port.open(
-        channel, server_id=server_id, backscroll=backscroll, before_message_id=before_message_id
+        channel,
+        server_id=server_id or None,
+        backscroll=backscroll,
+        before_message_id=before_message_id,
     )
     history = None if answer.history is None else [dict(m) for m in answer.history]
     return ok(
@@ -138,10 +134,9 @@ async def channel_open(
 
 
 @TOOLS.tool(
-    description="Close a channel. Messages that address you still reach you; what else "
-    "stops reaching you depends on its server. You can still speak there. It stays closed "
-    "until you open it with channel_open: neither speaking there nor a subscription policy "
-    "reopens it."
+    description="Close a channel: its ordinary traffic stops (messages addressing you still "
+    "come) until you call channel_open; speaking there does not reopen it.",
+    annotations=writes(world=True, idempotent=True),
 )
 @refusal_boundary
 async def channel_close(
@@ -149,14 +144,14 @@ async def channel_close(
     channel: Annotated[str, _CHANNEL],
     server_id: Annotated[str | None, _SERVER] = None,
 ) -> Annotated[CallToolResult, CloseResult]:
-    answer = await port.close(channel, server_id=server_id)
+    answer = await port.close(channel, server_id=server_id or None)
     return ok(CloseResult(**_fields(port, answer)))
 
 
 @TOOLS.tool(
-    description="Deliberately remain closed after being addressed in a closed channel. "
-    "Optionally post a public acknowledgment (such as an emoji) through the connector; "
-    "acknowledgment is opt-in, and leaving it out declines silently."
+    description="Stay closed after being addressed in a closed channel. acknowledge posts a "
+    "public sign (such as an emoji); without it you decline silently.",
+    annotations=writes(world=True, idempotent=False),
 )
 @refusal_boundary
 async def channel_decline(
@@ -173,7 +168,7 @@ async def channel_decline(
     ] = None,
 ) -> Annotated[CallToolResult, DeclineResult]:
     answer = await port.decline(
-        channel, message_id=message_id, server_id=server_id, acknowledge=acknowledge
+        channel, message_id=message_id, server_id=server_id or None, acknowledge=acknowledge
     )
     return ok(
         DeclineResult(

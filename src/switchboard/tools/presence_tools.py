@@ -7,7 +7,8 @@ arguments, recorded in :data:`TOOLS`):
 
 - ``typing`` turns an indicator on or off. A channel id or qualified name fans out to every
   channel it names (typing posts nothing, so a shared id types in each); other names (a
-  label, a DM name) must pick one channel; ``server_id`` narrows to one server. An agent's
+  label, a DM name, a raw id) must pick one channel; ``server_id`` narrows to one server
+  (an empty one counts as absent). An agent's
   indicator stays up at most :data:`MANUAL_TYPING_REFRESHES` refreshes (about two minutes)
   unless the agent calls ``typing`` again, and ends when the agent's speech lands there.
 - ``speak_stream`` feeds the next piece of a speech; the first call (without
@@ -33,7 +34,7 @@ from pydantic import BaseModel, Field
 from switchboard.channels import ChannelRef
 from switchboard.host import AgentPort, Refusal
 from switchboard.tools.results import SpeakResult, ok, refusal_boundary
-from switchboard.tools.toolset import ToolSet
+from switchboard.tools.toolset import ToolSet, writes
 
 __all__ = [
     "MANUAL_TYPING_REFRESHES",
@@ -95,9 +96,10 @@ def _shown(port: AgentPort, ref: ChannelRef) -> ChannelShown:
 
 @TOOLS.tool(
     name="typing",
-    description="Show (on=true) or stop (on=false) a typing indicator in a channel. It "
-    "refreshes itself for about two minutes, and stops when your speech lands there. When "
-    "a turn begins, typing starts by itself where your plain speech goes.",
+    description="Show (on=true) or stop (on=false) a typing indicator in a channel. It lasts "
+    "about two minutes or until your speech lands there; a turn starts one by itself where "
+    "plain speech goes.",
+    annotations=writes(world=True, idempotent=True),
 )
 @refusal_boundary
 async def typing_tool(
@@ -107,12 +109,12 @@ async def typing_tool(
     ],
     on: Annotated[bool, Field(description="true to start typing, false to stop.")] = True,
     server_id: Annotated[
-        str | None, Field(min_length=1, description="The server, when an id is shared.")
+        str | None, Field(description="The server, when a name is shared; empty: any server.")
     ] = None,
 ) -> Annotated[CallToolResult, TypingResult]:
     try:
         typed = await port.typing(
-            channel, on=on, server_id=server_id, refreshes=MANUAL_TYPING_REFRESHES
+            channel, on=on, server_id=server_id or None, refreshes=MANUAL_TYPING_REFRESHES
         )
     except Refusal as exc:
         raise exc.adding(typing=False) from None
@@ -122,9 +124,10 @@ async def typing_tool(
 
 @TOOLS.tool(
     description="Speak in prose, streamed: pass the next piece of your text; the first call "
-    "(without inference_id) starts a stream and returns its id. Same >> grammar as speak. "
+    "(without inference_id) starts a stream and returns its id. Same grammar as speak. "
     "Connectors that can show text live see it as you write; nothing is posted until you "
-    "call speak_stream_end."
+    "call speak_stream_end.",
+    annotations=writes(world=True, idempotent=False),
 )
 @refusal_boundary
 async def speak_stream(
@@ -142,7 +145,8 @@ async def speak_stream(
 @TOOLS.tool(
     description="End a stream started with speak_stream: post the whole text exactly as "
     "speak would (the result is speak's, per segment) and end the live previews. With "
-    "abort=true nothing is posted."
+    "abort=true nothing is posted.",
+    annotations=writes(world=True, idempotent=False),
 )
 @refusal_boundary
 async def speak_stream_end(

@@ -14,47 +14,132 @@ The tools themselves are plain functions of the port, by concern:
 (typing, streamed speech). Each module's :class:`~switchboard.tools.toolset.ToolSet` adds them
 to the server with the port bound.
 
+New messages are pushed as they arrive (:mod:`~switchboard.tools.push`: Claude Code's
+``notifications/claude/channel``, and the ``switchboard://inbox`` resource with
+``resources/subscribe``); a push acknowledges nothing.
+
+Beside them, the connectors' own MCP tools (:mod:`~switchboard.tools.connector_passthrough`):
+:class:`SwitchboardServer` lists them after Switchboard's tools and forwards a call of any
+name that is not one of Switchboard's to them, and its agents are told when they change.
+
 What it deliberately does not know: anything of the host but its port (the host object is only
 handed to :func:`~switchboard.host.agent_port`).
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.types import (
+    CallToolResult,
+    InputRequiredResult,
+    SubscribeRequestParams,
+    Tool,
+    UnsubscribeRequestParams,
+)
 
 from switchboard import __version__
 from switchboard.host import AgentPort, Switchboard, agent_port
 from switchboard.tools.channel_tools import TOOLS as CHANNEL_TOOLS
+from switchboard.tools.connector_passthrough import ConnectorPassthrough, ToolListNotifier
 from switchboard.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
+from switchboard.tools.message_tools import TOOLS as MESSAGE_TOOLS
 from switchboard.tools.presence_tools import TOOLS as PRESENCE_TOOLS
+from switchboard.tools.push import INBOX_URI, InboxPush
 from switchboard.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
 
-__all__ = ["INSTRUCTIONS", "build_server", "server_for"]
+__all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "build_server", "server_for"]
 
 INSTRUCTIONS = """\
 Switchboard connects you to chat channels. Call `inbox` to read what people wrote (pass
 wait_seconds to wait for new messages), `channel_list` to see the channels and the name that
-picks each one, and `channel_publish` to write into a channel (or `speak`, prose whose
-`>>target` lines route each part). A read that returns messages begins your next turn: replies
-without a named channel go where that turn's `locus` says."""
+picks each one, and `channel_publish` to write into a channel (or `speak`, whose
+description says where your prose goes). A read that returns messages begins your next turn: replies
+without a named channel go where that turn's `locus` says.
 
-_TOOL_SETS = (CHANNEL_TOOLS, LIFECYCLE_TOOLS, TUNEOUT_TOOLS, PRESENCE_TOOLS)
+Messages stay owed until you acknowledge them: pass the `cursor` of an `inbox` answer as
+`after` on your next `inbox` call. A message you did not acknowledge comes again, with the same
+`message_id` and `redelivered` set, so skip the ids you have already handled.
+
+New messages may also be pushed to you as they arrive, as a <channel> block whose attributes
+say where it came from: `channel`, `author`, `message_id`, `time`, `server_id`. To reply, call
+`channel_publish` with `channel` set to that `channel` attribute exactly (add `server_id` if
+the name is refused as ambiguous) and your reply as `text`. A push is not an acknowledgement:
+the message also comes in your next `inbox` read, with the same `message_id`; read `inbox` to
+acknowledge it and do not answer it twice. The resource `switchboard://inbox` lists what is
+owed without acknowledging anything."""
+
+_TOOL_SETS = (CHANNEL_TOOLS, MESSAGE_TOOLS, LIFECYCLE_TOOLS, TUNEOUT_TOOLS, PRESENCE_TOOLS)
 """Every tool, in the order ``tools/list`` shows them."""
 
+OWN_TOOLS = frozenset(name for tools in _TOOL_SETS for name in tools.names)
+"""Switchboard's own tool names: no connector tool is ever shown by one of them."""
 
-def server_for(port: AgentPort) -> MCPServer:
+
+class SwitchboardServer(MCPServer[dict[str, Any]]):
+    """The ``MCPServer`` of one agent: Switchboard's tools, then the connectors' tools."""
+
+    def __init__(self, port: AgentPort) -> None:
+        notifier = ToolListNotifier()
+        push = InboxPush(port, notifier.bus)
+
+        @asynccontextmanager
+        async def lifespan(server: object) -> AsyncIterator[dict[str, Any]]:
+            async with notifier.lifespan(server) as state, push.lifespan(server):
+                yield state
+
+        super().__init__(
+            "switchboard",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            log_level="WARNING",
+            middleware=[notifier.middleware, push.middleware],
+            lifespan=lifespan,
+            subscriptions=notifier.bus,
+        )
+        self._passthrough = ConnectorPassthrough(port, reserved=OWN_TOOLS)
+        for tools in _TOOL_SETS:
+            tools.register(self, port)
+        port.watch_connector_tools(notifier.changed)
+        self.resource(
+            INBOX_URI,
+            name="inbox",
+            title="What is owed to you",
+            description="The messages owed to you, one line each; reading it acknowledges "
+            "nothing (the inbox tool reads and acknowledges). Subscribe to be told when "
+            "messages arrive.",
+            mime_type="text/plain",
+        )(push.read)
+        # MCPServer serves no resources/subscribe of its own: the low-level server takes it.
+        lowlevel = self._lowlevel_server
+        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, push.subscribe)
+        lowlevel.add_request_handler(
+            "resources/unsubscribe", UnsubscribeRequestParams, push.unsubscribe
+        )
+
+    async def list_tools(self) -> list[Tool]:
+        return [*await super().list_tools(), *self._passthrough.tools()]
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        context: Context[dict[str, Any], Any] | None = None,
+    ) -> CallToolResult | InputRequiredResult:
+        if name in OWN_TOOLS:
+            return await super().call_tool(name, arguments, context)
+        return await self._passthrough.call(name, arguments)
+
+
+def server_for(port: AgentPort) -> MCPServer[dict[str, Any]]:
     """An ``MCPServer`` whose tools act for the agent ``port`` serves."""
-    mcp = MCPServer(
-        "switchboard",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        log_level="WARNING",
-    )
-    for tools in _TOOL_SETS:
-        tools.register(mcp, port)
-    return mcp
+    return SwitchboardServer(port)
 
 
-def build_server(board: Switchboard, *, agent: str) -> MCPServer:
+def build_server(board: Switchboard, *, agent: str) -> MCPServer[dict[str, Any]]:
     """An ``MCPServer`` exposing ``board`` to the agent named ``agent`` (through its port)."""
     return server_for(agent_port(board, agent))

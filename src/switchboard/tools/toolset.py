@@ -1,14 +1,17 @@
 """A module's tools, gathered at definition time and added to a server with the port bound.
 
 What this module knows: :class:`ToolSet`. Each tool module keeps one; ``@TOOLS.tool(...)``
-records a plain module-level function (its name and its description for the agent) and
-returns it unchanged. A tool function takes the agent's
+records a plain module-level function (its name, its description for the agent and its MCP
+``ToolAnnotations``) and returns it unchanged. A description may depend on the agent (a
+function of its port, such as ``speak``'s, which follows the agent's prose mode); it is worded
+when the tool is added to a server. A tool function takes the agent's
 :class:`~switchboard.host.AgentPort` as its first parameter, then its typed arguments.
 :meth:`ToolSet.register` adds every recorded tool to an ``MCPServer`` in definition order, with
-the port bound (a ``functools.partial`` that keeps the function's ``__name__``): the SDK
-derives the input schema from the remaining parameters (titled after the function's name) and
-the output schema from the return annotation, exactly as for a function written for that one
-server.
+the port bound (a ``functools.partial`` that keeps the function's ``__name__`` and the
+resolved annotations of the remaining parameters): the SDK derives the input schema from the
+remaining parameters (titled after the function's name) and the output schema from the return
+annotation, and hands a parameter annotated with its ``Context`` the call's context, exactly as
+for a function written for that one server.
 
 What it deliberately does not know: what any tool does, and which host is behind the port.
 """
@@ -16,17 +19,39 @@ What it deliberately does not know: what any tool does, and which host is behind
 from __future__ import annotations
 
 import functools
+import inspect
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 from switchboard.host import AgentPort
 
-__all__ = ["ToolSet"]
+__all__ = ["READ_ONLY", "Description", "ToolSet", "writes"]
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Awaitable[Any]])
+
+Description = str | Callable[[AgentPort], str]
+"""A tool's description: fixed, or worded for the agent whose port the server is built with."""
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+"""A tool that only reads what Switchboard holds (clients may call it without asking)."""
+
+
+def writes(*, world: bool, idempotent: bool, destructive: bool = False) -> ToolAnnotations:
+    """A tool that changes something: outside Switchboard (``world``: it posts, opens or shows
+    something through a connector) or only inside it; ``idempotent`` when calling it again
+    with the same arguments changes nothing more; ``destructive`` when it removes or replaces
+    something that cannot be had back."""
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=idempotent,
+        open_world_hint=world,
+    )
 
 
 class _Bound(functools.partial[Awaitable[Any]]):
@@ -40,7 +65,8 @@ class _Bound(functools.partial[Awaitable[Any]]):
 class _Recorded:
     fn: Callable[..., Awaitable[Any]]
     name: str
-    description: str
+    description: Description
+    annotations: ToolAnnotations
 
 
 class ToolSet:
@@ -56,11 +82,18 @@ class ToolSet:
         """The tools' names, in definition order."""
         return tuple(t.name for t in self._tools)
 
-    def tool(self, *, description: str, name: str | None = None) -> Callable[[_Tool], _Tool]:
-        """Record the decorated function as the tool ``name`` (default: the function's name)."""
+    def tool(
+        self, *, description: Description, annotations: ToolAnnotations, name: str | None = None
+    ) -> Callable[[_Tool], _Tool]:
+        """Record the decorated function as the tool ``name`` (default: the function's name).
+
+        ``annotations`` are required: every tool says whether it only reads, whether it
+        reaches the world outside Switchboard (posts, opens, shows typing), and, when it
+        writes, whether it destroys anything and whether repeating it changes more.
+        """
 
         def recording(fn: _Tool) -> _Tool:
-            self._tools.append(_Recorded(fn, name or fn.__name__, description))
+            self._tools.append(_Recorded(fn, name or fn.__name__, description, annotations))
             return fn
 
         return recording
@@ -70,4 +103,8 @@ class ToolSet:
         for t in self._tools:
             bound = _Bound(t.fn, port)
             bound.__name__ = t.fn.__name__
-            mcp.add_tool(bound, name=t.name, description=t.description)
+            first = next(iter(inspect.signature(t.fn).parameters))
+            hints = typing.get_type_hints(t.fn, include_extras=True)
+            bound.__annotations__ = {k: v for k, v in hints.items() if k != first}
+            text = t.description if isinstance(t.description, str) else t.description(port)
+            mcp.add_tool(bound, name=t.name, description=text, annotations=t.annotations)

@@ -34,8 +34,14 @@ from pydantic import BaseModel, Field
 from switchboard.channels import TuneOutTerms
 from switchboard.host import AgentPort
 from switchboard.host.port import DEFAULT_BACKLOG_CAP, ActiveTuneOut, ScopeKind
-from switchboard.tools.results import InboxMessage, ok, refusal_boundary
-from switchboard.tools.toolset import ToolSet
+from switchboard.tools.results import (
+    MAX_ANSWER_BYTES,
+    InboxMessage,
+    fitting,
+    ok,
+    refusal_boundary,
+)
+from switchboard.tools.toolset import READ_ONLY, ToolSet, writes
 
 __all__ = [
     "TOOLS",
@@ -115,12 +121,11 @@ class TuneOutBacklogResult(BaseModel):
 
 
 @TOOLS.tool(
-    description="Tune out a channel: it stays open, but its messages stop reaching your "
-    "inbox until the tune-out ends (by cancel, when its duration runs out, or at the first "
-    "message addressing you past its wake budget). Then the withheld messages (up to "
-    "backlog_cap) come first in your next inbox read. scope all-except tunes out every "
-    "channel except `channel`. mode cancel ends your tune-out (or one you read, "
-    "optionally leaving a digest of what you read)."
+    description="Stop attending to a channel without closing it: its messages wait in a "
+    "backlog, which comes first in your inbox when the tune-out ends (mode cancel, "
+    "duration_minutes, or a message addressing you past wake_budget). scope all-except: "
+    "every channel but `channel`. mode cancel also ends one you read (digest: a summary).",
+    annotations=writes(world=True, idempotent=False),
 )
 @refusal_boundary
 async def tune_out(
@@ -129,8 +134,7 @@ async def tune_out(
         str,
         Field(
             min_length=1,
-            description="The channel to tune out (scope all-except: the one to keep), as "
-            "channel_list names it.",
+            description="As channel_list names it (all-except: the one to keep).",
         ),
     ],
     mode: Annotated[Literal["start", "cancel"], Field(description="start or cancel")] = "start",
@@ -142,8 +146,8 @@ async def tune_out(
         int | None,
         Field(
             ge=0,
-            description="Wakes it lets pass (inbox reads that withheld a message "
-            "addressing you); the next one ends it.",
+            description="Inbox reads withholding a message addressing you that it lets "
+            "pass; the next one ends it.",
         ),
     ] = None,
     reader: Annotated[
@@ -154,7 +158,7 @@ async def tune_out(
     ] = None,
     digest: Annotated[
         str | None,
-        Field(description="cancel only: a summary of what was withheld, for the owner."),
+        Field(description="cancel only: what was withheld, for the owner."),
     ] = None,
 ) -> Annotated[CallToolResult, TuneOutResult]:
     if mode == "cancel":
@@ -189,14 +193,15 @@ async def tune_out(
     )
 
 
-@TOOLS.tool(description="List the tune-outs you own or read.")
+@TOOLS.tool(description="List the tune-outs you own or read.", annotations=READ_ONLY)
 async def tune_out_status(port: AgentPort) -> TuneOutStatusResult:
     return TuneOutStatusResult(tune_outs=[TuneOutInfo.of(h, port) for h in port.tune_outs()])
 
 
 @TOOLS.tool(
     description="Read what a tune-out you read (or own) has withheld so far, oldest first. "
-    "Pass the returned cursor as after_seq to read on."
+    "Pass the returned cursor as after_seq to read on.",
+    annotations=READ_ONLY,
 )
 @refusal_boundary
 async def tune_out_backlog(
@@ -207,11 +212,14 @@ async def tune_out_backlog(
     limit: Annotated[int, Field(ge=1, le=500, description="At most this many.")] = 50,
 ) -> Annotated[CallToolResult, TuneOutBacklogResult]:
     page = await port.tune_out_backlog(channel, ScopeKind(scope), after_seq=after_seq, limit=limit)
+    messages = [InboxMessage.of(m) for m in page.messages]
+    kept = fitting(messages, MAX_ANSWER_BYTES - 16 * 1024)  # bounded answers: docs/tools.md
+    cut = kept < len(messages)
     return ok(
         TuneOutBacklogResult(
             tune_out=TuneOutInfo.of(page.held, port),
-            messages=[InboxMessage.of(m) for m in page.messages],
-            cursor=page.cursor,
-            more=page.more,
+            messages=messages[:kept],
+            cursor=messages[kept - 1].seq if cut else page.cursor,
+            more=page.more or cut,
         )
     )

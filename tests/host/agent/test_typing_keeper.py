@@ -57,7 +57,12 @@ async def test_typing_by_a_shared_id_starts_at_once_in_every_channel_with_that_i
         assert set(refs) == {A_GENERAL, B_GENERAL}
         for fake in (fa, fb):
             [start] = await noted(fake, TYPING, 1)
-            assert start == {"channelId": "general", "op": "start", "metadata": {"replyTo": "m1"}}
+            assert start == {
+                "channelId": "general",
+                "op": "start",
+                "typing": True,
+                "metadata": {"replyTo": "m1"},
+            }
 
 
 async def test_a_typing_ref_types_in_that_channel_only(tmp_path: Path) -> None:
@@ -67,7 +72,7 @@ async def test_a_typing_ref_types_in_that_channel_only(tmp_path: Path) -> None:
         await register(fb, "general")
         assert await board.typing.start(B_GENERAL) == (B_GENERAL,)
         [start] = await noted(fb, TYPING, 1)
-        assert start == {"channelId": "general", "op": "start"}
+        assert start == {"channelId": "general", "op": "start", "typing": True}
         await barrier(board, fa, "a")
         assert notes(fa, TYPING) == []
 
@@ -88,6 +93,7 @@ async def test_each_tick_refreshes_typing_with_the_latest_metadata(tmp_path: Pat
         assert (await noted(fa, TYPING, 3))[2] == {
             "channelId": "room",
             "op": "start",
+            "typing": True,
             "metadata": {"v": 2},
         }
         await ticker.tick()
@@ -108,7 +114,12 @@ async def test_stopping_one_ref_stops_only_that_channel_and_sends_its_metadata(
         await board.typing.start("general", {"k": "v"})
         assert await board.typing.stop(A_GENERAL) == (A_GENERAL,)
         stop = (await noted(fa, TYPING, 2))[1]
-        assert stop == {"channelId": "general", "op": "stop", "metadata": {"k": "v"}}
+        assert stop == {
+            "channelId": "general",
+            "op": "stop",
+            "typing": False,
+            "metadata": {"k": "v"},
+        }
         assert board.typing.typing_in() == {B_GENERAL}
         assert board.typing.metadata_of(A_GENERAL) is None
         await ticker.tick()

@@ -56,18 +56,34 @@ async def test_an_epoch_and_its_wake_count_survive_a_restart(tmp_path: Path) -> 
         assert again.lifecycle.covered_by_tune_out(ROOM)
 
 
-async def test_an_owed_backlog_survives_restarts_and_is_handed_over_once(tmp_path: Path) -> None:
+async def test_an_owed_backlog_survives_restarts_and_is_handed_over_once_acknowledged(
+    tmp_path: Path,
+) -> None:
+    """A backlog handed over is owed until the read that carried it is acknowledged (with
+    ``after``): one not acknowledged before a restart comes again, with the same ids (the
+    redelivered flag of a backlog is known within one process only)."""
     async with board_with_log(tmp_path, fake := FakeConnector()) as board:
         await register_admitted(board, fake, "room", "other")
         started = await board.tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
         await send_accepted(fake, message("room", "r1"), message("other", "o1"))
-        assert ids(await inbox(board)) == ["o1"]
+        read = await board.read_inbox("a")
+        assert ids(read.messages) == ["o1"]
+        assert (await board.read_inbox("a", after=read.cursor)).messages == []
         await board.tuneouts.cancel(started.held.epoch.epoch_id, "a")
     async with board_with_log(tmp_path, FakeConnector()) as board:
-        first = await inbox(board)
+        first = await board.read_inbox("a")
+    async with board_with_log(tmp_path, FakeConnector()) as board:
+        again = await board.read_inbox("a")
+        flagged = await board.read_inbox("a", after=0)
+        acknowledged = await board.read_inbox("a", after=again.cursor)
     async with board_with_log(tmp_path, FakeConnector()) as board:
         second = await inbox(board)
-    assert ids(first) == [f"tuneout-ended:{started.held.epoch.epoch_id}", "r1"]
+    notice = f"tuneout-ended:{started.held.epoch.epoch_id}"
+    assert ids(first.messages) == [notice, "r1"]
+    assert first.redelivered == (False, False)
+    assert ids(again.messages) == [notice, "r1"]
+    assert flagged.redelivered == (True, True)
+    assert acknowledged.messages == []
     assert second == []
 
 

@@ -5,9 +5,13 @@ calls that take a ``channelId``/``serverId`` pair rather than free text. Such a 
 only a channel id or a server-qualified name (tier 1); labels, raw ids and DM names are for
 ``>>`` targets and the general resolver.
 
-- :func:`resolve_tool_channel` (channel_open, channel_close, channel_decline): without a
-  server id (an empty one counts as none), the own rule, then tier 1; with one, exactly that
-  pair, and a refusal that says where a channel with that id is.
+- :func:`resolve_tool_channel` (the reference's channel_open, channel_close, channel_decline):
+  without a server id (an empty one counts as none), the own rule, then tier 1; with one,
+  exactly that pair, and a refusal that says where a channel with that id is. Switchboard's
+  own MCP tools take every name instead, through the general resolver
+  (:func:`~switchboard.channels.names.resolve.resolve`), so that every tool accepts the names
+  ``channel_publish`` does (issue #11); this narrower vocabulary stays for callers that
+  follow §3.7 to the letter.
 - :func:`resolve_destination` (publishes): the same, except that an empty channel id or an
   *empty* server id is refused rather than read as "omitted".
 - :func:`send_targets` (explicit send tools, which pass whatever the agent typed): channels

@@ -125,7 +125,7 @@ class AgentDesk:
     def __init__(self, name: str, config: AgentConfig | None = None) -> None:
         self.name = name
         self.home = config.home if config is not None else None
-        self.prose = ProseMode(config.prose) if config is not None else ProseMode.EXPLICIT
+        self.prose = ProseMode(config.prose) if config is not None else ProseMode.HYBRID
         self.turn = Turn()
         self.sticky: Sticky = NO_STICKY
         self.sticky_ref: ChannelRef | None = None

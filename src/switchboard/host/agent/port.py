@@ -8,9 +8,11 @@ outside the host's own parts that reaches into the host object (its registry, se
 config, default channel, lifecycle, tune-outs, typing and streams); it hands the agent's
 modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborators they use.
 
-- **Names.** Every channel name an agent passes is resolved with the turn's own channels:
-  lifecycle verbs and ``typing`` with a server id as tool channels (channel-registry.md §3.7),
-  tune-outs and ``typing`` without one by the general resolver; a name the registry refuses
+- **Names.** Every channel name an agent passes is resolved by the general resolver, the one
+  ``channel_publish`` uses (an id, a qualified name, a raw id, a ``#label``, an ``@person``),
+  with the turn's own channels first and an empty server id read as none, so every tool
+  accepts the same names; ``typing`` without a server id first fans an id or qualified name
+  out to every channel it names (typing posts nothing). A name the registry refuses
   becomes a :class:`~switchboard.host.refusal.Refusal` through
   :func:`~switchboard.host.refusal.name_refusal`, naming the tool called. A lifecycle verb's
   own refusal gains the channel as shown to the agent (``channel``, ``server_id``,
@@ -18,19 +20,30 @@ modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborato
 - **Turns.** An inbox read that returns messages begins the agent's next turn while the desk's
   reading lock is held, then asks the connectors for context (``Switchboard.before_inference``:
   streams abandoned, typing moved, ``context/beforeInference``) with the text of the messages.
+  A redelivery (:mod:`.delivery`) begins a turn like any read: its locus is decided from the
+  same messages by the same rule, so the locus they had is not lost.
 - **Tune-outs.** A cancel or a backlog read finds the agent's tune-out (as its owner or its
   reader) by the name it was started with, even after its server stopped registering the
   channel; none found is a ``not-tuned-out`` refusal.
 - **Streams.** Feeding or ending a stream that is not the agent's open one (ended, abandoned
   when a turn began, never begun) is a ``no-stream`` refusal; the end delivers the whole text
   through :meth:`BoardPort.speak`.
+- **Connector tools.** The tools of each server's current session
+  (:mod:`switchboard.host.connection.connector_tools`); a call is refused before anything is
+  sent when the server is gone, connecting, not granted ``tools`` or no longer lists the
+  tool, and the connector's error or silence becomes a refusal that says whether the tool
+  may have run. Changes are followed on the host's event bus.
+- **Arrivals.** :meth:`BoardPort.watch_inbox` follows ``MessagesAccepted`` and
+  ``PushAccepted`` on the host's event bus and leaves out what a tune-out in effect diverts
+  from the agent; :meth:`BoardPort.peek_inbox` reads what is owed above the acknowledged
+  position through the same tune-out filter, with none of a read's effects.
 
 What it deliberately does not know: MCP, tool results, and how the parts it calls work inside.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -45,17 +58,28 @@ from switchboard.channels import (
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.names.wording import Caller
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
+from switchboard.host.agent.delivery import PageBudget, Reader
 from switchboard.host.agent.desk import AgentDesk, Locus
 from switchboard.host.agent.publishing import AgentPublish, publish_for_agent
 from switchboard.host.agent.speech import Speech, speak
 from switchboard.host.agent.streams import SpeechEnd, StreamedSpeech
 from switchboard.host.agent.views import channel_rows
 from switchboard.host.app import Switchboard
+from switchboard.host.connection.connector_tools import ConnectorTool
+from switchboard.host.connection.session import SessionState
+from switchboard.host.events import (
+    ConnectorToolsChanged,
+    HostEvent,
+    ManifestApplied,
+    MessagesAccepted,
+    PushAccepted,
+)
 from switchboard.host.lifecycle.answers import LifecycleAnswer
 from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
 from switchboard.host.port import (
     AgentPort,
     AgentRead,
+    Arrival,
     CancelledTuneOut,
     ChannelListing,
     DisabledFeatureSet,
@@ -67,6 +91,9 @@ from switchboard.host.port import (
 from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 from switchboard.host.tuneouts.host import StartedTuneOut
 from switchboard.host.tuneouts.inbox import TuneOutInbox
+from switchboard.host.tuneouts.records import diverts_at_all
+from switchboard.store import StoredMessage
+from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["TUNE_OUT", "BoardPort", "agent_port"]
 
@@ -74,6 +101,10 @@ log = structlog.get_logger(__name__)
 
 TUNE_OUT = Caller("nothing changed", "channel", None)
 """The wording of the tune-out tools' name refusals: one ``channel`` argument, no server id."""
+RUN_TOOL = Caller("nothing ran", "channel", "server_id")
+"""The wording of the lifecycle tools' name refusals (arguments ``channel``, ``server_id``)."""
+TYPING = Caller("typing did not change", "channel", "server_id")
+"""The wording of ``typing``'s name refusals."""
 
 
 def agent_port(board: Switchboard, agent: str) -> AgentPort:
@@ -84,12 +115,14 @@ def agent_port(board: Switchboard, agent: str) -> AgentPort:
 class BoardPort:
     """:class:`~switchboard.host.port.AgentPort` on a :class:`Switchboard`, for one desk."""
 
-    __slots__ = ("_backlogs", "_board", "_desk")
+    __slots__ = ("_backlogs", "_board", "_desk", "_reader")
 
     def __init__(self, board: Switchboard, desk: AgentDesk) -> None:
         self._board = board
         self._desk = desk
         self._backlogs = TuneOutInbox(board.tuneouts)
+        # The reader of calls that name none: they acknowledge each other's reads.
+        self._reader = Reader(f"port:{desk.name}")
 
     @property
     def agent(self) -> str:
@@ -98,6 +131,10 @@ class BoardPort:
     @property
     def turn(self) -> int:
         return self._desk.turn.number
+
+    @property
+    def prose_mode(self) -> str:
+        return self._desk.prose.value
 
     def _locus(self) -> Locus:
         return self._desk.locus(self._board.registry, self._board.default_channel)
@@ -147,25 +184,76 @@ class BoardPort:
         board = self._board
         return await speak(board.registry, board.publish_to, self._desk, self._locus(), text)
 
-    async def read_inbox(self, *, wait_seconds: float = 0.0, limit: int = 50) -> AgentRead:
+    async def read_inbox(
+        self,
+        *,
+        after: int | None = None,
+        reader: object | None = None,
+        wait_seconds: float = 0.0,
+        limit: int = 50,
+        budget: PageBudget | None = None,
+    ) -> AgentRead:
         board = self._board
         desk = self._desk
         context: list[dict[str, Any]] = []
         async with desk.reading:
-            read = await board.read_inbox(desk.name, wait_seconds=wait_seconds, limit=limit)
+            read = await board.read_inbox(
+                desk.name,
+                after=after,
+                reader=self._reader if reader is None else reader,
+                wait_seconds=wait_seconds,
+                limit=limit,
+                budget=budget,
+            )
             if read.messages:
                 turn = desk.begin_turn(read.messages, board.registry)
                 log.debug("turn_began", agent=desk.name, turn=turn.number, locus=turn.locus.source)
                 said = "\n".join(t for t in map(message_text, read.messages) if t)
                 context = await board.before_inference(desk, user_message=said or None)
-        return AgentRead(read.messages, read.cursor, read.more, context)
+        return AgentRead(read.messages, read.cursor, read.more, context, read.redelivered)
+
+    async def stored_message(self, seq: int) -> StoredMessage | None:
+        if seq < 1:
+            return None
+        found = await self._board.store.read(seq - 1, 1)
+        return found[0] if found and found[0].seq == seq else None
+
+    async def peek_inbox(self, *, limit: int = 50) -> list[StoredMessage]:
+        board = self._board
+        agent = self._desk.name
+        book = board.tuneouts.book
+        ended = board.tuneouts.withholding(agent)
+        after = await board.store.get_cursor(agent)
+        owed: list[StoredMessage] = []
+        while len(owed) < limit:
+            batch = await board.store.read(after, limit)
+            if not batch:
+                break
+            after = batch[-1].seq
+            for m in batch:
+                if diverts_at_all(m):
+                    held = book.diverts(ChannelRef(m.server_id, m.channel_id), agent)
+                    if held is not None and m.seq > (held.epoch.started_at_sequence or 0):
+                        continue
+                    if any(s.withheld(m) for s in ended):
+                        continue
+                owed.append(m)
+        return owed[:limit]
+
+    def watch_inbox(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
+        self._board.events.subscribe(_InboxWatch(self._board, self.agent, listener))
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def _tool_channel(self, channel: str, server_id: str | None, tool: str) -> ChannelRef:
+    def _tool_channel(
+        self, channel: str, server_id: str | None, tool: str, caller: Caller = RUN_TOOL
+    ) -> ChannelRef:
+        """The one channel a tool's ``channel`` (and ``server_id``) pick, by the general
+        resolver that ``channel_publish`` uses: an id, a qualified name, a raw id, a label or
+        an @person, the turn's own channels first; an empty ``server_id`` is none."""
         try:
-            entry = self._board.registry.names.resolve_tool_channel(
-                channel, server_id=server_id or None, own=self._desk.own
+            entry = self._board.registry.names.resolve(
+                channel, server_id=server_id or None, own=self._desk.own, caller=caller
             )
         except ChannelNameError as exc:
             raise name_refusal(exc, tool) from None
@@ -287,15 +375,10 @@ class BoardPort:
     def _typing_refs(self, channel: str, server_id: str | None) -> list[ChannelRef]:
         """An id or qualified name fans out to every channel it names; other names (a label,
         a DM name) must pick one; ``server_id`` narrows to one server."""
-        names = self._board.registry.names
-        own = self._desk.own
-        try:
-            if server_id is not None:
-                return [names.resolve_tool_channel(channel, server_id=server_id, own=own).ref]
-            fanned = names.channels_named(channel)
-            return list(fanned) if fanned else [names.resolve(channel, own=own).ref]
-        except ChannelNameError as exc:
-            raise name_refusal(exc, "typing") from None
+        if server_id:
+            return [self._tool_channel(channel, server_id, "typing", TYPING)]
+        fanned = self._board.registry.names.channels_named(channel)
+        return list(fanned) if fanned else [self._tool_channel(channel, None, "typing", TYPING)]
 
     def _shows_typing(self, ref: ChannelRef) -> bool:
         session = self._board.sessions.get(ref.server_id)
@@ -368,3 +451,138 @@ class BoardPort:
             if text:
                 await speech.feed(text)
             return await speech.finish(self.speak)
+
+    # -- connector tools --------------------------------------------------------------------
+
+    def connector_tools(self) -> list[ConnectorTool]:
+        sessions = self._board.sessions
+        return [tool for sid in sorted(sessions) for tool in sessions[sid].tools.tools]
+
+    async def call_connector_tool(
+        self, server_id: str, tool: str, arguments: Mapping[str, Any]
+    ) -> Mapping[str, Any]:
+        session = self._board.sessions.get(server_id)
+        facts: dict[str, Any] = {"server_id": server_id, "tool": tool}
+        what = f"tool {tool!r} of connector {server_id!r}"
+        if session is None or session.state is SessionState.CLOSED:
+            raise Refusal(
+                RefusalKind.SERVER_GONE,
+                f"connector {server_id!r} is not connected right now, so {what} was not called.",
+                **facts,
+            )
+        if session.state is SessionState.CONNECTING:
+            raise Refusal(
+                RefusalKind.SERVER_CONNECTING,
+                f"connector {server_id!r} is still connecting, so {what} was not called.",
+                **facts,
+            )
+        if not session.tools.granted:
+            raise Refusal(
+                RefusalKind.NOT_GRANTED,
+                f"connector {server_id!r} is not granted tools (or runs without MCPL), so "
+                f"Switchboard does not pass its tools through; {what} was not called.",
+                'use another tool; to allow its tools, whoever runs this host adds "tools" to '
+                "its grant",
+                **facts,
+            )
+        if session.tools.find(tool) is None:
+            raise Refusal(
+                RefusalKind.UNKNOWN_TOOL,
+                f"connector {server_id!r} no longer lists a tool {tool!r}; nothing was called.",
+                **facts,
+            )
+        try:
+            result = await session.tools.call(tool, arguments)
+        except RpcError as exc:
+            raise Refusal(
+                RefusalKind.CONNECTOR_FAILED,
+                f"connector {server_id!r} answered the call of its tool {tool!r} with error "
+                f"{exc.code}: {exc.message}",
+                "check the arguments against the tool's input schema and call it again, or "
+                "use another tool",
+                code=exc.code,
+                **facts,
+            ) from None
+        except (RequestTimeoutError, LinkClosedError) as exc:
+            raise Refusal(
+                RefusalKind.UNCONFIRMED,
+                f"connector {server_id!r} did not answer the call of its tool {tool!r} ({exc}); "
+                "the tool may have run.",
+                "check whether it took effect before calling it again",
+                **facts,
+            ) from None
+        if not isinstance(result, Mapping):
+            raise Refusal(
+                RefusalKind.CONNECTOR_FAILED,
+                f"connector {server_id!r} answered the call of its tool {tool!r} with a "
+                f"{type(result).__name__}, not a tool result; it may have run.",
+                "check whether it took effect before calling it again",
+                **facts,
+            )
+        return result
+
+    def watch_connector_tools(self, listener: Callable[[], None]) -> None:
+        self._board.events.subscribe(_ToolsWatch(listener))
+
+
+class _ToolsWatch:
+    """A host event listener that calls ``listener`` when connector tools may have changed."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self, listener: Callable[[], None]) -> None:
+        self._listener = listener
+
+    def __call__(self, event: HostEvent) -> None:
+        if isinstance(event, ConnectorToolsChanged | ManifestApplied):
+            self._listener()
+
+
+class _InboxWatch:
+    """A host event listener that tells ``listener`` of the messages committed for ``agent``
+    (a tune-out in effect that diverts one leaves it out; push events are never diverted)."""
+
+    __slots__ = ("_agent", "_board", "_listener")
+
+    def __init__(
+        self, board: Switchboard, agent: str, listener: Callable[[Sequence[Arrival]], None]
+    ) -> None:
+        self._board = board
+        self._agent = agent
+        self._listener = listener
+
+    def __call__(self, event: HostEvent) -> None:
+        match event:
+            case MessagesAccepted(server_id=sid, messages=messages):
+                book = self._board.tuneouts.book
+                arrivals = [
+                    a
+                    for a in (_arrival(sid, m) for m in messages)
+                    if not a.ref.channel_id or book.diverts(a.ref, self._agent) is None
+                ]
+            case PushAccepted(server_id=sid, message=message):
+                arrivals = [_arrival(sid, message)]
+            case _:
+                return
+        if arrivals:
+            self._listener(arrivals)
+
+
+def _arrival(server_id: str, message: Mapping[str, Any]) -> Arrival:
+    """The :class:`Arrival` of one accepted wire message (validated by the host before)."""
+    author = message.get("author")
+    name = author.get("name", "") if isinstance(author, Mapping) else ""
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    text = "\n".join(
+        str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
+    )
+    thread = message.get("threadId")
+    return Arrival(
+        ChannelRef(server_id, str(message.get("channelId") or "")),
+        str(message.get("messageId", "")),
+        str(name),
+        text,
+        str(message.get("timestamp", "")),
+        thread if isinstance(thread, str) else None,
+    )

@@ -2,11 +2,13 @@
 
 What this module knows (channel-registry.md §10.1, mcpl-protocol.md 4.10):
 
-- **The message.** ``channels/typing`` as a Notification ``{channelId, op, metadata?}`` with
-  ``op`` ``"start"`` or ``"stop"``: the fleet's de facto shape (the spec gives only the
-  gate). It goes out only while the server is ready and its grant holds ``channels.typing``;
-  without the grant a start is skipped silently (it would fire every 7 s) and the refresh
-  timer keeps running, so a grant that arrives later is used at the next tick.
+- **The message.** ``channels/typing`` as a Notification ``{channelId, op, typing,
+  metadata?}`` with ``op`` ``"start"`` or ``"stop"`` and ``typing`` ``true`` or ``false`` to
+  match: the spec gives only the gate, most of the fleet reads ``op``, and a matrix connector
+  reads ``typing`` (anything but ``false`` is "on" there), so both go out. It goes out only
+  while the server is ready and its grant holds ``channels.typing``; without the grant a start
+  is skipped silently (it would fire every 7 s) and the refresh timer keeps running, so a
+  grant that arrives later is used at the next tick.
 - **Where.** :meth:`TypingKeeper.start` takes a ref (that channel only) or a string, which
   fans out to every channel ``entries_named`` returns: typing posts nothing, so a bare id
   that two servers register shows typing in both rather than in neither. An unregistered
@@ -342,7 +344,7 @@ class TypingKeeper:
         peer = granted_peer(self._sessions.get(ref.server_id), "channels.typing")
         if peer is None:
             return False
-        params: dict[str, Any] = {"channelId": ref.channel_id, "op": op}
+        params: dict[str, Any] = {"channelId": ref.channel_id, "op": op, "typing": op == "start"}
         if metadata:
             params["metadata"] = dict(metadata)
         try:

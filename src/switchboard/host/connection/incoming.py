@@ -17,7 +17,7 @@ Every message refused is counted and logged, rate-limited, through the connectio
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -147,11 +147,7 @@ class IncomingHandler:
         p = PushEventParams.model_validate(params)
         check_feature_set(p.feature_set, "pushEvents")
         origin = p.origin or {}
-        channel_id = origin.get("mcplChannelId")
-        if not isinstance(channel_id, str) or ChannelRef(self._server_id, channel_id) not in (
-            self._registry
-        ):
-            channel_id = ""
+        channel_id = self._origin_channel(origin)
         message: dict[str, Any] = {
             "channelId": channel_id,
             "messageId": f"event:{p.event_id}",
@@ -176,6 +172,33 @@ class IncomingHandler:
             return {"accepted": True}
 
         return Deferred(after_commit())
+
+    def _origin_channel(self, origin: Mapping[str, Any]) -> str:
+        """The registered channel a push's ``origin`` names, or ``""`` when none.
+
+        ``mcplChannelId`` first; else ``channelId`` as an MCPL id of this connection; else
+        ``channelId`` as a platform-native id, matched against the ``address.channelId`` of this
+        connection's descriptors (an index lookup). A native id two of its channels share
+        names neither: the push lands with no channel rather than in a guessed one.
+        """
+        sid = self._server_id
+        registry = self._registry
+        mcpl_id = origin.get("mcplChannelId")
+        if isinstance(mcpl_id, str) and ChannelRef(sid, mcpl_id) in registry:
+            return mcpl_id
+        native = origin.get("channelId")
+        if isinstance(native, int) and not isinstance(native, bool):
+            native = str(native)
+        if not isinstance(native, str) or not native:
+            return ""
+        if ChannelRef(sid, native) in registry:
+            return native
+        found = [e.ref.channel_id for e in registry.by_raw_id(native) if e.ref.server_id == sid]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            log.info("push_origin_ambiguous", server_id=sid, native_id=native, candidates=found)
+        return ""
 
 
 async def _ready(value: dict[str, Any]) -> dict[str, Any]:

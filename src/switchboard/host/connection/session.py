@@ -8,6 +8,13 @@ what the connector sends: ``channels/register``, ``channels/changed``, ``channel
 grant *as it stands when the message arrives*; before the policy exchange completes the grant
 is treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
 
+A pre-0.5 connector (:mod:`~switchboard.host.connection.compat`, the ``compat`` setting) is
+judged by 0.4 rules instead: its manifest is read the 0.4 way, privileged messages it sends
+before the exchange completes are held and judged once it does (completed as a 0.4
+Notification after a grace when the connector holds back its answer), and its pushes need the
+grant, not a ``uses`` declaration. A ``-32601`` answer to the policy Request is the late sign
+of one (under ``compat = "strict"`` it leaves the connection MCP-only).
+
 Readiness is set by the peer's reader the moment the receipt is read (``on_response``), so a
 ``channels/register`` that the connector sends straight after its receipt is never rejected by a
 race between the handshake task and the dispatcher. The session's peer reads every error
@@ -52,6 +59,13 @@ from pydantic import ValidationError
 from switchboard import __version__
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.config import UNSERVED_LEAVES, ConnectorConfig
+from switchboard.host.connection.compat import (
+    HOLD_GRACE,
+    HeldMessages,
+    legacy_reading,
+    pre05_reason,
+)
+from switchboard.host.connection.connector_tools import ConnectorTools
 from switchboard.host.connection.diagnostics import (
     CAPABILITY_DENIED,
     DESCRIPTOR_REJECTED,
@@ -133,6 +147,10 @@ class ConnectorSession:
         self.grant = Grant.empty()
         self.manifest: Manifest | None = None
         self.legacy_policy = False
+        self.compat_reason: str | None = None
+        self._ready_told = False
+        self._policy_pending: tuple[dict[str, Any], tuple[Grant, frozenset[str]]] | None = None
+        """Why this connection is judged by 0.4 rules (docs/compatibility.md), or None."""
         self.publish_notification_only = False
         self.enabled_feature_sets: frozenset[str] = frozenset()
         self.disabled_feature_sets: tuple[DisabledFeatureSet, ...] = ()
@@ -172,6 +190,9 @@ class ConnectorSession:
             "push/event": self._push_event,
         }
         self.manifest_watch = ManifestWatch(self, min_interval=config.manifest_fetch_interval)
+        #: The connector's MCP tools, fetched once ready and followed (docs/tools.md).
+        self.tools = ConnectorTools(self, events=events)
+        self._held = HeldMessages(self._judge, self.log)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -225,7 +246,10 @@ class ConnectorSession:
 
                 tg.start_soon(read_until_closed)
                 tg.start_soon(self.manifest_watch.run)
+                tg.start_soon(self.tools.run)
                 tg.start_soon(self._watch_connecting)
+                tg.start_soon(self._held.run)
+                tg.start_soon(self._complete_by_grace, peer)
                 await self._handshake(peer)
                 await anyio.sleep_forever()
         finally:
@@ -258,24 +282,16 @@ class ConnectorSession:
                 ConnectorMcpOnly(self.server_id, reason="no experimental.mcpl in initialize")
             )
             return
-        self.manifest = manifest
+        reason = pre05_reason(manifest, self.config.compat)
+        if reason is not None:
+            self._enter_compat(reason)
+            manifest = legacy_reading(manifest)
+        else:
+            self._held.release()  # a 0.5 connector is never held (H-05)
         for note in manifest.diagnostics:
             self.log.info("manifest_diagnostic", note=note)
-        # A leaf Switchboard cannot serve is never granted, whatever pattern matches it.
-        servable = manifest.advertised - UNSERVED_LEAVES.keys()
-        grant = effective_grant(servable, self.config.grant)
-        status = derive_enabled(manifest.feature_sets, grant, self.config.enabled_feature_sets, ())
-        enabled = frozenset(name for name, why in status.items() if why is None)
-        self.disabled_feature_sets = disabled_feature_sets(
-            manifest,
-            grant,
-            status,
-            policy=self.config.grant,
-            selection=self.config.enabled_feature_sets,
-        )
-        log_disabled(self.log, self.disabled_feature_sets)
-        params = _policy_params(manifest, grant, enabled)
-        pending = (grant, enabled)
+        pending = self._plan(manifest)
+        params = _policy_params(manifest, *pending)
 
         def receipt_read(value: Any) -> None:
             # Runs in the peer's reader, before any later inbound message is dispatched.
@@ -289,44 +305,120 @@ class ConnectorSession:
                         unavailable=receipt.unavailable,
                     )
             else:
-                self.state = SessionState.MCP_ONLY
+                self._policy_failed()
                 self.log.warning(
                     "policy_refused", fallback=receipt.fallback, reason=receipt.raw.get("reason")
                 )
 
         self._waiting_for = "the featureSets/update receipt"
+        self._policy_pending = (params, pending)
         try:
             await peer.request("featureSets/update", params, on_response=receipt_read)
         except RequestTimeoutError:
+            if self.legacy_policy and self.state is SessionState.READY:
+                self.log.info("policy_request_never_answered", completed_as="0.4 notification")
+                return
             self._log_handshake_timeout()
             raise
         except RpcError as exc:
             if exc.code != METHOD_NOT_FOUND:
-                self.state = SessionState.MCP_ONLY
+                self._policy_failed()
                 self.log.warning("policy_request_failed", code=exc.code, message=exc.message)
                 return
+            if self.config.compat == "strict":
+                self._policy_failed()
+                self.log.warning(
+                    "policy_request_unsupported",
+                    action='MCP only (compat = strict); set compat = "auto" to speak 0.4',
+                )
+                return
             # A pre-0.5 connector (peers.md: heartbeat, editor, dog-events) does not know the
-            # Request form. Compatibility decision (docs/architecture.md): tell it the policy in
+            # Request form. Compatibility decision (docs/compatibility.md): tell it the policy in
             # the 0.4 Notification form and enforce the same grant on our side.
+            if self.legacy_policy:
+                return  # already completed in the 0.4 form while requests were held
             self.legacy_policy = True
+            if self.compat_reason is None:
+                self._enter_compat("the policy Request was answered -32601")
+                manifest = legacy_reading(manifest)
+                pending = self._plan(manifest)
+                params = _policy_params(manifest, *pending)
             self.log.warning(
                 "policy_request_unsupported_degraded_to_notification",
                 effective=params["effectiveCapabilities"],
             )
             self._become_ready(*pending)
             await peer.notify("featureSets/update", params)
-        if self.state is SessionState.READY:
+        self._tell_ready()
+
+    def _tell_ready(self) -> None:
+        """Emit ``ConnectorReady`` once per connection, when MCPL is in force."""
+        if self.state is SessionState.READY and not self._ready_told:
+            self._ready_told = True
             self._events.emit(
                 ConnectorReady(
                     self.server_id, tuple(sorted(self.grant.leaves())), self.legacy_policy
                 )
             )
 
+    async def _complete_by_grace(self, peer: Peer) -> None:
+        """Complete the exchange the 0.4 way when a pre-0.5 connector holds back its answer.
+
+        A connector that awaits its own early ``channels/register`` before it reads further
+        (peers.md §2, §5: the register-before-policy deadlock) would never answer the policy
+        Request while that register is held. :data:`HOLD_GRACE` seconds after the first held
+        message, the policy is sent as a Notification and put in force, so what is held is
+        judged. An accepted receipt or ``-32601`` that still arrives changes nothing; a
+        refusing receipt still switches MCPL off.
+        """
+        await self._held.first_held.wait()
+        await anyio.sleep(HOLD_GRACE)
+        if self.state is not SessionState.CONNECTING or self._policy_pending is None:
+            return
+        params, pending = self._policy_pending
+        self.legacy_policy = True
+        self.log.warning(
+            "policy_unanswered_while_held",
+            seconds=HOLD_GRACE,
+            action="policy sent as a 0.4 Notification and put in force",
+        )
+        self._become_ready(*pending)
+        await peer.notify("featureSets/update", params)
+        self._tell_ready()
+
+    def _plan(self, manifest: Manifest) -> tuple[Grant, frozenset[str]]:
+        """The grant and enabled sets for ``manifest``, and what the policy leaves disabled."""
+        self.manifest = manifest
+        # A leaf Switchboard cannot serve is never granted, whatever pattern matches it.
+        servable = manifest.advertised - UNSERVED_LEAVES.keys()
+        grant = effective_grant(servable, self.config.grant)
+        status = derive_enabled(manifest.feature_sets, grant, self.config.enabled_feature_sets, ())
+        enabled = frozenset(name for name, why in status.items() if why is None)
+        self.disabled_feature_sets = disabled_feature_sets(
+            manifest,
+            grant,
+            status,
+            policy=self.config.grant,
+            selection=self.config.enabled_feature_sets,
+        )
+        log_disabled(self.log, self.disabled_feature_sets)
+        return grant, enabled
+
+    def _enter_compat(self, reason: str) -> None:
+        self.compat_reason = reason
+        self.log.info("connector_compat_0_4", reason=reason, compat=self.config.compat)
+
     def _become_ready(self, grant: Grant, enabled: frozenset[str]) -> None:
         self.grant = grant
         self.enabled_feature_sets = enabled
         self.state = SessionState.READY
         self._ready.set()
+        self._held.release()
+
+    def _policy_failed(self) -> None:
+        """No policy is in force: MCP only, and what was held is judged (and refused)."""
+        self.state = SessionState.MCP_ONLY
+        self._held.release()
 
     # -- manifest changes --------------------------------------------------------------------
 
@@ -398,7 +490,26 @@ class ConnectorSession:
         if self.state is not SessionState.READY or not self.grant.allows(gate):
             raise CapabilityDenied(gate)
 
+    def _must_hold(self, method: str) -> bool:
+        """Whether a privileged message waits (pre-0.5, before the policy, or behind others)."""
+        if self.compat_reason is None or method not in METHOD_GATES:
+            return False
+        return not self._held.released or self._held.busy
+
     async def _on_request(self, method: str, params: Any) -> Any:
+        if self._must_hold(method):
+            held = self._held.hold(method, params, notification=False)
+            if held is not None:
+                return held
+        return await self._judge_request(method, params)
+
+    async def _judge(self, method: str, params: Any, notification: bool) -> Any:
+        if notification:
+            await self._judge_notification(method, params)
+            return None
+        return await self._judge_request(method, params)
+
+    async def _judge_request(self, method: str, params: Any) -> Any:
         try:
             # The gate first: an ungranted privileged method (model/info, inference/request
             # ...) is "capability denied" whether or not Switchboard implements it (§12, §5.4).
@@ -431,6 +542,15 @@ class ConnectorSession:
             self.refusals.refuse(REQUEST_REFUSED, method, message, **fields)
 
     async def _on_notification(self, method: str, params: Any) -> None:
+        if (
+            method == "channels/changed"
+            and self._must_hold(method)
+            and self._held.hold(method, params, notification=True) is not None
+        ):
+            return
+        await self._judge_notification(method, params)
+
+    async def _judge_notification(self, method: str, params: Any) -> None:
         if method == "channels/changed":
             try:
                 self.gate_check(method)
@@ -443,6 +563,8 @@ class ConnectorSession:
                 self._count_rejected(method, answer)
         elif method == "mcpl/manifestChanged":
             self.manifest_watch.announce(params)
+        elif method == "notifications/tools/list_changed":
+            self.tools.announce()
         elif method == "notifications/message":
             self.log.info("connector_log", params=params)
         else:
@@ -501,6 +623,10 @@ class ConnectorSession:
         if name not in self.enabled_feature_sets:
             raise FeatureSetNotEnabled(name)
         if needs not in manifest.feature_sets[name].uses:
+            if self.compat_reason is not None and self.grant.allows(needs):
+                # 0.4 rules (docs/compatibility.md): a granted capability is enough; 0.4 sets
+                # did not declare what they push.
+                return
             # Declaration mismatch (MCPL §6): the set does not declare what it uses.
             self.log.warning("feature_set_declaration_mismatch", feature_set=name, needs=needs)
             raise CapabilityDenied(needs)

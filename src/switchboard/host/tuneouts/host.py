@@ -187,6 +187,10 @@ class TuneOutHost:
         if seq > self._read_upto.get(agent, 0):
             self._read_upto[agent] = seq
 
+    def sorted_upto(self, agent: str) -> int:
+        """The highest seq ``agent``'s inbox has sorted so far in this process (0 if none)."""
+        return self._read_upto.get(agent, 0)
+
     def _position(self, owner: str) -> int:
         """Where an epoch of ``owner`` starting or ending now draws its line."""
         return max(self.store.latest_seq, self._read_upto.get(owner, 0))

@@ -12,14 +12,16 @@ What this module knows (channel-registry.md §6; docs/tools.md, "tune_out"):
   in which a tune-out withheld a message that addresses the owner (its tags include
   ``chat:addressed`` or a tag implying it) is one wake of that epoch; the first wake past the
   epoch's wake budget ends it, in that very read. A read never returns just because diverted
-  traffic arrived: with ``wait_seconds`` it keeps waiting.
+  traffic arrived: with ``wait_seconds`` it keeps waiting. A message is counted as a wake
+  once: a read that sorts it again (a redelivery) does not count it again.
 - **Delivery.** Every ended epoch's backlog is owed to its owner and comes first in the
   owner's next inbox read: a notice (``message_id`` ``tuneout-ended:<epochId>``, tag
   ``switchboard:tuneout-ended``, ``metadata.kind`` ``tuneout-ended``) whose text says why it
   ended and what arrived, followed by the latest ``backlog_cap`` withheld messages (stamped
   ``metadata.tuneOut.epochId``). Past the cap the notice carries the reader's digest and says
-  how many were held back. A delivery is recorded before it is returned; if that fails, the
-  backlog stays owed for the next read.
+  how many were held back. A delivery is recorded when the agent acknowledges the read that
+  carried it (:meth:`TuneOutInbox.acknowledge`), never before: until then every read carries
+  it again, and if recording fails it stays owed for the next read.
 - **The reader's view**: the messages an epoch in effect has withheld so far, in pages.
 
 What it deliberately does not know: MCP and tool results, the decisions themselves
@@ -65,10 +67,12 @@ _PAGE = 500
 
 @dataclass(frozen=True, slots=True)
 class InboxPage:
-    """What one inbox read returns: owed backlogs first, then new messages; the new cursor."""
+    """What one inbox read returns: owed backlogs first, then new messages; the position it
+    sorted up to (``cursor``), and the epochs whose backlogs it carries (``notices``)."""
 
     messages: list[StoredMessage]
     cursor: int
+    notices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +146,8 @@ class InboxTuneOuts(Protocol):
 
     def read_upto(self, agent: str, seq: int) -> None: ...
 
+    def sorted_upto(self, agent: str) -> int: ...
+
     def forget_passed(self, owner: str, cursor: int) -> None: ...
 
 
@@ -151,18 +157,31 @@ class TuneOutInbox:
     def __init__(self, host: InboxTuneOuts) -> None:
         self._host = host
 
-    async def read(self, agent: str, *, wait_seconds: float = 0.0, limit: int = 50) -> InboxPage:
-        """Read ``agent``'s inbox past its cursor, diverting what its tune-outs withhold.
+    async def read(
+        self,
+        agent: str,
+        *,
+        after: int,
+        fresh_after: int = 0,
+        wait_seconds: float = 0.0,
+        limit: int = 50,
+    ) -> InboxPage:
+        """Read ``agent``'s inbox past ``after`` (its acknowledged position), diverting what its
+        tune-outs withhold. Nothing is acknowledged or recorded as delivered here: see
+        :meth:`acknowledge`.
 
         The caller holds the agent's inbox lock. Owed backlogs come first and do not count
         against ``limit``. With ``wait_seconds``, a read that finds nothing for the agent
-        (only diverted traffic, or nothing) waits for more until the time is up.
+        (only diverted traffic, or nothing) waits for more until the time is up. A message at
+        or below ``fresh_after`` (handed out before, by this process or an earlier one) or
+        already sorted in this process counts no wake.
         """
         host, store = self._host, self._host.store
-        start = cursor = await store.get_cursor(agent)
+        cursor = after
         with suppress(Refusal):  # logged; the epochs stay and the next read retries
             await host.expire_due()
-        notices = await self._deliver(agent)
+        carried: dict[str, None] = {}
+        notices = await self._deliver(agent, carried)
         visible: list[StoredMessage] = []
         deadline = anyio.current_time() + wait_seconds
         while True:
@@ -176,21 +195,30 @@ class TuneOutInbox:
             if not batch:
                 break
             cursor = batch[-1].seq
-            woken = self._partition(agent, batch, visible)
+            fresh = max(fresh_after, host.sorted_upto(agent))
+            woken = self._partition(agent, batch, visible, fresh)
             host.read_upto(agent, cursor)
             if woken and await self._wake(woken):
-                notices += await self._deliver(agent)
+                notices += await self._deliver(agent, carried)
             if notices or visible:
                 break
-        if cursor != start:
-            await store.set_cursor(agent, cursor)
-            host.forget_passed(agent, cursor)
-        return InboxPage(notices + visible, cursor)
+        return InboxPage(notices + visible, cursor, tuple(carried))
+
+    async def acknowledge(self, agent: str, cursor: int, notices: Iterable[str]) -> None:
+        """``agent`` has what a read handed it up to ``cursor``, and the backlogs of the
+        epochs ``notices``: record those as delivered (a failure leaves them owed) and forget
+        the delivered epochs whose range lies at or below ``cursor``."""
+        epoch_ids = list(notices)
+        if epoch_ids:
+            with suppress(Refusal):  # logged; still owed, the next read hands them over
+                await self._host.mark_delivered(epoch_ids)
+        self._host.forget_passed(agent, cursor)
 
     def _partition(
-        self, agent: str, batch: list[StoredMessage], visible: list[StoredMessage]
+        self, agent: str, batch: list[StoredMessage], visible: list[StoredMessage], fresh: int
     ) -> dict[str, None]:
-        """Append what ``agent`` sees to ``visible``; return the epochs woken, in order."""
+        """Append what ``agent`` sees to ``visible``; return the epochs woken, in order, by
+        messages above ``fresh`` (a message sorted before never wakes again)."""
         host = self._host
         book = host.book
         ended = host.withholding(agent)
@@ -204,7 +232,7 @@ class TuneOutInbox:
                 continue
             held = book.diverts(_ref(m), agent)
             if held is not None and m.seq > (held.epoch.started_at_sequence or 0):
-                if is_addressed(m.tags):
+                if m.seq > fresh and is_addressed(m.tags):
                     woken[held.epoch.epoch_id] = None
                 continue
             if not any(s.withheld(m) for s in ended):
@@ -219,18 +247,14 @@ class TuneOutInbox:
                 ended = await self._host.wake(epoch_id) is not None or ended
         return ended
 
-    async def _deliver(self, agent: str) -> list[StoredMessage]:
-        """The notices and raw backlogs owed to ``agent``, recorded as delivered."""
-        owed = list(self._host.owed(agent))
-        if not owed:
-            return []
+    async def _deliver(self, agent: str, carried: dict[str, None]) -> list[StoredMessage]:
+        """The notices and raw backlogs owed to ``agent`` that this read does not carry yet;
+        their epochs are added to ``carried`` (recorded as delivered only on acknowledgement)."""
+        owed = [s for s in self._host.owed(agent) if s.epoch_id not in carried]
         out: list[StoredMessage] = []
         for settled in owed:
             out += await self._delivery(settled)
-        try:
-            await self._host.mark_delivered(s.epoch_id for s in owed)
-        except Refusal:
-            return []  # still owed; the next read hands them over
+            carried[settled.epoch_id] = None
         return out
 
     async def _delivery(self, settled: Settled) -> list[StoredMessage]:
