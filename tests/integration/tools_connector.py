@@ -69,6 +69,7 @@ TOOLS: list[dict[str, Any]] = [
     {"name": "broken", "description": "Fail as a server.", "inputSchema": NO_ARGS},
     {"name": "grow", "description": "Add a tool.", "inputSchema": NO_ARGS},
     {"name": "exit_now", "description": "Exit at once.", "inputSchema": NO_ARGS},
+    {"name": "huge", "description": "Answer with 600 KiB of text.", "inputSchema": NO_ARGS},
 ]
 LATE = {"name": "late", "description": "Added by grow.", "inputSchema": NO_ARGS}
 
@@ -134,6 +135,8 @@ async def main() -> None:
             send({"id": rid, "result": {"content": text("grown")}})
             send({"method": "notifications/tools/list_changed"})
             return
+        elif name == "huge":
+            result = {"content": text("x" * (600 * 1024))}
         elif name == "exit_now":
             await writer.drain()
             os._exit(0)

@@ -31,6 +31,7 @@ from switchboard.tools.connector_passthrough import (
     hashed_name,
     plain_name,
 )
+from switchboard.tools.results import MAX_ANSWER_BYTES
 from switchboard.tools.server import OWN_TOOLS
 from tests.helpers import Recorder, connector, running_board
 from tests.tools.channel_support import answer as refusal_of
@@ -40,7 +41,7 @@ pytestmark = pytest.mark.anyio
 TOOLS_CONNECTOR = str(Path(__file__).parents[1] / "integration" / "tools_connector.py")
 SID = "dog.events"
 """A server id with a character tool names may not carry: it is shown as ``dog_events``."""
-ALL = {"echo", "push_first", "sorry", "broken", "grow", "exit_now"}
+ALL = {"echo", "push_first", "sorry", "broken", "grow", "exit_now", "huge"}
 
 
 def tool_of(server_id: str, name: str) -> ConnectorTool:
@@ -162,6 +163,20 @@ async def test_calling_a_connector_tool_forwards_it_and_passes_its_result_back(
         assert sorry.is_error
         assert sorry.structured_content is None  # the connector's own error, not a refusal
         assert sorry.content[0].model_dump()["text"] == "the tool could not do it"
+
+
+async def test_a_connector_answer_over_the_answer_bound_is_refused_and_says_the_tool_ran(
+    tmp_path: Path,
+) -> None:
+    """docs/tools.md, "Bounded answers": a connector tool's answer is bounded like any other."""
+    async with agent_on_tools_connector(tmp_path) as (_board, client, recorder, _inbox):
+        await recorder.wait_kind(ConnectorToolsChanged)
+        result = await client.call_tool("dog_events__huge", {})
+    assert result.is_error
+    facts = refusal_of(result)
+    assert facts["refusal"] == "connector-failed"
+    assert facts["bytes"] > MAX_ANSWER_BYTES
+    assert "it ran" in facts["message"]
 
 
 async def test_the_host_serves_a_push_sent_before_the_answer_to_the_tool_call(

@@ -52,7 +52,7 @@ from pydantic import ValidationError
 
 from switchboard.host import AgentPort, Refusal, RefusalKind
 from switchboard.host.port import ConnectorTool
-from switchboard.tools.results import refused
+from switchboard.tools.results import MAX_ANSWER_BYTES, answer_bytes, refused
 
 __all__ = [
     "HASH_DIGITS",
@@ -181,7 +181,7 @@ class ConnectorPassthrough:
         except Refusal as exc:
             return refused(exc)
         try:
-            return CallToolResult.model_validate(dict(raw))
+            result = CallToolResult.model_validate(dict(raw))
         except ValidationError as exc:
             return refused(
                 Refusal(
@@ -195,6 +195,22 @@ class ConnectorPassthrough:
                     tool=tool,
                 )
             )
+        size = answer_bytes(result)
+        if size > MAX_ANSWER_BYTES:
+            return refused(
+                Refusal(
+                    RefusalKind.CONNECTOR_FAILED,
+                    f"connector {server_id!r} answered the call of its tool {tool!r} with "
+                    f"{size} bytes, more than the {MAX_ANSWER_BYTES} an answer may take; it "
+                    "ran, but its answer is not passed on.",
+                    "call it again asking for less (a narrower query or a smaller page), or "
+                    "check its effect another way",
+                    server_id=server_id,
+                    tool=tool,
+                    bytes=size,
+                )
+            )
+        return result
 
 
 class ToolListNotifier:
