@@ -1,10 +1,10 @@
 """Each layer raises exceptions of one tree: every exception class it defines has its root.
 
 The roots: ``TransportError`` (the wire), ``ProtocolError`` (MCPL; ``McplError`` is also a
-transport ``RpcError``), ``ChannelsError``, ``StoreError``, ``HostError``, and for the
-connector SDK ``ConnectorError`` and for the conformance kit ``KitError``. The walk imports
-every module of a package and looks at the exception classes defined there, so a new module's
-exception cannot slip past.
+transport ``RpcError``), ``ChannelsError``, ``StoreError``, ``DirectoryError``, ``HostError``,
+and for the connector SDK ``ConnectorError`` and for the conformance kit ``KitError``. The walk
+imports every module of a package and looks at the exception classes defined there, so a new
+module's exception cannot slip past.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import pytest
 from switchboard.channels import ChannelsError
 from switchboard.conformance.common.errors import KitError
 from switchboard.connector import ConnectorError
+from switchboard.directory import DirectoryError
 from switchboard.host.errors import HostError
 from switchboard.protocol import McplError, ProtocolError
 from switchboard.store import StoreError
@@ -29,6 +30,7 @@ ROOTS: dict[str, type[Exception]] = {
     "switchboard.protocol": ProtocolError,
     "switchboard.channels": ChannelsError,
     "switchboard.store": StoreError,
+    "switchboard.directory": DirectoryError,
     "switchboard.host": HostError,
     "switchboard.connector": ConnectorError,
     "switchboard.conformance": KitError,

@@ -1,7 +1,8 @@
 """The ``switchboard`` command line.
 
 ``switchboard run --config FILE.toml`` runs the host for real; ``switchboard demo`` runs the
-embedded default; ``switchboard --version`` prints the version. Logs go to stderr.
+embedded default; ``switchboard agents ...`` manages the directory (docs/directory.md);
+``switchboard --version`` prints the version. Logs go to stderr.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import anyio
 
 from switchboard import __version__
 from switchboard.config import ConfigError, demo_config, load_config
+from switchboard.directory.cli import add_agents_parser, run_agents
 from switchboard.logging import configure
 
 
@@ -47,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
         "side", choices=["server", "host"], help="what to check: a connector or a host"
     )
     conf.add_argument("rest", nargs=argparse.REMAINDER, help="options and the command to check")
+    add_agents_parser(sub)
     return p
 
 
@@ -98,6 +101,14 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 130
         return 0
+    if args.command == "agents":
+        try:
+            config = load_config(args.config)
+        except ConfigError as exc:
+            print(f"switchboard: {exc}", file=sys.stderr)
+            return 2
+        configure(args.log_level or "WARNING")
+        return run_agents(args, config.store.path)
     if args.command == "demo":
         configure(args.log_level or "WARNING")
         from switchboard.demo import run_demo
