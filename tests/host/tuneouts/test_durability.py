@@ -14,6 +14,7 @@ import pytest
 from switchboard.channels import ChannelRef, DesiredState, Source, TuneOutScope, TuneOutTerms
 from switchboard.channels.lifecycle.decisions import ScopeKind, Vetoed, VetoReason
 from switchboard.host import Switchboard
+from switchboard.host.agent.delivery import Reader
 from switchboard.host.refusal import Refusal
 from switchboard.store import StoredMessage
 from tests.host.fake import (
@@ -225,3 +226,29 @@ async def test_decisions_on_one_channel_take_turns_with_the_lifecycle(tmp_path: 
             assert len(board.tuneouts.book) == 0
             gate.release((ROOM,))
         assert len(board.tuneouts.book) == 1
+
+
+async def test_a_backlog_whose_answer_was_lost_is_not_acknowledged_by_the_token_before_it(
+    tmp_path: Path,
+) -> None:
+    """A read that carries only a backlog returns the token of the read before it. That token,
+    from another reader (the answer was lost; the agent came back on a new connection), must
+    not acknowledge the backlog: it comes again, flagged. From the reader it was handed to, the
+    same token acknowledges it (so a quiet inbox does not hand it out forever)."""
+    lost_reader, new_reader = Reader("lost"), Reader("new")
+    async with board_with_log(tmp_path, fake := FakeConnector()) as board:
+        await register_admitted(board, fake, "room", "other")
+        started = await board.tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
+        await send_accepted(fake, message("room", "r1"), message("other", "o1"))
+        seen = await board.read_inbox("a", reader=lost_reader)
+        assert ids(seen.messages) == ["o1"]
+        await board.tuneouts.cancel(started.held.epoch.epoch_id, "a")
+        lost = await board.read_inbox("a", after=seen.cursor, reader=lost_reader)
+        notice = f"tuneout-ended:{started.held.epoch.epoch_id}"
+        assert ids(lost.messages) == [notice, "r1"]
+        assert lost.cursor == seen.cursor  # only a backlog: the same token as the read before
+        again = await board.read_inbox("a", after=lost.cursor, reader=new_reader)
+        done = await board.read_inbox("a", after=again.cursor, reader=new_reader)
+    assert ids(again.messages) == [notice, "r1"]
+    assert again.redelivered == (True, True)
+    assert done.messages == []

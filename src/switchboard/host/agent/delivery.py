@@ -11,7 +11,9 @@ What this module knows (docs/tools.md, "Delivery"):
   agent that reads on over one connection never sees the same page twice, while a new
   connection (the agent restarted or reconnected) gets everything unacknowledged again. A read
   that returns nothing acknowledges its own position at once (there is nothing to lose). A
-  token older than the acknowledged position acknowledges nothing new.
+  token older than the acknowledged position acknowledges nothing new. A read that carried only
+  tune-out backlogs shares its token with the read before it, so that token acknowledges those
+  backlogs only from the reader the read was handed to.
 - **Nothing consumed by a read that did not finish.** A read that is cancelled (its client
   went away, its call was cancelled or timed out) records nothing, so nothing is acknowledged
   on its account.
@@ -98,10 +100,13 @@ class PageBudget:
 
 @dataclass(frozen=True, slots=True)
 class _Handed:
-    """What one read handed out: its token and the epochs whose backlogs it carried."""
+    """What one read handed out: its token, the epochs whose backlogs it carried, and the
+    acknowledged position it read from (``base``; equal to ``token`` when it carried only
+    backlogs, so its token is also the token of the read before it)."""
 
     token: int
     notices: tuple[str, ...]
+    base: int
 
 
 class _AgentInbox:
@@ -171,7 +176,7 @@ class InboxDelivery:
                 return InboxRead([], page.cursor, store.latest_seq > page.cursor, (), acked)
             if page.cursor > delivered:
                 await store.set_delivered(agent, page.cursor)
-            handed = _Handed(page.cursor, page.notices)
+            handed = _Handed(page.cursor, page.notices, acked)
             state.handed[reader] = handed
             if page.notices:
                 state.pending.append(handed)
@@ -189,7 +194,9 @@ class InboxDelivery:
         notices: Iterable[str] = ()
         if after is not None:
             target = after
-            notices = [n for h in state.pending if h.token <= after for n in h.notices]
+            notices = [
+                n for h in state.pending if _acknowledged_by(h, after, previous) for n in h.notices
+            ]
         elif previous is not None:
             target = previous.token
             notices = previous.notices
@@ -214,6 +221,21 @@ class InboxDelivery:
         for m in messages:
             epoch = _backlog_epoch(m)
             yield epoch in carried if epoch is not None else m.seq <= delivered
+
+
+def _acknowledged_by(handed: _Handed, after: int, previous: _Handed | None) -> bool:
+    """Whether an explicit ``after`` acknowledges the backlogs ``handed`` carried.
+
+    A token above ``handed``'s came from a later read, which carried every backlog still owed
+    again. Its own token proves it was received only when it is unique: when the read sorted
+    something new (``token > base``). A read that carried only backlogs shares its token with
+    the read before it, so that token acknowledges its backlogs only from the reader it was
+    handed to (``previous``); from another reader (the agent restarted, its answer was lost)
+    the backlogs are owed again.
+    """
+    if handed.token < after:
+        return True
+    return handed.token == after and (handed.token > handed.base or handed is previous)
 
 
 def _within(page: InboxPage, budget: PageBudget, acked: int) -> tuple[InboxPage, bool]:
