@@ -23,7 +23,13 @@ from pydantic import BaseModel, Field
 from switchboard.channels import ChannelRef
 from switchboard.host import AgentPort, Refusal, RefusalKind
 from switchboard.host.port import message_text
-from switchboard.tools.results import bounded, cut_text, json_bytes, refusal_boundary
+from switchboard.tools.results import (
+    bounded,
+    cut_text,
+    json_bytes,
+    message_fields,
+    refusal_boundary,
+)
 from switchboard.tools.toolset import READ_ONLY, ToolSet
 
 __all__ = ["PART_BYTES", "TOOLS", "MessagePart", "message_get"]
@@ -102,15 +108,7 @@ async def message_get(
             room -= size if fits else 64
         blocks = kept or None
     result = MessagePart(
-        seq=m.seq,
-        channel=port.name_shown(ChannelRef(m.server_id, m.channel_id)),
-        server_id=m.server_id,
-        channel_id=m.channel_id,
-        message_id=m.message_id,
-        thread_id=m.thread_id,
-        author_id=m.author_id,
-        author_name=m.author_name,
-        timestamp=m.timestamp,
+        **message_fields(m, port.name_shown(ChannelRef(m.server_id, m.channel_id))),
         text=part,
         offset=offset,
         next_offset=end if end < len(text) else None,

@@ -72,6 +72,7 @@ __all__ = [
     "inbox_line",
     "inbox_message_size",
     "json_bytes",
+    "message_fields",
     "ok",
     "ok_size",
     "refusal_boundary",
@@ -314,15 +315,7 @@ class InboxMessage(BaseModel):
                 f"message_get(seq={m.seq}) fetches it whole."
             )
         return cls(
-            seq=m.seq,
-            channel=channel,
-            server_id=m.server_id,
-            channel_id=m.channel_id,
-            message_id=m.message_id,
-            thread_id=m.thread_id,
-            author_id=m.author_id,
-            author_name=m.author_name,
-            timestamp=m.timestamp,
+            **message_fields(m, channel),
             text=shown,
             content=content,
             truncated=note,
@@ -330,6 +323,22 @@ class InboxMessage(BaseModel):
             metadata=metadata,
             redelivered=redelivered,
         )
+
+
+def message_fields(m: StoredMessage, channel: str | None) -> dict[str, Any]:
+    """What names a stored message in every tool result that shows one: where it is (its
+    ``channel`` as the agent is shown it), which it is, who wrote it and when."""
+    return {
+        "seq": m.seq,
+        "channel": channel,
+        "server_id": m.server_id,
+        "channel_id": m.channel_id,
+        "message_id": m.message_id,
+        "thread_id": m.thread_id,
+        "author_id": m.author_id,
+        "author_name": m.author_name,
+        "timestamp": m.timestamp,
+    }
 
 
 def _blocks(content: Sequence[Any]) -> tuple[list[dict[str, Any]] | None, int]:
