@@ -34,9 +34,12 @@ from switchboard.protocol import CAPABILITY_PATHS, Grant
 
 __all__ = [
     "DEFAULT_GRANT",
+    "HANDLE_PATTERN",
     "MIN_TOKEN_LENGTH",
     "UNSERVED_LEAVES",
     "AgentConfig",
+    "AgentEntry",
+    "AgentRole",
     "Config",
     "ConfigError",
     "ConnectorConfig",
@@ -149,6 +152,15 @@ class ConnectorConfig(_Strict):
         ge=0,
         description="least seconds between two mcpl/manifest fetches on one connection (§17.8)",
     )
+
+    @model_validator(mode="after")
+    def _id_not_reserved(self) -> ConnectorConfig:
+        if self.id.startswith("@"):
+            raise ValueError(
+                f"connector id {self.id!r} starts with '@', which Switchboard keeps for mail "
+                "between agents (docs/agents.md); pick an id without it"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_way_in(self) -> ConnectorConfig:
@@ -290,19 +302,78 @@ class AgentConfig(_Strict):
                 )
         if self.transport != "http":
             return self
-        if self.token is None and self.token_file is None and not is_loopback(self.host):
+        return self
+
+
+#: An agent's handle: ``@`` and a lower-case word (the directory's agent address grammar).
+HANDLE_PATTERN = re.compile(r"@[a-z][a-z0-9-]*")
+
+#: The roles an agent may hold (docs/agents.md, "Routing").
+AgentRole = Literal["default_delivery", "receives_untargeted"]
+
+#: The ``[agent]`` keys that describe the one agent of the shorthand; beside ``[[agents]]`` they
+#: belong in each agent's own table.
+_SHORTHAND_KEYS = ("name", "token", "token_file", "home", "prose")
+
+
+class AgentEntry(_Strict):
+    """One agent identity of ``[[agents]]`` (docs/agents.md).
+
+    ``[agent]`` without ``[[agents]]`` is the one-agent shorthand: :meth:`Config.roster` turns
+    it into one entry that holds both roles.
+    """
+
+    handle: str = Field(description="the agent's address, @[a-z][a-z0-9-]* (e.g. @resident)")
+    token: SecretStr | None = Field(
+        default=None, description="the bearer token that proves this identity over HTTP"
+    )
+    token_file: str | None = Field(
+        default=None, min_length=1, description="a file holding the bearer token"
+    )
+    home: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the agent's home channel, named as channel_list names it: its traffic "
+        "goes to this agent, and plain speech goes there",
+    )
+    prose: Literal["locus", "explicit", "hybrid", "disabled"] = "hybrid"
+    roles: list[AgentRole] = Field(
+        default_factory=list,
+        description="default_delivery (exactly one agent: untargeted traffic when nobody "
+        "receives_untargeted) and receives_untargeted",
+    )
+    mentions: list[str] = Field(
+        default_factory=list,
+        description="platform mentions that address this agent, e.g. '<@1234567890>'",
+    )
+    tags: list[str] = Field(default_factory=list)
+    description: str = ""
+    idle_ttl: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds without a session after which the agent ends (None: persistent)",
+    )
+
+    @property
+    def name(self) -> str:
+        """The agent's key: its handle without the ``@`` (its inbox cursor is kept under it)."""
+        return self.handle[1:] if self.handle.startswith("@") else self.handle
+
+    @model_validator(mode="after")
+    def _valid(self) -> AgentEntry:
+        if not HANDLE_PATTERN.fullmatch(self.handle) or len(self.handle) > 64:
             raise ValueError(
-                f"`host` = {self.host!r} is not a loopback address, and the HTTP endpoint "
-                "would have no token: anyone who can reach it could read the agent's inbox and "
-                'speak as the agent. Set `token = "${SWITCHBOARD_AGENT_TOKEN}"` (or '
-                "`token_file`) in [agent], or bind `host` to 127.0.0.1"
+                f"agent handle {self.handle!r} must match @[a-z][a-z0-9-]* "
+                "(lower case, at most 64 characters), e.g. '@resident'"
             )
-        if is_wildcard(self.host) and not self.allowed_hosts:
-            raise ValueError(
-                f"`host` = {self.host!r} listens on every interface, so Switchboard cannot "
-                "tell which Host header names are yours: set `allowed_hosts` in [agent] to the "
-                'names clients use, for example ["switchboard.example:8765"]'
-            )
+        if self.token is not None and self.token_file is not None:
+            raise ValueError(f"{self.handle}: give at most one of `token` or `token_file`")
+        if self.token is not None:
+            problem = token_problem(self.token.get_secret_value())
+            if problem:
+                raise ValueError(f"{self.handle}: `token` is not a usable bearer token: {problem}")
+        if len(set(self.roles)) != len(self.roles):
+            raise ValueError(f"{self.handle}: a role is listed twice in `roles`")
         return self
 
 
@@ -310,7 +381,96 @@ class Config(_Strict):
     connectors: list[ConnectorConfig] = Field(default_factory=list)
     store: StoreConfig = Field(default_factory=StoreConfig)
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    agents: list[AgentEntry] = Field(
+        default_factory=list,
+        description="the agent identities; empty: [agent] is the one agent (docs/agents.md)",
+    )
     log_level: str = "INFO"
+
+    def roster(self) -> tuple[AgentEntry, ...]:
+        """The configured agents: ``[[agents]]``, or the one agent ``[agent]`` describes."""
+        if self.agents:
+            return tuple(self.agents)
+        a = self.agent
+        return (
+            AgentEntry.model_construct(
+                handle=f"@{a.name}",
+                token=a.token,
+                token_file=a.token_file,
+                home=a.home,
+                prose=a.prose,
+                roles=["default_delivery", "receives_untargeted"],
+                mentions=[],
+                tags=[],
+                description="",
+                idle_ttl=None,
+            ),
+        )
+
+    @model_validator(mode="after")
+    def _tokens_off_loopback(self) -> Config:
+        a = self.agent
+        if a.transport != "http" or is_loopback(a.host):
+            return self
+        for entry in self.roster():
+            if entry.token is None and entry.token_file is None:
+                where = "[agent]" if not self.agents else f"the [[agents]] table of {entry.handle}"
+                raise ValueError(
+                    f"`host` = {a.host!r} is not a loopback address, and the HTTP endpoint "
+                    "would have no token: anyone who can reach it could read the agent's inbox "
+                    'and speak as the agent. Set `token = "${SWITCHBOARD_AGENT_TOKEN}"` (or '
+                    f"`token_file`) in {where}, or bind `host` to 127.0.0.1"
+                )
+        if is_wildcard(a.host) and not a.allowed_hosts:
+            raise ValueError(
+                f"`host` = {a.host!r} listens on every interface, so Switchboard cannot "
+                "tell which Host header names are yours: set `allowed_hosts` in [agent] to the "
+                'names clients use, for example ["switchboard.example:8765"]'
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _one_roster(self) -> Config:
+        if not self.agents:
+            return self
+        stray = [k for k in _SHORTHAND_KEYS if k in self.agent.model_fields_set]
+        if stray:
+            keys = ", ".join(f"`{k}`" for k in stray)
+            raise ValueError(
+                f"[agent] sets {keys}, which describe one agent; with [[agents]] each agent "
+                "has its own: move them into its [[agents]] table ([agent] keeps the endpoint: "
+                "transport, host, port, allowed_hosts, allowed_origins)"
+            )
+        handles: set[str] = set()
+        tokens: set[str] = set()
+        for entry in self.agents:
+            if entry.handle in handles:
+                raise ValueError(f"agent handle {entry.handle!r} appears twice in [[agents]]")
+            handles.add(entry.handle)
+            if entry.token is not None:
+                secret = entry.token.get_secret_value()
+                if secret in tokens:
+                    raise ValueError(
+                        f"{entry.handle} has the same token as another agent: each agent's "
+                        "token must prove that agent alone"
+                    )
+                tokens.add(secret)
+        defaults = [e.handle for e in self.agents if "default_delivery" in e.roles]
+        if len(self.agents) > 1 and len(defaults) != 1:
+            found = ", ".join(defaults) if defaults else "none"
+            raise ValueError(
+                "exactly one agent in [[agents]] must have the role default_delivery (it gets "
+                f"untargeted traffic when no agent receives_untargeted); found {found}"
+            )
+        if self.agent.transport == "http" and len(self.agents) > 1:
+            anonymous = [e.handle for e in self.agents if e.token is None and e.token_file is None]
+            if anonymous:
+                raise ValueError(
+                    f"over HTTP each agent's token says who it is, and {', '.join(anonymous)} "
+                    'has none: set `token = "${SOME_VARIABLE}"` (or `token_file`) in its '
+                    "[[agents]] table"
+                )
+        return self
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Config:

@@ -205,7 +205,7 @@ class Directory:
         try:
             conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
+            if str(mode).lower() != "wal" and where != ":memory:":
                 raise DirectoryUnavailable(f"cannot put {where!r} in WAL mode (got {mode!r})")
             conn.execute("PRAGMA synchronous = FULL")
             conn.execute(_SCHEMA)

@@ -48,10 +48,12 @@ from switchboard.channels import (
     qualified_name,
 )
 from switchboard.config import Config, ConnectorConfig
+from switchboard.directory import Directory
 from switchboard.host.agent.context import ContextHooks
 from switchboard.host.agent.defaults import DefaultChannel
 from switchboard.host.agent.delivery import DIRECT_READER, InboxDelivery, InboxRead, PageBudget
 from switchboard.host.agent.desk import AgentDesk
+from switchboard.host.agent.roster import Roster
 from switchboard.host.agent.streams import OutgoingStreams
 from switchboard.host.agent.typing_keeper import TypingKeeper
 from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
@@ -83,6 +85,7 @@ class Switchboard:
         listener: Listener | None = None,
         clock: Callable[[], float] = time.time,
         decisions: DecisionLog | None = None,
+        directory: Directory | None = None,
     ) -> None:
         """Build the host's parts, in dependency order (see the module docstring).
 
@@ -103,6 +106,11 @@ class Switchboard:
         )
         self._configured = frozenset(c.id for c in config.connectors)
         self._desks: dict[str, AgentDesk] = {}
+        #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
+        self.roster = Roster.from_entries(config.roster())
+        #: The directory of agents and services (docs/directory.md): in the store's file when
+        #: started with :meth:`started`, else an in-memory one.
+        self.directory = directory if directory is not None else Directory.open(":memory:")
         #: The default publish channel (channel-registry.md §8.7), process-global.
         self.default_channel = DefaultChannel(registry)
         # -- presence: typing indicators, outgoing streams, beforeInference context
@@ -161,7 +169,9 @@ class Switchboard:
         """The per-agent state (turns, own channels, locus) of ``agent``, made on first use."""
         desk = self._desks.get(agent)
         if desk is None:
-            desk = self._desks[agent] = AgentDesk(agent, self.config.agent)
+            identity = self.roster.get(agent)
+            settings = identity if identity is not None else self.config.agent
+            desk = self._desks[agent] = AgentDesk(agent, settings)
         return desk
 
     async def serve_link(self, config: ConnectorConfig, link: Link) -> None:
@@ -196,9 +206,11 @@ class Switchboard:
         """
         store = await MessageStore.open(config.store.path, synchronous=config.store.synchronous)
         decisions: DecisionLog | None = None
+        directory: Directory | None = None
         try:
             decisions = await DecisionLog.open(config.store.path, synchronous="full")
-            board = cls(config, store, listener=listener, decisions=decisions)
+            directory = Directory.open(config.store.path)
+            board = cls(config, store, listener=listener, decisions=decisions, directory=directory)
             await board.restore()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(board.run)
@@ -210,6 +222,8 @@ class Switchboard:
             with anyio.CancelScope(shield=True):
                 if decisions is not None:
                     await decisions.aclose()
+                if directory is not None:
+                    directory.close()
                 await store.aclose()
 
     async def restore(self) -> None:

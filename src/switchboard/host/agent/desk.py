@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 import anyio
 import structlog
@@ -42,13 +43,22 @@ from switchboard.channels import (
     Sticky,
 )
 from switchboard.channels.names.wording import q
-from switchboard.config import AgentConfig
 from switchboard.host.agent.defaults import DefaultChannel, is_marker
 from switchboard.store import StoredMessage
 
 __all__ = ["AgentDesk", "Locus", "LocusFrom", "Turn"]
 
 log = structlog.get_logger(__name__)
+
+
+class DeskSettings(Protocol):
+    """What a desk reads of its agent's settings (an ``[agent]`` table or a roster identity)."""
+
+    @property
+    def home(self) -> str | None: ...
+
+    @property
+    def prose(self) -> str: ...
 
 
 class LocusFrom(StrEnum):
@@ -122,7 +132,7 @@ class AgentDesk:
         reading: Held while an inbox read and the turn it may begin are in progress.
     """
 
-    def __init__(self, name: str, config: AgentConfig | None = None) -> None:
+    def __init__(self, name: str, config: DeskSettings | None = None) -> None:
         self.name = name
         self.home = config.home if config is not None else None
         self.prose = ProseMode(config.prose) if config is not None else ProseMode.HYBRID
