@@ -33,13 +33,16 @@ from switchboard.tools import server_for
 
 MODES = ("hybrid", "explicit", "locus", "disabled")
 BOUND_TOKENS = 3000
+SHARED_BOUND_TOKENS = 3600
 
 
 class _ModeOnly:
     """A port that answers its prose mode, has no connector tools and ignores watchers."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: str, *, shared: bool = False) -> None:
         self.prose_mode = mode
+        self.many_agents = shared
+        self.is_task = shared
 
     def connector_tools(self) -> list[Any]:
         return []
@@ -50,9 +53,11 @@ class _ModeOnly:
         raise AttributeError(f"the tool list asked the port for {name!r}")
 
 
-async def listed(mode: str) -> list[Tool]:
-    """Switchboard's own tools, as ``tools/list`` shows them to an agent in ``mode``."""
-    port = cast(AgentPort, _ModeOnly(mode))
+async def listed(mode: str, *, shared: bool = False) -> list[Tool]:
+    """Switchboard's own tools, as ``tools/list`` shows them to an agent in ``mode``; with
+    ``shared``, to a task agent among several (every tool, the mail, directory and task ones
+    too)."""
+    port = cast(AgentPort, _ModeOnly(mode, shared=shared))
     async with Client(server_for(port), mode="legacy") as client:
         return list((await client.list_tools()).tools)
 
@@ -80,6 +85,13 @@ def _tiktoken(text: bytes) -> str:
 
 
 async def main() -> None:
+    shared = await listed(MODES[0], shared=True)
+    facing_shared = compact([model_facing(t) for t in shared])
+    print(
+        f"agents sharing the board (a task agent, prose mode {MODES[0]}): {len(shared)} tools, "
+        f"model-facing {len(facing_shared):,} bytes, ~{estimate_tokens(len(facing_shared)):,} "
+        f"tokens (bytes/4; bound {SHARED_BOUND_TOKENS:,})"
+    )
     for mode in MODES:
         tools = await listed(mode)
         facing = compact([model_facing(t) for t in tools])

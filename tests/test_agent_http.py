@@ -236,7 +236,7 @@ def test_a_token_file_is_read_stripped(tmp_path: Path) -> None:
     file.write_text(f"  {TOKEN}\n")
     file.chmod(0o600)
     plan = plan_endpoint(AgentConfig(transport="http", token_file=str(file)))
-    assert plan.token == TOKEN
+    assert plan.tokens == {"agent": TOKEN}
     assert plan.auth == "bearer"
     assert TOKEN not in repr(plan)
 

@@ -27,6 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run the host from a TOML config")
     run.add_argument("--config", required=True, help="path to the TOML config file")
+    run.add_argument(
+        "--agent",
+        default=None,
+        metavar="@NAME",
+        help="over stdio: which configured agent this session is (default: the agent that "
+        "owns default delivery)",
+    )
     demo = sub.add_parser("demo", help="run the embedded default: a demo community and an agent")
     demo.add_argument("--store", default=None, help="SQLite file to keep (default: a temp file)")
     demo.add_argument(
@@ -94,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         from switchboard.serve import serve
 
         try:
-            anyio.run(serve, config)
+            anyio.run(lambda: serve(config, agent=args.agent))
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2

@@ -1,50 +1,135 @@
-"""``switchboard run``: the host with its agent-facing MCP server on the configured transport.
+"""``switchboard run``: the host with its agent-facing MCP servers on the configured transport.
 
-For ``transport = "http"`` it plans the endpoint and binds its socket before any connector
-starts (so a refused token file or a port in use stops it at once), logs the endpoint's URL and
-auth mode (``agent_endpoint``), then serves through :mod:`switchboard.agent_http`. For
-``stdio`` it serves MCP on stdin/stdout without authentication: the parent process is the
-agent. It knows nothing of what the tools do.
+For ``transport = "http"`` it plans the endpoint (reading every agent's token) and binds its
+socket before any connector starts (so a refused token file or a port in use stops it at once),
+logs the endpoint's URL, auth mode and the agents' handles (``agent_endpoint``), then serves
+every agent of the roster through :mod:`switchboard.agent_http`: the bearer token says which
+agent a request is, and each agent gets its own MCP server (:func:`agent_servers`). Tokens read
+from a ``token_file`` are handed to the roster (as digests) once the host is built.
+
+For ``stdio`` it serves MCP on stdin/stdout without authentication: the parent process is the
+agent, the one ``--agent @name`` picks (by default the agent that owns default delivery). That
+session is attached for as long as stdin is open. It knows nothing of what the tools do.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import anyio
 import structlog
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
 
-from switchboard.agent_http import bind_endpoint, plan_endpoint, serve_endpoint
-from switchboard.config import Config
+from switchboard.agent_http import AgentServers, bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.config import Config, ConfigError
 from switchboard.host import Switchboard
+from switchboard.host.agents.roster import token_digest
 from switchboard.tools import build_server
 
-__all__ = ["serve"]
+__all__ = ["agent_servers", "pick_stdio_agent", "serve"]
 
 log = structlog.get_logger(__name__)
 
 _UVICORN_LEVELS = frozenset({"critical", "error", "warning", "info", "debug"})
 
 
-async def serve(config: Config, *, on_listening: Callable[[str], object] | None = None) -> None:
-    """Run connectors and the MCP server until the agent leaves (stdio) or we are cancelled.
+def agent_servers(board: Switchboard) -> AgentServers:
+    """Every agent of ``board``'s roster for the HTTP endpoint: proven by its token, with its
+    own MCP server, its sessions counted in ``board.attachments``."""
+    return AgentServers(
+        identities=board.roster,
+        build=lambda name: build_server(board, agent=name),
+        sessions=board.attachments,
+    )
+
+
+def pick_stdio_agent(config: Config, agent: str | None) -> str:
+    """The name of the agent a stdio session is: ``agent`` (``@name`` or ``name``), else the
+    agent that owns default delivery.
+
+    Raises:
+        ConfigError: ``agent`` is no configured agent, or the transport is not stdio.
+    """
+    entries = config.roster()
+    if agent is None:
+        defaults = [e for e in entries if "default_delivery" in e.roles]
+        return (defaults or list(entries))[0].name
+    if config.agent.transport != "stdio":
+        raise ConfigError(
+            f"--agent {agent} picks the agent of a stdio session, but [agent] transport is "
+            f"{config.agent.transport!r}: over HTTP each request's bearer token says which "
+            "agent it is"
+        )
+    name = agent[1:] if agent.startswith("@") else agent
+    for entry in entries:
+        if entry.name == name:
+            return name
+    handles = ", ".join(e.handle for e in entries)
+    raise ConfigError(
+        f"--agent {agent}: no such agent; the configured agents are {handles} "
+        "(pass one of them, or leave --agent out for the default-delivery agent)"
+    )
+
+
+def _prove_tokens(board: Switchboard, tokens: Mapping[str, str]) -> None:
+    """Give the roster the digests of tokens it could not read itself (``token_file``)."""
+    for name, token in tokens.items():
+        identity = board.roster.get(name)
+        if identity is not None and identity.token_digest is None:
+            # In place (other parts may hold the identity), then re-added to index the digest.
+            identity.token_digest = token_digest(token)
+            board.roster.add(identity)
+
+
+def _touching(board: Switchboard, name: str) -> ServerMiddleware[Any]:
+    async def touch(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        board.attachments.touch(name)
+        return await call_next(ctx)
+
+    return touch
+
+
+async def _serve_stdio(board: Switchboard, server: MCPServer[Any], name: str) -> None:
+    server.middleware.append(_touching(board, name))
+    board.attachments.attach(name)
+    try:
+        await server.run_stdio_async()
+    finally:
+        board.attachments.detach(name)
+
+
+async def serve(
+    config: Config,
+    *,
+    on_listening: Callable[[str], object] | None = None,
+    agent: str | None = None,
+) -> None:
+    """Run connectors and the MCP servers until the agent leaves (stdio) or we are cancelled.
 
     Args:
         config: the whole configuration; ``config.agent`` says which transport.
         on_listening: called with the endpoint's URL once the HTTP socket listens (with the
             port actually bound, when ``port = 0``).
+        agent: which agent a stdio session is (``--agent @name``); None: the default-delivery
+            agent.
 
     Raises:
-        ConfigError: the HTTP endpoint cannot be set up (its token file, its address).
+        ConfigError: the HTTP endpoint cannot be set up (a token file, its address), or
+            ``agent`` names no configured agent.
     """
-    agent = config.agent
-    if agent.transport == "http":
-        plan = plan_endpoint(agent)
+    endpoint = config.agent
+    handles = [entry.handle for entry in config.roster()]
+    if endpoint.transport == "http":
+        if agent is not None:
+            pick_stdio_agent(config, agent)  # refuses --agent over HTTP
+        plan = plan_endpoint(endpoint, config.agents or None)
         sock = bind_endpoint(plan)
         try:
             url = plan.url(sock.getsockname()[1])
-            log.info("agent_endpoint", url=url, auth=plan.auth, agent=agent.name)
-            if plan.token is None:
+            log.info("agent_endpoint", url=url, auth=plan.auth, agents=handles)
+            if plan.auth == "none":
                 log.warning(
                     "agent_endpoint_unauthenticated",
                     url=url,
@@ -55,8 +140,9 @@ async def serve(config: Config, *, on_listening: Callable[[str], object] | None 
                 on_listening(url)
             level = config.log_level.lower()
             async with Switchboard.started(config) as board:
+                _prove_tokens(board, plan.tokens)
                 await serve_endpoint(
-                    build_server(board, agent=agent.name),
+                    agent_servers(board),
                     plan,
                     sock,
                     log_level=level if level in _UVICORN_LEVELS else "info",
@@ -64,10 +150,11 @@ async def serve(config: Config, *, on_listening: Callable[[str], object] | None 
         finally:
             sock.close()
         return
+    name = pick_stdio_agent(config, agent)
     async with Switchboard.started(config) as board:
-        server = build_server(board, agent=agent.name)
-        if agent.transport == "stdio":
-            log.info("agent_endpoint", transport="stdio", auth="none", agent=agent.name)
-            await server.run_stdio_async()
+        server = build_server(board, agent=name)
+        if endpoint.transport == "stdio":
+            log.info("agent_endpoint", transport="stdio", auth="none", agent=f"@{name}")
+            await _serve_stdio(board, server, name)
         else:
             await anyio.sleep_forever()

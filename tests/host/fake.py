@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio
 
-from switchboard.config import AgentConfig, Config, ConnectorConfig, StoreConfig
+from switchboard.config import AgentConfig, AgentEntry, Config, ConnectorConfig, StoreConfig
 from switchboard.host import SessionState, Switchboard
 from switchboard.host.events import HostEvent, LifecycleStep
 from switchboard.store import DecisionLog, MessageStore
@@ -163,18 +163,23 @@ async def board_of(
     fakes: dict[str, FakeConnector],
     *,
     agent: AgentConfig | None = None,
+    agents: list[AgentEntry] | None = None,
     recorder: Recorder | None = None,
 ) -> AsyncIterator[Switchboard]:
     """A Switchboard serving each fake under its server id (the dict key), all ready.
 
-    ``agent`` is the ``[agent]`` config (home channel, prose mode). End one server's
+    ``agent`` is the ``[agent]`` config (home channel, prose mode), ``agents`` the
+    ``[[agents]]`` tables when given. End one server's
     connection with :func:`drop_server`.
     """
     connectors = [ConnectorConfig(id=sid, command=["unused"]) for sid in fakes]
     path = tmp_path / "host.sqlite"
     store = await MessageStore.open(path)
     config = Config(
-        connectors=connectors, store=StoreConfig(path=str(path)), agent=agent or AgentConfig()
+        connectors=connectors,
+        store=StoreConfig(path=str(path)),
+        agent=agent or AgentConfig(),
+        agents=agents or [],
     )
     board = Switchboard(config, store, listener=recorder or Recorder())
     try:

@@ -9,9 +9,10 @@ import pytest
 from mcp import Client
 from mcp.types import Tool
 
+from switchboard.config import AgentEntry
 from switchboard.tools import build_server
 from switchboard.tools.server import OWN_TOOLS
-from tests.host.fake import FakeConnector, board_with
+from tests.host.fake import FakeConnector, board_of
 
 pytestmark = pytest.mark.anyio
 
@@ -22,6 +23,9 @@ READ_ONLY = {
     "think",
     "tune_out_status",
     "tune_out_backlog",
+    "directory_list",
+    "directory_search",
+    "directory_lookup",
 }
 """The tools that only read what Switchboard holds."""
 REACH_OUT = {
@@ -36,17 +40,20 @@ REACH_OUT = {
     "tune_out",
 }
 """The tools that may act through a connector (post, show, open, close)."""
-IDEMPOTENT = {"channel_open", "channel_close", "typing"}
+IDEMPOTENT = {"channel_open", "channel_close", "typing", "set_busy"}
 """Writing tools that change nothing more when called again with the same arguments."""
 
 
 async def _own_tools(tmp_path: Path) -> dict[str, Tool]:
-    async with (
-        board_with(tmp_path, FakeConnector()) as board,
-        Client(build_server(board, agent="ann"), mode="legacy") as client,
-    ):
-        listed = (await client.list_tools()).tools
-    return {t.name: t for t in listed if t.name in OWN_TOOLS}
+    """Every one of Switchboard's tools, as a task agent among several is offered them all."""
+    agents = [AgentEntry(handle="@ann", roles=["default_delivery"]), AgentEntry(handle="@bob")]
+    async with board_of(tmp_path, {"s": FakeConnector()}, agents=agents) as board:
+        board.lifetimes.spawn("ann", "@worker")
+        async with Client(build_server(board, agent="worker"), mode="legacy") as client:
+            listed = (await client.list_tools()).tools
+    tools = {t.name: t for t in listed if t.name in OWN_TOOLS}
+    assert set(tools) == OWN_TOOLS
+    return tools
 
 
 async def test_every_tool_says_whether_it_only_reads_and_whether_it_reaches_the_world(

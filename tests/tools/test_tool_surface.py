@@ -45,6 +45,26 @@ SURFACE: dict[str, tuple[set[str], list[str]]] = {
     "typing": ({"channel", "on", "server_id"}, ["channel"]),
     "speak_stream": ({"text", "inference_id"}, ["text"]),
     "speak_stream_end": ({"inference_id", "text", "abort"}, ["inference_id"]),
+    # -- mail and the directory (tools/agent_tools.py)
+    "agent_send": ({"to", "text"}, ["to", "text"]),
+    "directory_list": ({"prefix", "tag", "kind", "owner", "limit", "offset"}, []),
+    "directory_search": ({"text", "limit", "offset"}, ["text"]),
+    "directory_lookup": ({"address"}, ["address"]),
+    "set_busy": ({"busy"}, ["busy"]),
+    # -- task agents (tools/task_tools.py)
+    "agent_spawn": (
+        {
+            "handle",
+            "description",
+            "deadline_seconds",
+            "idle_timeout_seconds",
+            "turn_limit",
+            "home",
+        },
+        ["handle"],
+    ),
+    "task_finish": ({"result"}, []),
+    "agent_end": ({"handle"}, ["handle"]),
 }
 """Each tool, in ``tools/list`` order: its parameters and the required ones, in order."""
 
@@ -58,6 +78,9 @@ class _Untouched:
         raise AssertionError(f"the port was asked for {name!r}")
 
     prose_mode = "hybrid"  # speak's description follows it
+
+    many_agents = True  # every tool is listed: agents share the board, and this one is a task
+    is_task = True
 
     def connector_tools(self) -> list[Any]:
         return []

@@ -53,9 +53,13 @@ from switchboard.host.agent.context import ContextHooks
 from switchboard.host.agent.defaults import DefaultChannel
 from switchboard.host.agent.delivery import DIRECT_READER, InboxDelivery, InboxRead, PageBudget
 from switchboard.host.agent.desk import AgentDesk
-from switchboard.host.agent.roster import Roster
 from switchboard.host.agent.streams import OutgoingStreams
 from switchboard.host.agent.typing_keeper import TypingKeeper
+from switchboard.host.agents.attach import Attachments
+from switchboard.host.agents.lifetimes import Lifetimes
+from switchboard.host.agents.mail import Mail
+from switchboard.host.agents.roster import Roster
+from switchboard.host.agents.routing import Router
 from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
 from switchboard.host.connection.supervisor import SessionFactory, Supervisor
 from switchboard.host.events import EventBus, Listener, Published, log_event
@@ -69,6 +73,7 @@ from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.host.tuneouts.state import TuneOutState
 from switchboard.store import DecisionLog, MessageStore
+from switchboard.store.leaves import ChannelLeaves
 from switchboard.transport import Link
 
 log = structlog.get_logger(__name__)
@@ -86,6 +91,7 @@ class Switchboard:
         clock: Callable[[], float] = time.time,
         decisions: DecisionLog | None = None,
         directory: Directory | None = None,
+        leaves: ChannelLeaves | None = None,
     ) -> None:
         """Build the host's parts, in dependency order (see the module docstring).
 
@@ -108,9 +114,34 @@ class Switchboard:
         self._desks: dict[str, AgentDesk] = {}
         #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
         self.roster = Roster.from_entries(config.roster())
+        #: Which agents each message is for (docs/agents.md, "Routing"); the channels agents
+        #: left are kept in the store's file when started with :meth:`started`.
+        self.router = Router(
+            self.roster, registry, leaves if leaves is not None else ChannelLeaves.open()
+        )
         #: The directory of agents and services (docs/directory.md): in the store's file when
         #: started with :meth:`started`, else an in-memory one.
         self.directory = directory if directory is not None else Directory.open(":memory:")
+        #: Which agents have a session attached (online/offline, last-seen in the directory).
+        self.attachments = Attachments(self.roster, self.directory, clock=clock)
+        #: Mail between agents and services (docs/agents.md, "Mail"), kept in the store.
+        self.mail = Mail(
+            store,
+            self.directory,
+            self.roster,
+            attachments=self.attachments,
+            arrived=self.router.arrived,
+            clock=clock,
+        )
+        #: When agents end: idle TTLs, task agents, the configured agents' addresses.
+        self.lifetimes = Lifetimes(
+            roster=self.roster,
+            directory=self.directory,
+            desks=self._desks,
+            mail=self.mail,
+            attachments=self.attachments,
+            clock=clock,
+        )
         #: The default publish channel (channel-registry.md §8.7), process-global.
         self.default_channel = DefaultChannel(registry)
         # -- presence: typing indicators, outgoing streams, beforeInference context
@@ -150,7 +181,7 @@ class Switchboard:
             reconciler=self.lifecycle.reconciler,
             clock=clock,
         )
-        self._tuneout_inbox = TuneOutInbox(self.tuneouts)
+        self._tuneout_inbox = TuneOutInbox(self.tuneouts, router=self.router)
         self._delivery = InboxDelivery(store, self._tuneout_inbox)
         self.supervisor = Supervisor(
             registry=registry, sessions=self._session_factory, events=events
@@ -160,6 +191,7 @@ class Switchboard:
         self.events.subscribe(self.default_channel.observe)
         self.events.subscribe(self.typing.observe)
         self.events.subscribe(self.lifecycle.observe)
+        self.events.subscribe(self.router.observe)
         if listener is not None:
             self.events.subscribe(listener)
 
@@ -192,6 +224,7 @@ class Switchboard:
             tg.start_soon(self.typing.run)
             tg.start_soon(self.lifecycle.run)
             tg.start_soon(self.tuneouts.run_timer)
+            tg.start_soon(self.lifetimes.run)
             for connector in self.config.connectors:
                 tg.start_soon(self.supervisor.supervise, connector)
 
@@ -207,10 +240,19 @@ class Switchboard:
         store = await MessageStore.open(config.store.path, synchronous=config.store.synchronous)
         decisions: DecisionLog | None = None
         directory: Directory | None = None
+        leaves: ChannelLeaves | None = None
         try:
             decisions = await DecisionLog.open(config.store.path, synchronous="full")
             directory = Directory.open(config.store.path)
-            board = cls(config, store, listener=listener, decisions=decisions, directory=directory)
+            leaves = ChannelLeaves.open(config.store.path)
+            board = cls(
+                config,
+                store,
+                listener=listener,
+                decisions=decisions,
+                directory=directory,
+                leaves=leaves,
+            )
             await board.restore()
             async with anyio.create_task_group() as tg:
                 tg.start_soon(board.run)
@@ -224,12 +266,16 @@ class Switchboard:
                     await decisions.aclose()
                 if directory is not None:
                     directory.close()
+                if leaves is not None:
+                    leaves.close()
                 await store.aclose()
 
     async def restore(self) -> None:
-        """Rebuild what the decision log holds (desired states, tune-outs) before connecting."""
+        """Rebuild what the decision log holds (desired states, tune-outs) before connecting,
+        then start the agents' lifetimes (new incarnations; a previous run's tasks end)."""
         restored = await self.lifecycle.restore()
         await self.tuneouts.restore_owed(restored.tail)
+        await self.lifetimes.restore()
 
     # -- channels ----------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ What this module knows: :class:`AgentPort`, the operations the tools of ONE agen
 the channels, publish, speak, read the inbox (which begins a turn and gathers its context),
 open, close and decline a channel, start, cancel, list and read tune-outs, show typing, stream
 speech, list and call the connectors' own MCP tools and follow changes to them, peek at
-the inbox and follow what arrives in it), and the values
+the inbox and follow what arrives in it, send mail, read the directory and mark itself busy),
+and the values
 they take and return. An operation that refuses the whole call raises
 a :class:`~switchboard.host.refusal.Refusal` (converted once, at the tool boundary); a publish
 and each segment of speech carry theirs as a value, in the answer. Who is calling, and which
@@ -33,11 +34,16 @@ from typing import Any, Protocol
 from switchboard.channels import ChannelRef, TuneOutTerms
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.tuneouts.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut
+from switchboard.directory import Entry as DirectoryEntry
+from switchboard.directory import Page as DirectoryPage
 from switchboard.host.agent.delivery import PageBudget
 from switchboard.host.agent.publishing import AgentPublish
 from switchboard.host.agent.speech import SegmentStatus, Speech, SpokenSegment
 from switchboard.host.agent.streams import SpeechEnd, Streamed
 from switchboard.host.agent.views import ChannelRow
+from switchboard.host.agents.lifetimes import EndedAgent, SpawnedTask
+from switchboard.host.agents.mail import Deposit
+from switchboard.host.agents.mailmark import MAIL_SERVER, is_mail
 from switchboard.host.connection.connector_tools import ConnectorTool
 from switchboard.host.connection.diagnostics import DisabledFeatureSet
 from switchboard.host.lifecycle.answers import LifecycleAnswer
@@ -47,6 +53,7 @@ from switchboard.store import StoredMessage
 
 __all__ = [
     "DEFAULT_BACKLOG_CAP",
+    "MAIL_SERVER",
     "MAX_BACKSCROLL",
     "ActiveTuneOut",
     "AgentPort",
@@ -57,11 +64,16 @@ __all__ = [
     "ChannelListing",
     "ChannelRow",
     "ConnectorTool",
+    "Deposit",
+    "DirectoryEntry",
+    "DirectoryPage",
     "DisabledFeatureSet",
+    "EndedAgent",
     "LifecycleAnswer",
     "PageBudget",
     "ScopeKind",
     "SegmentStatus",
+    "SpawnedTask",
     "Speech",
     "SpeechEnd",
     "SpokenSegment",
@@ -70,6 +82,7 @@ __all__ = [
     "Streamed",
     "TuneOutPage",
     "TypingIn",
+    "is_mail",
     "message_text",
 ]
 
@@ -362,4 +375,103 @@ class AgentPort(Protocol):
         list was fetched anew or dropped, or a manifest change narrowed a grant). It runs
         inside the host's event bus: it must not block. It is called for as long as the host
         runs."""
+        ...
+
+    # -- mail and directory -----------------------------------------------------------------
+
+    @property
+    def many_agents(self) -> bool:
+        """Whether agents share this Switchboard (``[[agents]]`` is configured, or a task was
+        started): the mail, directory and task tools are listed only then."""
+        ...
+
+    @property
+    def is_task(self) -> bool:
+        """Whether this agent is a task agent (``task_finish`` is listed only to one)."""
+        ...
+
+    async def send_mail(self, to: str, text: str) -> Deposit:
+        """Deposit ``text`` as mail from this agent to the address ``to`` (``@agent``, or a
+        service address, which lands with the agent holding it).
+
+        Raises:
+            Refusal: ``empty-content``; ``unknown-recipient`` (with near-miss ``candidates``).
+        """
+        ...
+
+    def directory_list(
+        self,
+        *,
+        prefix: str | None = None,
+        tag: str | None = None,
+        kind: str | None = None,
+        owner: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> DirectoryPage:
+        """The directory entries matching every filter given, a page at a time (no tokens).
+
+        Raises:
+            Refusal: ``directory-refused`` (a bad filter or page).
+        """
+        ...
+
+    def directory_search(self, text: str, *, limit: int = 50, offset: int = 0) -> DirectoryPage:
+        """The entries whose address, capability, description or a tag contains ``text``.
+
+        Raises:
+            Refusal: ``directory-refused`` (empty text, a bad page).
+        """
+        ...
+
+    def directory_lookup(self, address: str) -> DirectoryEntry:
+        """The entry at ``address``.
+
+        Raises:
+            Refusal: ``unknown-address``; ``directory-refused`` (an invalid address).
+        """
+        ...
+
+    def set_busy(self, busy: bool) -> DirectoryEntry:
+        """Mark this agent's own ``@handle`` entry busy or idle.
+
+        Raises:
+            Refusal: ``unknown-address`` (the agent has no entry).
+        """
+        ...
+
+    # -- task agents ------------------------------------------------------------------------
+
+    def spawn_task(
+        self,
+        handle: str,
+        *,
+        description: str = "",
+        deadline_seconds: float | None = None,
+        idle_timeout_seconds: float | None = None,
+        turn_limit: int | None = None,
+        home: str | None = None,
+    ) -> SpawnedTask:
+        """Start the task agent ``handle`` with this agent as its parent; its token is in the
+        answer, and nowhere else.
+
+        Raises:
+            Refusal: ``address-taken``; ``directory-refused`` (not an agent handle).
+        """
+        ...
+
+    async def finish_task(self, result: str) -> EndedAgent:
+        """End this task agent (``finished``) and mail ``result`` to its parent.
+
+        Raises:
+            Refusal: ``not-a-task``.
+        """
+        ...
+
+    async def end_task(self, handle: str) -> EndedAgent:
+        """End ``handle``, a task this agent started (``ended-by-parent``).
+
+        Raises:
+            Refusal: ``not-your-task``.
+        """
         ...

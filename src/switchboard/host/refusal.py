@@ -112,6 +112,21 @@ class RefusalKind(StrEnum):
     """An ``inbox`` ``after`` token beyond the newest stored message: no read handed it out."""
     UNKNOWN_MESSAGE = "unknown-message"
     """A ``message_get`` ``seq`` that numbers no stored message."""
+    # -- mail and directory
+    UNKNOWN_RECIPIENT = "unknown-recipient"
+    """``agent_send`` to an address no live agent answers to (``candidates``: near misses)."""
+    UNKNOWN_ADDRESS = "unknown-address"
+    """A directory tool named an address nothing is listed at (``code``, ``name``)."""
+    DIRECTORY_REFUSED = "directory-refused"
+    """The directory refused the call: a bad address or argument (``code``, ``name``)."""
+    # -- task agents
+    ADDRESS_TAKEN = "address-taken"
+    """``agent_spawn`` named a handle a live agent has or another owner holds (``address``;
+    ``code``, ``name`` when the directory refused the claim)."""
+    NOT_A_TASK = "not-a-task"
+    """``task_finish`` from an agent that is not a live task agent."""
+    NOT_YOUR_TASK = "not-your-task"
+    """``agent_end`` of an agent that is not a live task the caller started (``handle``)."""
 
 
 # -- next steps: the one place the host says what to call instead ----------------------------
@@ -168,6 +183,13 @@ NEXT_STEP: Mapping[RefusalKind, str] = {
     RefusalKind.UNKNOWN_CURSOR: "pass the cursor of your latest inbox result as after, or call "
     "inbox without after to read what is still owed to you",
     RefusalKind.UNKNOWN_MESSAGE: "pass the seq of a message an inbox result showed you",
+    RefusalKind.UNKNOWN_RECIPIENT: "call directory_search to find the address, or agent_send "
+    "to one of the candidates",
+    RefusalKind.UNKNOWN_ADDRESS: "call directory_search or directory_list to see what is listed",
+    RefusalKind.DIRECTORY_REFUSED: "fix the argument the message names and call again",
+    RefusalKind.ADDRESS_TAKEN: "call agent_spawn again with another handle",
+    RefusalKind.NOT_A_TASK: "only a task agent finishes; reply with agent_send or in a channel",
+    RefusalKind.NOT_YOUR_TASK: "end only tasks your own agent_spawn started; leave this one be",
 }
 """The next step of each kind, unless the refusal names a more precise one."""
 

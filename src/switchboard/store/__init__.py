@@ -14,6 +14,8 @@ Modules, one concern each:
 * :mod:`~switchboard.store.writer`: the single writer thread: seqs, duplicates, group commit;
 * :mod:`~switchboard.store.checkpoint`: WAL checkpoints on a thread beside the writer;
 * :mod:`~switchboard.store.message_store`: ``MessageStore``, the asyncio-facing SQLite backend;
+* :mod:`~switchboard.store.numbered`: where per-(channel, author) numbered ids stand;
+* :mod:`~switchboard.store.leaves`: ``ChannelLeaves``, which agents left which channels;
 * :mod:`~switchboard.store.eventlog_writer`: the decision log's rows and its writer thread;
 * :mod:`~switchboard.store.eventlog`: ``DecisionLog``, the durable decision event log (import
   it from there).

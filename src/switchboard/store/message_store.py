@@ -44,6 +44,7 @@ import structlog
 
 from switchboard.store.checkpoint import Checkpointer
 from switchboard.store.dedupe import DEFAULT_WINDOW, DedupeIndex
+from switchboard.store.numbered import highest_numbers
 from switchboard.store.records import (
     AppendResult,
     IncomingRecord,
@@ -378,6 +379,19 @@ class MessageStore:
         self._check_open()
         return await anyio.to_thread.run_sync(
             count_messages, self._reader, limiter=self._read_limiter
+        )
+
+    async def highest_numbers(self, server_id: str) -> dict[tuple[str, str], int]:
+        """For every (channel id, author id) of ``server_id``'s committed messages, the highest
+        ``n`` of a message id ``<author id>#<n>`` (see :mod:`switchboard.store.numbered`; a
+        full read of that server's batches, for a writer that numbers its messages so).
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        self._check_open()
+        return await anyio.to_thread.run_sync(
+            highest_numbers, self._reader, server_id, self._latest, limiter=self._read_limiter
         )
 
     async def aclose(self) -> None:

@@ -57,7 +57,8 @@ class CloseResult(BaseModel):
     channel_id: str
     status: str = Field(
         description="closed, already closed, recorded (its server is not connected: it happens "
-        "when it is), or not directed (its server keeps its channels as it chooses)."
+        "when it is), not directed (its server keeps its channels as it chooses), or left "
+        "(another agent's home: it stays open for them, and you stop hearing it)."
     )
     note: str | None = Field(default=None, description="What else to know, if anything.")
 

@@ -27,6 +27,7 @@ from switchboard.tools.results import (
     bounded,
     cut_text,
     json_bytes,
+    mail_label,
     message_fields,
     refusal_boundary,
 )
@@ -118,7 +119,8 @@ async def message_get(
     )
     more = f"; next part: offset {end}" if result.next_offset is not None else "; last part"
     head = (
-        f"Message {m.message_id} (seq {m.seq}) by {m.author_name} in [{result.channel}], "
+        f"Message {m.message_id} (seq {m.seq}) by {m.author_name} in "
+        f"[{mail_label(m.server_id, m.metadata) or result.channel}], "
         f"characters {offset}..{end} of {len(text)}{more}:"
     )
     return bounded(

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, ParamSpec
 
 import structlog
@@ -39,6 +39,7 @@ from pydantic import BaseModel, Field
 
 from switchboard.host import AgentPort, PublishOutcome, Refusal
 from switchboard.host.port import (
+    MAIL_SERVER,
     ChannelRow,
     DisabledFeatureSet,
     SegmentStatus,
@@ -72,6 +73,7 @@ __all__ = [
     "inbox_line",
     "inbox_message_size",
     "json_bytes",
+    "mail_label",
     "message_fields",
     "ok",
     "ok_size",
@@ -258,7 +260,9 @@ class PublishResult(BaseModel):
 class InboxMessage(BaseModel):
     seq: int = Field(description="Its place in the store; message_get(seq) fetches it whole.")
     channel: str | None = Field(
-        default=None, description="Its channel, named as channel_list names it."
+        default=None,
+        description="Its channel, named as channel_list names it; null for mail (server_id "
+        "@mail, metadata.kind mail: reply with agent_send to metadata.from).",
     )
     server_id: str
     channel_id: str
@@ -314,6 +318,8 @@ class InboxMessage(BaseModel):
                 f"Too large for a page: {' and '.join(cut)} cut. "
                 f"message_get(seq={m.seq}) fetches it whole."
             )
+        if m.server_id == MAIL_SERVER:
+            channel = None  # mail is in no channel: reply with agent_send
         return cls(
             **message_fields(m, channel),
             text=shown,
@@ -373,10 +379,13 @@ def inbox_line(m: InboxMessage) -> str:
         2026-11-29T12:00:00Z [general] Ann: welcome! (id m-12)
 
     Newlines in the text are shown as ``\\n``; blocks that are not text are counted, a
-    redelivery and a cut are said after the id.
+    redelivery and a cut are said after the id. Mail shows :func:`mail_label` where a channel
+    message shows its channel::
+
+        2026-11-29T12:00:00.000Z [mail #3 from @alice, sent to weather] alice: hi (id @alice#3)
     """
     text = m.text.replace("\r\n", "\n").replace("\n", "\\n")
-    channel = m.channel or f"{m.server_id}:{m.channel_id}"
+    channel = mail_label(m.server_id, m.metadata) or m.channel or f"{m.server_id}:{m.channel_id}"
     extra = ""
     if m.content is not None:
         others = sum(1 for b in m.content if b.get("type") != "text")
@@ -386,6 +395,20 @@ def inbox_line(m: InboxMessage) -> str:
         tail += ", redelivered"
     line = f"{m.timestamp} [{channel}] {m.author_name}: {text}{extra} ({tail})"
     return f"{line} {m.truncated}" if m.truncated else line
+
+
+def mail_label(server_id: str, metadata: Mapping[str, Any] | None) -> str | None:
+    """How mail is named where a message shows its channel: ``mail #3 from @alice`` (and
+    ``, sent to weather`` when it was sent to a service address); None for a channel message.
+    """
+    if server_id != MAIL_SERVER:
+        return None
+    meta = metadata or {}
+    label = f"mail #{meta.get('n', '?')} from {meta.get('from', '?')}"
+    address = meta.get("address")
+    if isinstance(address, str) and address != meta.get("to"):
+        label += f", sent to {address}"
+    return label
 
 
 def inbox_message_size(m: InboxMessage) -> int:

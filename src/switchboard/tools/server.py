@@ -10,9 +10,9 @@ and its turns on the host, behind the port).
 The tools themselves are plain functions of the port, by concern:
 :mod:`~switchboard.tools.channel_tools` (list, publish, inbox, speech, think),
 :mod:`~switchboard.tools.lifecycle_tools` (open, close, decline),
-:mod:`~switchboard.tools.tuneout_tools` (tune-outs) and :mod:`~switchboard.tools.presence_tools`
-(typing, streamed speech). Each module's :class:`~switchboard.tools.toolset.ToolSet` adds them
-to the server with the port bound.
+:mod:`~switchboard.tools.tuneout_tools` (tune-outs), :mod:`~switchboard.tools.presence_tools`
+(typing, streamed speech) and :mod:`~switchboard.tools.agent_tools` (mail, the directory). Each
+module's :class:`~switchboard.tools.toolset.ToolSet` adds them to the server with the port bound.
 
 New messages are pushed as they arrive (:mod:`~switchboard.tools.push`: Claude Code's
 ``notifications/claude/channel``, and the ``switchboard://inbox`` resource with
@@ -43,13 +43,16 @@ from mcp.types import (
 )
 
 from switchboard import __version__
-from switchboard.host import AgentPort, Switchboard, agent_port
+from switchboard.host import AgentPort, Refusal, RefusalKind, Switchboard, agent_port
+from switchboard.tools.agent_tools import TOOLS as AGENT_TOOLS
 from switchboard.tools.channel_tools import TOOLS as CHANNEL_TOOLS
 from switchboard.tools.connector_passthrough import ConnectorPassthrough, ToolListNotifier
 from switchboard.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
 from switchboard.tools.message_tools import TOOLS as MESSAGE_TOOLS
 from switchboard.tools.presence_tools import TOOLS as PRESENCE_TOOLS
 from switchboard.tools.push import INBOX_URI, InboxPush
+from switchboard.tools.results import refused
+from switchboard.tools.task_tools import TOOLS as TASK_TOOLS
 from switchboard.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
 
 __all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "build_server", "server_for"]
@@ -73,7 +76,15 @@ the message also comes in your next `inbox` read, with the same `message_id`; re
 acknowledge it and do not answer it twice. The resource `switchboard://inbox` lists what is
 owed without acknowledging anything."""
 
-_TOOL_SETS = (CHANNEL_TOOLS, MESSAGE_TOOLS, LIFECYCLE_TOOLS, TUNEOUT_TOOLS, PRESENCE_TOOLS)
+_TOOL_SETS = (
+    CHANNEL_TOOLS,
+    MESSAGE_TOOLS,
+    LIFECYCLE_TOOLS,
+    TUNEOUT_TOOLS,
+    PRESENCE_TOOLS,
+    AGENT_TOOLS,
+    TASK_TOOLS,
+)
 """Every tool, in the order ``tools/list`` shows them."""
 
 OWN_TOOLS = frozenset(name for tools in _TOOL_SETS for name in tools.names)
@@ -102,8 +113,9 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             subscriptions=notifier.bus,
         )
         self._passthrough = ConnectorPassthrough(port, reserved=OWN_TOOLS)
-        for tools in _TOOL_SETS:
-            tools.register(self, port)
+        self._offered = frozenset(
+            name for tools in _TOOL_SETS for name in tools.register(self, port)
+        )
         port.watch_connector_tools(notifier.changed)
         self.resource(
             INBOX_URI,
@@ -130,9 +142,25 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
         arguments: dict[str, Any],
         context: Context[dict[str, Any], Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
-        if name in OWN_TOOLS:
+        if name in self._offered:
             return await super().call_tool(name, arguments, context)
+        if name in OWN_TOOLS:
+            return refused(_not_offered(name))
         return await self._passthrough.call(name, arguments)
+
+
+def _not_offered(name: str) -> Refusal:
+    """Why one of Switchboard's own tools that this agent was not offered does nothing."""
+    who = (
+        "a task agent (one started with agent_spawn)"
+        if name == "task_finish"
+        else "an agent on a Switchboard that several agents share ([[agents]] in its config)"
+    )
+    return Refusal(
+        RefusalKind.UNKNOWN_TOOL,
+        f"{name} is not one of your tools: it is offered only to {who}; nothing was done",
+        tool=name,
+    )
 
 
 def server_for(port: AgentPort) -> MCPServer[dict[str, Any]]:

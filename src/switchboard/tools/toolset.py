@@ -30,7 +30,7 @@ from mcp.types import ToolAnnotations
 
 from switchboard.host import AgentPort
 
-__all__ = ["READ_ONLY", "Description", "ToolSet", "writes"]
+__all__ = ["READ_ONLY", "Description", "Offered", "ToolSet", "writes"]
 
 _Tool = TypeVar("_Tool", bound=Callable[..., Awaitable[Any]])
 
@@ -61,12 +61,18 @@ class _Bound(functools.partial[Awaitable[Any]]):
     __name__: str
 
 
+Offered = Callable[[AgentPort], bool]
+"""Whether a tool is listed for the agent behind a port (the many-agent tools are listed only
+where several agents share the Switchboard; ``task_finish`` only to task agents)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Recorded:
     fn: Callable[..., Awaitable[Any]]
     name: str
     description: Description
     annotations: ToolAnnotations
+    when: Offered | None
 
 
 class ToolSet:
@@ -83,24 +89,36 @@ class ToolSet:
         return tuple(t.name for t in self._tools)
 
     def tool(
-        self, *, description: Description, annotations: ToolAnnotations, name: str | None = None
+        self,
+        *,
+        description: Description,
+        annotations: ToolAnnotations,
+        name: str | None = None,
+        when: Offered | None = None,
     ) -> Callable[[_Tool], _Tool]:
         """Record the decorated function as the tool ``name`` (default: the function's name).
 
         ``annotations`` are required: every tool says whether it only reads, whether it
         reaches the world outside Switchboard (posts, opens, shows typing), and, when it
-        writes, whether it destroys anything and whether repeating it changes more.
+        writes, whether it destroys anything and whether repeating it changes more. ``when``
+        says for which agents the tool is listed at all (default: every agent).
         """
 
         def recording(fn: _Tool) -> _Tool:
-            self._tools.append(_Recorded(fn, name or fn.__name__, description, annotations))
+            recorded = _Recorded(fn, name or fn.__name__, description, annotations, when)
+            self._tools.append(recorded)
             return fn
 
         return recording
 
-    def register(self, mcp: MCPServer, port: AgentPort) -> None:
-        """Add every tool to ``mcp``, each called with ``port`` as its first argument."""
+    def register(self, mcp: MCPServer, port: AgentPort) -> list[str]:
+        """Add every tool offered to ``port``'s agent to ``mcp``, each called with ``port`` as
+        its first argument; return the names added."""
+        added: list[str] = []
         for t in self._tools:
+            if t.when is not None and not t.when(port):
+                continue
+            added.append(t.name)
             bound = _Bound(t.fn, port)
             bound.__name__ = t.fn.__name__
             first = next(iter(inspect.signature(t.fn).parameters))
@@ -108,3 +126,4 @@ class ToolSet:
             bound.__annotations__ = {k: v for k, v in hints.items() if k != first}
             text = t.description if isinstance(t.description, str) else t.description(port)
             mcp.add_tool(bound, name=t.name, description=text, annotations=t.annotations)
+        return added

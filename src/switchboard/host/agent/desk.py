@@ -44,6 +44,7 @@ from switchboard.channels import (
 )
 from switchboard.channels.names.wording import q
 from switchboard.host.agent.defaults import DefaultChannel, is_marker
+from switchboard.host.agents.mailmark import is_mail
 from switchboard.store import StoredMessage
 
 __all__ = ["AgentDesk", "Locus", "LocusFrom", "Turn"]
@@ -161,8 +162,8 @@ class AgentDesk:
         own: dict[ChannelRef, None] = {}
         trigger: ChannelRef | None = None
         for m in messages:
-            if not m.channel_id:
-                continue  # a push event that names no registered channel
+            if not m.channel_id or is_mail(m):
+                continue  # a push event that names no registered channel; mail (no channel)
             ref = ChannelRef(m.server_id, m.channel_id)
             own[ref] = None
             if not is_marker(m.tags, m.metadata):

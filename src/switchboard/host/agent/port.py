@@ -37,14 +37,29 @@ modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborato
   ``PushAccepted`` on the host's event bus and leaves out what a tune-out in effect diverts
   from the agent; :meth:`BoardPort.peek_inbox` reads what is owed above the acknowledged
   position through the same tune-out filter, with none of a read's effects.
+- **Isolation** (docs/agents.md, "Routing"). The inbox read, :meth:`BoardPort.peek_inbox`,
+  :meth:`BoardPort.stored_message` and :meth:`BoardPort.watch_inbox` show only what the
+  board's :class:`~switchboard.host.agents.routing.Router` routes to this agent; a stored
+  message routed elsewhere is answered as if it did not exist. Mail, which no host event
+  carries, reaches the watch through :meth:`Router.watch
+  <switchboard.host.agents.routing.Router.watch>`.
+- **Leaving.** ``close`` of a channel another roster agent wants (its home) does not ask the
+  connector to close it: this agent leaves it (status ``left``) and its traffic stops coming
+  here; ``open`` rejoins it. With nobody else wanting it, ``close`` is the lifecycle's.
+- **Mail and the directory.** :meth:`BoardPort.send_mail` deposits through ``board.mail``
+  with this agent as the sender (never an argument); the directory reads and ``set_busy`` (on
+  the agent's own ``@handle`` only) turn a directory error into a refusal carrying its code
+  and name (:func:`~switchboard.host.agents.mail.directory_refusal`).
 
 What it deliberately does not know: MCP, tool results, and how the parts it calls work inside.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from functools import partial
+from typing import Any, cast
 
 import structlog
 
@@ -58,12 +73,14 @@ from switchboard.channels import (
 from switchboard.channels.lifecycle.decisions import ScopeKind
 from switchboard.channels.names.wording import Caller
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
+from switchboard.directory import DirectoryError, Kind, NotFound
 from switchboard.host.agent.delivery import PageBudget, Reader
 from switchboard.host.agent.desk import AgentDesk, Locus
 from switchboard.host.agent.publishing import AgentPublish, publish_for_agent
 from switchboard.host.agent.speech import Speech, speak
 from switchboard.host.agent.streams import SpeechEnd, StreamedSpeech
 from switchboard.host.agent.views import channel_rows
+from switchboard.host.agents.mail import Deposit, directory_refusal
 from switchboard.host.app import Switchboard
 from switchboard.host.connection.connector_tools import ConnectorTool
 from switchboard.host.connection.session import SessionState
@@ -82,7 +99,11 @@ from switchboard.host.port import (
     Arrival,
     CancelledTuneOut,
     ChannelListing,
+    DirectoryEntry,
+    DirectoryPage,
     DisabledFeatureSet,
+    EndedAgent,
+    SpawnedTask,
     StreamFed,
     TuneOutPage,
     TypingIn,
@@ -92,7 +113,7 @@ from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
 from switchboard.host.tuneouts.host import StartedTuneOut
 from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.host.tuneouts.records import diverts_at_all
-from switchboard.store import StoredMessage
+from switchboard.store import StoredMessage, StoreError
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["TUNE_OUT", "BoardPort", "agent_port"]
@@ -216,7 +237,10 @@ class BoardPort:
         if seq < 1:
             return None
         found = await self._board.store.read(seq - 1, 1)
-        return found[0] if found and found[0].seq == seq else None
+        if not found or found[0].seq != seq:
+            return None
+        # A message not routed to this agent is answered as if it did not exist.
+        return found[0] if self._board.router.routes(self.agent, found[0]) else None
 
     async def peek_inbox(self, *, limit: int = 50) -> list[StoredMessage]:
         board = self._board
@@ -230,7 +254,10 @@ class BoardPort:
             if not batch:
                 break
             after = batch[-1].seq
+            routed = board.router.reader(agent)
             for m in batch:
+                if not routed(m):
+                    continue
                 if diverts_at_all(m):
                     held = book.diverts(ChannelRef(m.server_id, m.channel_id), agent)
                     if held is not None and m.seq > (held.epoch.started_at_sequence or 0):
@@ -242,6 +269,7 @@ class BoardPort:
 
     def watch_inbox(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
         self._board.events.subscribe(_InboxWatch(self._board, self.agent, listener))
+        self._board.router.watch(self.agent, _MailWatch(listener))
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -277,7 +305,8 @@ class BoardPort:
         before_message_id: str | None = None,
     ) -> LifecycleAnswer:
         ref = self._tool_channel(channel, server_id, "channel_open")
-        return await self._decided(
+        rejoined = self._board.router.rejoin(self.agent, ref)
+        answer = await self._decided(
             ref,
             self._board.lifecycle.open(
                 ref,
@@ -286,10 +315,38 @@ class BoardPort:
                 before_message_id=before_message_id,
             ),
         )
+        if not rejoined:
+            return answer
+        note = (
+            f"You rejoined channel {self._board.registry.names.quoted_shown(ref)}: its traffic "
+            "comes to you again."
+        )
+        return dataclasses.replace(answer, text=f"{note} {answer.text}".strip())
 
     async def close(self, channel: str, *, server_id: str | None = None) -> LifecycleAnswer:
         ref = self._tool_channel(channel, server_id, "channel_close")
-        return await self._decided(ref, self._board.lifecycle.close(ref, by_agent=self.agent))
+        others = [a for a in self._board.router.wanted_by(ref) if a != self.agent]
+        if not others:  # nobody else wants it: the connector is asked to close it
+            return await self._decided(ref, self._board.lifecycle.close(ref, by_agent=self.agent))
+        # A channel stays open while any agent wants it: this agent leaves it instead.
+        try:
+            fresh = self._board.router.leave(self.agent, ref)
+        except StoreError as exc:
+            raise Refusal(
+                RefusalKind.UNCONFIRMED,
+                f"leaving the channel could not be recorded ({exc}); nothing changed.",
+                "try channel_close again",
+                server_id=ref.server_id,
+                channel_id=ref.channel_id,
+            ) from None
+        shown = self._board.registry.names.quoted_shown(ref)
+        wanting = ", ".join(f"@{a}" for a in others)
+        text = (
+            f"You {'left' if fresh else 'had already left'} channel {shown}: its traffic, "
+            "messages that mention you included, no longer comes to you. The channel stays "
+            f"open for {wanting}, whose home it is. Call channel_open on it to rejoin."
+        )
+        return LifecycleAnswer(ref, "left" if fresh else "already left", text)
 
     async def decline(
         self,
@@ -524,6 +581,101 @@ class BoardPort:
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
         self._board.events.subscribe(_ToolsWatch(listener))
 
+    # -- mail and directory -----------------------------------------------------------------
+
+    @property
+    def many_agents(self) -> bool:
+        board = self._board
+        return bool(board.config.agents) or len(board.roster) > 1
+
+    @property
+    def is_task(self) -> bool:
+        identity = self._board.roster.get(self._desk.name)
+        return identity is not None and identity.kind == "task"
+
+    async def send_mail(self, to: str, text: str) -> Deposit:
+        return await self._board.mail.deposit(self.agent, to, text)
+
+    def directory_list(
+        self,
+        *,
+        prefix: str | None = None,
+        tag: str | None = None,
+        kind: str | None = None,
+        owner: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> DirectoryPage:
+        try:
+            return self._board.directory.list(
+                prefix=prefix,
+                tag=tag,
+                kind=cast("Kind | None", kind),
+                owner=owner,
+                limit=limit,
+                offset=offset,
+            )
+        except DirectoryError as exc:
+            raise directory_refusal(exc) from None
+
+    def directory_search(self, text: str, *, limit: int = 50, offset: int = 0) -> DirectoryPage:
+        try:
+            return self._board.directory.search(text, limit=limit, offset=offset)
+        except DirectoryError as exc:
+            raise directory_refusal(exc) from None
+
+    def directory_lookup(self, address: str) -> DirectoryEntry:
+        try:
+            return self._board.directory.lookup(address)
+        except DirectoryError as exc:
+            raise directory_refusal(exc, address) from None
+
+    def set_busy(self, busy: bool) -> DirectoryEntry:
+        identity = self._board.roster.get(self.agent)
+        handle = identity.handle if identity is not None else f"@{self.agent}"
+        try:
+            return self._board.directory.set_busy(handle, busy, force=True)
+        except NotFound:
+            raise Refusal(
+                RefusalKind.UNKNOWN_ADDRESS,
+                f"you ({handle}) have no directory entry, so there is nothing to mark busy or "
+                "idle; nothing changed.",
+                "carry on: without an entry nobody looks you up as busy",
+                code=NotFound.code,
+                name=NotFound.name,
+                address=handle,
+            ) from None
+        except DirectoryError as exc:
+            raise directory_refusal(exc, handle) from None
+
+    # -- task agents ------------------------------------------------------------------------
+
+    def spawn_task(
+        self,
+        handle: str,
+        *,
+        description: str = "",
+        deadline_seconds: float | None = None,
+        idle_timeout_seconds: float | None = None,
+        turn_limit: int | None = None,
+        home: str | None = None,
+    ) -> SpawnedTask:
+        return self._board.lifetimes.spawn(
+            self.agent,
+            handle,
+            description=description,
+            deadline_seconds=deadline_seconds,
+            idle_timeout_seconds=idle_timeout_seconds,
+            turn_limit=turn_limit,
+            home=home,
+        )
+
+    async def finish_task(self, result: str) -> EndedAgent:
+        return await self._board.lifetimes.finish(self.agent, result)
+
+    async def end_task(self, handle: str) -> EndedAgent:
+        return await self._board.lifetimes.end_task(self.agent, handle)
+
 
 class _ToolsWatch:
     """A host event listener that calls ``listener`` when connector tools may have changed."""
@@ -552,20 +704,51 @@ class _InboxWatch:
         self._listener = listener
 
     def __call__(self, event: HostEvent) -> None:
+        agent = self._agent
         match event:
             case MessagesAccepted(server_id=sid, messages=messages):
                 book = self._board.tuneouts.book
+                router = self._board.router
+                routed = (m for m in messages if router.routes_wire(agent, sid, m))
                 arrivals = [
                     a
-                    for a in (_arrival(sid, m) for m in messages)
-                    if not a.ref.channel_id or book.diverts(a.ref, self._agent) is None
+                    for a in map(partial(_arrival, sid), routed)
+                    if not a.ref.channel_id or book.diverts(a.ref, agent) is None
                 ]
             case PushAccepted(server_id=sid, message=message):
+                if not self._board.router.routes_wire(agent, sid, message):
+                    return
                 arrivals = [_arrival(sid, message)]
             case _:
                 return
         if arrivals:
             self._listener(arrivals)
+
+
+class _MailWatch:
+    """A :meth:`Router.watch <switchboard.host.agents.routing.Router.watch>` listener: tells
+    ``listener`` of the messages stored without a host event (mail) that are routed to the
+    agent."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
+        self._listener = listener
+
+    def __call__(self, messages: Sequence[StoredMessage]) -> None:
+        self._listener(
+            [
+                Arrival(
+                    ChannelRef(m.server_id, m.channel_id),
+                    m.message_id,
+                    m.author_name,
+                    message_text(m),
+                    m.timestamp,
+                    m.thread_id,
+                )
+                for m in messages
+            ]
+        )
 
 
 def _arrival(server_id: str, message: Mapping[str, Any]) -> Arrival:

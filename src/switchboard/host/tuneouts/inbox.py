@@ -23,6 +23,9 @@ What this module knows (channel-registry.md §6; docs/tools.md, "tune_out"):
   carried it (:meth:`TuneOutInbox.acknowledge`), never before: until then every read carries
   it again, and if recording fails it stays owed for the next read.
 - **The reader's view**: the messages an epoch in effect has withheld so far, in pages.
+- **Routing.** Given an :class:`InboxRouter`, a message not routed to the reading agent
+  (docs/agents.md, "Routing") is skipped before any of this: it is neither shown, withheld nor
+  a wake, and the cursor passes it. A backlog holds only what is routed to the epoch's owner.
 
 What it deliberately does not know: MCP and tool results, the decisions themselves
 (:mod:`~switchboard.host.tuneouts.host`), and agents' turns.
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -54,6 +57,7 @@ __all__ = [
     "NOTICE_TAG",
     "BacklogPage",
     "InboxPage",
+    "InboxRouter",
     "InboxTuneOuts",
     "TuneOutInbox",
 ]
@@ -121,6 +125,17 @@ def _iso(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
 
 
+class InboxRouter(Protocol):
+    """Which messages are routed to which agent
+    (:class:`~switchboard.host.agents.routing.Router` provides it)."""
+
+    def reader(self, agent: str) -> Callable[[StoredMessage], bool]: ...
+
+
+def _everything(message: StoredMessage) -> bool:
+    return True
+
+
 class InboxTuneOuts(Protocol):
     """What an inbox read needs of the tune-outs
     (:class:`~switchboard.host.tuneouts.host.TuneOutHost` provides it)."""
@@ -154,8 +169,10 @@ class InboxTuneOuts(Protocol):
 class TuneOutInbox:
     """Reads inboxes through the tune-outs (see the module docstring)."""
 
-    def __init__(self, host: InboxTuneOuts) -> None:
+    def __init__(self, host: InboxTuneOuts, *, router: InboxRouter | None = None) -> None:
         self._host = host
+        # Which messages are routed to which agent (docs/agents.md, "Routing"); None: all.
+        self._router = router
 
     async def read(
         self,
@@ -222,6 +239,8 @@ class TuneOutInbox:
         host = self._host
         book = host.book
         ended = host.withholding(agent)
+        if self._router is not None:  # not routed to the agent: skipped, the cursor passes it
+            batch = list(filter(self._router.reader(agent), batch))
         if not len(book) and not ended:
             visible.extend(batch)
             return {}
@@ -301,17 +320,19 @@ class TuneOutInbox:
         return [notice, *raw]
 
     async def _scan_tail(self, settled: Settled) -> tuple[list[StoredMessage], int]:
-        """The last ``backlog_cap`` messages an ended epoch withheld, and how many it did."""
+        """The last ``backlog_cap`` messages an ended epoch withheld from its owner (those
+        routed to it), and how many it did."""
         store = self._host.store
         kept: deque[StoredMessage] = deque(maxlen=settled.epoch.backlog_cap)
         total = 0
+        routed = _everything if self._router is None else self._router.reader(settled.epoch.owner)
         after, end = settled.start_seq, settled.end_seq
         while after < end:
             page = await store.read(after, min(_PAGE, end - after))
             if not page:
                 break
             for m in page:
-                if m.seq <= end and settled.withheld(m):
+                if m.seq <= end and settled.withheld(m) and routed(m):
                     total += 1
                     kept.append(m)
             after = page[-1].seq
@@ -325,13 +346,14 @@ class TuneOutInbox:
         after = max(after_seq, held.epoch.started_at_sequence or 0)
         end = store.latest_seq
         found: list[StoredMessage] = []
+        routed = _everything if self._router is None else self._router.reader(held.epoch.owner)
         while after < end and len(found) < limit:
             page = await store.read(after, min(_PAGE, end - after))
             if not page:
                 break
             for m in page:
                 after = m.seq
-                if diverts_at_all(m) and scope.covers(_ref(m)):
+                if diverts_at_all(m) and scope.covers(_ref(m)) and routed(m):
                     found.append(m)
                     if len(found) >= limit:
                         break

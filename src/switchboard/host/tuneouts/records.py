@@ -32,6 +32,7 @@ from typing import ClassVar, Final
 from switchboard.channels.lifecycle.decisions import DecodeError, TuneOutEpoch
 from switchboard.channels.lifecycle.events import EndReason
 from switchboard.channels.ref import ChannelRef
+from switchboard.host.agents.mailmark import is_mail
 from switchboard.store import StoredMessage
 
 __all__ = [
@@ -54,8 +55,9 @@ def is_addressed(tags: Sequence[str] | None) -> bool:
 
 
 def diverts_at_all(message: StoredMessage) -> bool:
-    """Whether a tune-out may divert ``message``: channel traffic only, never a push event."""
-    if not message.channel_id:
+    """Whether a tune-out may divert ``message``: channel traffic only, never a push event and
+    never mail between agents (mail is no channel's traffic)."""
+    if not message.channel_id or is_mail(message):
         return False
     meta = message.metadata
     return not (meta is not None and meta.get("kind") == "push/event")

@@ -1,0 +1,153 @@
+"""Which agents have a session attached right now: :class:`Attachments`.
+
+What this module knows (docs/agents.md, "Identities"):
+
+- **Sessions per agent.** A transport calls :meth:`Attachments.attach` when a session of an
+  agent starts (an MCP session over streamable HTTP, or the one stdio session) and
+  :meth:`Attachments.detach` when it ends; several sessions of one agent are counted.
+- **Online and last-seen in the directory.** The first session marks the agent's directory
+  entry (``@name``) online, the end of the last one marks it offline; both update last-seen.
+  An agent without a directory entry is counted all the same (nothing is written for it).
+- **Activity.** :meth:`Attachments.touch` records a tool call or request. It is cheap: it
+  keeps the time in memory and writes the directory's last-seen at most once every
+  :data:`TOUCH_WRITE_EVERY` seconds per agent.
+- **Listeners.** :meth:`Attachments.watch` registers a callable told the agent's name on each
+  attach (the mail part delivers held mail then). A listener that raises is logged and the
+  others are still told.
+
+What it deliberately does not know: MCP, HTTP, stdio, and what an attach means to mail or
+routing.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Final
+
+import structlog
+
+from switchboard.directory import Directory, DirectoryError, InvalidName, NotFound
+from switchboard.host.agents.roster import Roster
+
+__all__ = ["TOUCH_WRITE_EVERY", "Attachments"]
+
+log = structlog.get_logger(__name__)
+
+#: Seconds between two last-seen writes a :meth:`Attachments.touch` makes for one agent.
+TOUCH_WRITE_EVERY: Final = 5.0
+
+
+class Attachments:
+    """Counts each agent's sessions and keeps its directory entry's presence (module docstring).
+
+    Args:
+        roster: the live identities (for the handle of a name).
+        directory: where ``@name`` is marked online/offline and last-seen is kept.
+        clock: Unix seconds, for :meth:`last_active` and the touch write interval.
+        touch_every: seconds between two directory writes of :meth:`touch` for one agent.
+    """
+
+    __slots__ = (
+        "_active",
+        "_clock",
+        "_counts",
+        "_directory",
+        "_listeners",
+        "_roster",
+        "_touch_every",
+        "_written",
+    )
+
+    def __init__(
+        self,
+        roster: Roster,
+        directory: Directory,
+        *,
+        clock: Callable[[], float] = time.time,
+        touch_every: float = TOUCH_WRITE_EVERY,
+    ) -> None:
+        self._roster = roster
+        self._directory = directory
+        self._clock = clock
+        self._touch_every = touch_every
+        self._counts: dict[str, int] = {}
+        self._active: dict[str, float] = {}
+        self._written: dict[str, float] = {}
+        self._listeners: list[Callable[[str], None]] = []
+
+    def attach(self, name: str) -> None:
+        """A session of agent ``name`` started: count it, mark the agent online, tell listeners."""
+        name = _key(name)
+        now = self._clock()
+        self._counts[name] = self._counts.get(name, 0) + 1
+        self._active[name] = now
+        self._written[name] = now
+        self._mark(name, online=True)
+        log.debug("agent_attached", agent=name, sessions=self._counts[name])
+        for listener in list(self._listeners):
+            try:
+                listener(name)
+            except Exception as exc:  # a listener's failure is its own
+                log.exception("attach_listener_failed", agent=name, error=str(exc))
+
+    def detach(self, name: str) -> None:
+        """A session of agent ``name`` ended; after its last one, mark the agent offline."""
+        name = _key(name)
+        now = self._clock()
+        left = max(self._counts.get(name, 0) - 1, 0)
+        self._active[name] = now
+        self._written[name] = now
+        if left:
+            self._counts[name] = left
+        else:
+            self._counts.pop(name, None)
+            self._mark(name, online=False)
+        log.debug("agent_detached", agent=name, sessions=left)
+
+    def touch(self, name: str) -> None:
+        """Agent ``name`` did something (a request, a tool call): note the time.
+
+        The directory's last-seen is written at most once per ``touch_every`` seconds.
+        """
+        name = _key(name)
+        now = self._clock()
+        self._active[name] = now
+        if now - self._written.get(name, float("-inf")) < self._touch_every:
+            return
+        self._written[name] = now
+        self._write(name, lambda handle: self._directory.touch(handle, force=True))
+
+    def count(self, name: str) -> int:
+        """How many sessions of agent ``name`` are attached."""
+        return self._counts.get(_key(name), 0)
+
+    def last_active(self, name: str) -> float | None:
+        """Unix seconds of agent ``name``'s last attach, detach or touch; None: never."""
+        return self._active.get(_key(name))
+
+    def attached(self) -> list[str]:
+        """The names of the agents with at least one session attached, sorted."""
+        return sorted(self._counts)
+
+    def watch(self, listener: Callable[[str], None]) -> None:
+        """Tell ``listener`` the agent's name on every :meth:`attach`."""
+        self._listeners.append(listener)
+
+    def _mark(self, name: str, *, online: bool) -> None:
+        self._write(name, lambda handle: self._directory.set_online(handle, online, force=True))
+
+    def _write(self, name: str, write: Callable[[str], object]) -> None:
+        identity = self._roster.get(name)
+        handle = identity.handle if identity is not None else f"@{name}"
+        try:
+            write(handle)
+        except (NotFound, InvalidName):
+            return  # not listed (yet): only the count is kept
+        except (DirectoryError, sqlite3.Error) as exc:
+            log.warning("agent_presence_not_written", agent=handle, error=str(exc))
+
+
+def _key(name: str) -> str:
+    return name[1:] if name.startswith("@") else name

@@ -1,0 +1,369 @@
+"""Which agents a stored message is for: :class:`Router`.
+
+What this module knows (docs/agents.md, "Routing"):
+
+- **Mail** (:mod:`.mailmark`) goes to its recipient and to nobody else.
+- **Channel traffic** (every other message, push events included) goes to the agents whose
+  home channel it is, plus the agents it *addresses*; when it is nobody's home and addresses
+  nobody, it is *untargeted* and goes to :meth:`Roster.untargeted
+  <switchboard.host.agents.roster.Roster.untargeted>` (the agents that receive untargeted
+  traffic, else the default-delivery agent).
+- **Homes.** An agent's home is a channel name as ``channel_list`` names it; it is resolved
+  through the registry (as the desk resolves it for the locus). A home that picks no single
+  registered channel now (its connector has not registered yet, after a restart, or the name
+  is ambiguous) still matches a message whose channel id or ``server:channel`` qualified name
+  is exactly that name, so an unread backlog of a home is not handed to someone else while its
+  connector is connecting.
+- **Addressing.** A message addresses agent ``@name`` when its text (the ``text`` blocks of
+  its content, joined by newlines) holds ``@name`` as a whole word: case-insensitive, not
+  preceded by a word character or another ``@`` (``x@name.com`` and ``a@name`` are e-mail-like
+  and address nobody), not followed by a word character or ``-`` (``@name-bot`` and
+  ``@names`` are other handles), and not followed by ``.`` and a word character
+  (``@name.com`` is a domain). Trailing ``-`` is ignored (``@name--`` addresses ``@name``).
+  It also addresses an agent when its text holds one of that agent's configured ``mentions``
+  strings (platform mentions such as ``<@123>``, matched exactly and case-sensitively; a
+  string that begins or ends with a word character must not touch another word character
+  there), or when the connector listed the agent in ``metadata.mentions``: a list of strings
+  or objects; a string, or an object's ``id`` / ``userId``, matches a mention string equal to
+  it or to ``<@it>`` / ``<@!it>``; a string or an object's ``handle`` / ``username`` /
+  ``name`` equal to an agent's handle or name (case-insensitive, one ``@`` ignored) matches
+  that agent. (Per docs/peers.md, discord-mcpl puts ``mentions``, ``isMention`` and
+  ``rawContent`` in the metadata of ``channels/incoming`` and tags mentions ``chat:mention``;
+  ``isMention`` and the ``chat:*`` tags say the connector's own account was addressed, not
+  which agent, so they route nothing.)
+- **Leaving.** An agent that closes a channel another roster agent wants (its home) *leaves*
+  it (:class:`~switchboard.store.leaves.ChannelLeaves`, durable): none of that channel's
+  traffic is routed to it any more, messages addressing it included, until it opens the
+  channel again. If leaving would route a message to nobody, it goes to the untargeted agents
+  that did not leave the channel, else to the untargeted agents: a message is never routed to
+  nobody while some agent receives untargeted traffic.
+- **Readers outside the roster** (host code, tests, a scripted demo agent) see every channel
+  message and no mail. A roster of one agent sees every channel message and its own mail.
+- **Cost.** What is derived from the roster, the registry and the leaves (each agent's home
+  ref, one matcher for every handle, one for every platform mention, the untargeted set, the
+  leaves by channel) is cached and rebuilt only when ``roster.version``, the leaves' version,
+  the registry's size, or the channel events the router observes on the host's bus
+  (:meth:`Router.observe`: ``ChannelsRegistered``, ``ChannelsChanged``, ``ChannelsRemoved``,
+  ``ConnectorExited``; the registry itself keeps no change counter) say it changed. Routing
+  one message is then O(its text) and a batch O(the batch): one scan of the text for every
+  agent at once, never one per agent.
+- **Arrivals of mail.** Channel arrivals reach watchers through ``MessagesAccepted`` and
+  ``PushAccepted`` on the bus. Mail is deposited into the store directly and emits no host
+  event, so whoever deposits it calls :meth:`Router.arrived` with the committed messages, and
+  :meth:`Router.watch` is how a port follows the arrivals routed to its agent.
+
+What it deliberately does not know: the inbox's cursors, tune-outs, MCP, and how mail is
+deposited.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from switchboard.channels import ChannelNameError, ChannelRef, ChannelRegistry
+from switchboard.host.agents.mailmark import MAIL_SERVER, is_mail, mail_recipient
+from switchboard.host.agents.roster import Roster
+from switchboard.host.events import (
+    ChannelsChanged,
+    ChannelsRegistered,
+    ChannelsRemoved,
+    ConnectorExited,
+    HostEvent,
+)
+from switchboard.store import StoredMessage
+from switchboard.store.leaves import ChannelLeaves
+
+__all__ = ["HANDLE_MENTION", "Router", "handles_in", "message_text_of"]
+
+log = structlog.get_logger(__name__)
+
+HANDLE_MENTION = re.compile(r"(?<![\w@])@([\w-]+)(?![\w-]|\.\w)")
+"""An ``@word`` that stands as a whole word (see the module docstring); group 1 is the word."""
+
+
+def handles_in(text: str) -> set[str]:
+    """The lower-cased words of every whole-word ``@word`` in ``text`` (trailing ``-`` kept
+    and also stripped, so ``@bob--`` gives ``bob--`` and ``bob``)."""
+    out: set[str] = set()
+    for match in HANDLE_MENTION.finditer(text):
+        word = match.group(1).lower()
+        out.add(word)
+        bare = word.rstrip("-")
+        if bare:
+            out.add(bare)
+    return out
+
+
+def message_text_of(content: object) -> str:
+    """The ``text`` blocks of MCPL ``content``, joined by newlines."""
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(b.get("text", ""))
+        for b in content
+        if isinstance(b, Mapping) and b.get("type") == "text"
+    )
+
+
+def _platform_pattern(strings: Iterable[str]) -> re.Pattern[str] | None:
+    """One matcher for every platform mention string, longest first; a string that begins
+    (ends) with a word character must not be preceded (followed) by one."""
+    parts = []
+    for s in sorted(set(strings), key=lambda s: (-len(s), s)):
+        part = re.escape(s)
+        if re.match(r"\w", s):
+            part = r"(?<!\w)" + part
+        if re.search(r"\w$", s):
+            part += r"(?!\w)"
+        parts.append(part)
+    return re.compile("|".join(parts)) if parts else None
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What routing derives from the roster, registry and leaves at one moment."""
+
+    key: tuple[int, int, int, int]
+    names: frozenset[str]
+    homes: Mapping[ChannelRef, tuple[str, ...]]
+    home_names: Mapping[str, tuple[str, ...]]
+    handles: Mapping[str, str]
+    platform: re.Pattern[str] | None
+    platform_names: Mapping[str, tuple[str, ...]]
+    untargeted: frozenset[str]
+    left: Mapping[ChannelRef, frozenset[str]]
+
+
+def _grouped(pairs: Iterable[tuple[Any, str]]) -> dict[Any, tuple[str, ...]]:
+    out: dict[Any, tuple[str, ...]] = {}
+    for key, name in pairs:
+        if name not in out.get(key, ()):
+            out[key] = (*out.get(key, ()), name)
+    return out
+
+
+class Router:
+    """Decides which agents each stored message is for (see the module docstring)."""
+
+    __slots__ = ("_channels", "_leaves", "_registry", "_roster", "_view", "_watchers")
+
+    def __init__(self, roster: Roster, registry: ChannelRegistry, leaves: ChannelLeaves) -> None:
+        self._roster = roster
+        self._registry = registry
+        self._leaves = leaves
+        self._channels = 0
+        self._view: _View | None = None
+        self._watchers: dict[str, list[Callable[[Sequence[StoredMessage]], None]]] = {}
+
+    # -- the cache ------------------------------------------------------------------------------
+
+    def observe(self, event: HostEvent) -> None:
+        """A host event listener: channels registered, changed or dropped invalidate the
+        homes resolved so far."""
+        if isinstance(
+            event, ChannelsRegistered | ChannelsChanged | ChannelsRemoved | ConnectorExited
+        ):
+            self._channels += 1
+
+    def _current(self) -> _View:
+        key = (self._roster.version, self._channels, len(self._registry), self._leaves.version)
+        view = self._view
+        if view is None or view.key != key:
+            view = self._view = self._build(key)
+        return view
+
+    def _build(self, key: tuple[int, int, int, int]) -> _View:
+        roster = self._roster
+        homes: list[tuple[ChannelRef, str]] = []
+        home_names: list[tuple[str, str]] = []
+        platform: list[tuple[str, str]] = []
+        for identity in roster:
+            if identity.home is not None:
+                try:
+                    homes.append((self._registry.resolve(identity.home).ref, identity.name))
+                except ChannelNameError:
+                    home_names.append((identity.home, identity.name))
+            platform += [(s, identity.name) for s in identity.mentions if s]
+        left: dict[ChannelRef, set[str]] = {}
+        for agent, server_id, channel_id in self._leaves.rows():
+            left.setdefault(ChannelRef(server_id, channel_id), set()).add(agent)
+        return _View(
+            key=key,
+            names=frozenset(i.name for i in roster),
+            homes=_grouped(homes),
+            home_names=_grouped(home_names),
+            handles={i.name.lower(): i.name for i in roster},
+            platform=_platform_pattern(s for s, _ in platform),
+            platform_names=_grouped(platform),
+            untargeted=frozenset(i.name for i in roster.untargeted()),
+            left={ref: frozenset(agents) for ref, agents in left.items()},
+        )
+
+    # -- the rule -------------------------------------------------------------------------------
+
+    def _listed(self, view: _View, item: object, into: set[str]) -> None:
+        """Add the agents one ``metadata.mentions`` item names to ``into``."""
+        ids: list[str] = []
+        words: list[str] = []
+        if isinstance(item, str):
+            ids.append(item)
+            words.append(item)
+        elif isinstance(item, Mapping):
+            ids += [str(item[k]) for k in ("id", "userId") if isinstance(item.get(k), str | int)]
+            words += [str(item[k]) for k in ("handle", "username", "name") if item.get(k)]
+        for i in ids:
+            for form in (i, f"<@{i}>", f"<@!{i}>"):
+                into.update(view.platform_names.get(form, ()))
+        for w in words:
+            name = view.handles.get(w.removeprefix("@").lower())
+            if name is not None:
+                into.add(name)
+
+    def _addressed(self, view: _View, text: str, metadata: object) -> set[str]:
+        """The roster agents a message with ``text`` and ``metadata`` addresses."""
+        out: set[str] = set()
+        if "@" in text:
+            handles = view.handles
+            out.update(handles[w] for w in handles_in(text) if w in handles)
+        if view.platform is not None:
+            for match in view.platform.finditer(text):
+                out.update(view.platform_names.get(match.group(0), ()))
+        if isinstance(metadata, Mapping):
+            listed = metadata.get("mentions")
+            if isinstance(listed, list):
+                for item in listed:
+                    self._listed(view, item, out)
+        return out
+
+    def _channel_targets(
+        self, view: _View, server_id: str, channel_id: str, text: str, metadata: object
+    ) -> set[str]:
+        ref = ChannelRef(server_id, channel_id)
+        out = set(view.homes.get(ref, ()))
+        if view.home_names:
+            out.update(view.home_names.get(channel_id, ()))
+            out.update(view.home_names.get(f"{server_id}:{channel_id}", ()))
+        out |= self._addressed(view, text, metadata)
+        if not out:
+            out = set(view.untargeted)
+        left = view.left.get(ref)
+        if left:
+            out -= left
+            if not out:
+                out = set(view.untargeted - left) or set(view.untargeted)
+        return out
+
+    def targets(self, m: StoredMessage) -> frozenset[str]:
+        """The roster agents ``m`` is routed to (readers outside the roster aside)."""
+        view = self._current()
+        if is_mail(m):
+            recipient = mail_recipient(m)
+            return frozenset([recipient]) if recipient in view.names else frozenset()
+        if len(view.names) == 1:
+            return view.names
+        text = message_text_of(m.content)
+        return frozenset(self._channel_targets(view, m.server_id, m.channel_id, text, m.metadata))
+
+    def reader(self, agent: str) -> Callable[[StoredMessage], bool]:
+        """The batch form: a test of whether a message is routed to ``agent``, with what the
+        router derives looked up once (use it for one batch; :meth:`routes` is one call)."""
+        view = self._current()
+        if agent not in view.names:
+            return _not_mail
+        if len(view.names) == 1:
+            return lambda m: not is_mail(m) or mail_recipient(m) == agent
+
+        def routes(m: StoredMessage) -> bool:
+            if m.server_id == MAIL_SERVER:
+                return mail_recipient(m) == agent
+            text = message_text_of(m.content)
+            return agent in self._channel_targets(view, m.server_id, m.channel_id, text, m.metadata)
+
+        return routes
+
+    def routes(self, agent: str, m: StoredMessage) -> bool:
+        """Whether ``m`` is routed to the reader ``agent`` (see the module docstring)."""
+        return self.reader(agent)(m)
+
+    def routed(self, agent: str, batch: Iterable[StoredMessage]) -> list[StoredMessage]:
+        """The messages of ``batch`` routed to ``agent``, in order."""
+        return list(filter(self.reader(agent), batch))
+
+    def routes_wire(self, agent: str, server_id: str, message: Mapping[str, Any]) -> bool:
+        """Whether a wire message of ``server_id`` (as ``MessagesAccepted`` and
+        ``PushAccepted`` carry it) is routed to ``agent``."""
+        view = self._current()
+        if server_id == MAIL_SERVER:
+            to = str(message.get("channelId") or "")
+            return agent in view.names and to.removeprefix("@") == agent
+        if agent not in view.names or len(view.names) == 1:
+            return True
+        text = message_text_of(message.get("content"))
+        channel_id = str(message.get("channelId") or "")
+        return agent in self._channel_targets(
+            view, server_id, channel_id, text, message.get("metadata")
+        )
+
+    # -- leaving a channel others want ----------------------------------------------------------
+
+    def wanted_by(self, ref: ChannelRef) -> tuple[str, ...]:
+        """The roster agents that want ``ref``: it is their home and they did not leave it."""
+        view = self._current()
+        wanting = set(view.homes.get(ref, ()))
+        wanting.update(view.home_names.get(ref.channel_id, ()))
+        wanting.update(view.home_names.get(f"{ref.server_id}:{ref.channel_id}", ()))
+        wanting -= view.left.get(ref, frozenset())
+        return tuple(sorted(wanting))
+
+    def has_left(self, agent: str, ref: ChannelRef) -> bool:
+        """Whether ``agent`` left ``ref``."""
+        return (agent, ref.server_id, ref.channel_id) in self._leaves
+
+    def leave(self, agent: str, ref: ChannelRef) -> bool:
+        """``agent`` leaves ``ref`` (durably); False when it had left it already.
+
+        Raises:
+            StoreError: it could not be recorded (nothing changed).
+        """
+        return self._leaves.leave(agent, ref.server_id, ref.channel_id)
+
+    def rejoin(self, agent: str, ref: ChannelRef) -> bool:
+        """``agent`` rejoins ``ref`` (durably); False when it had not left it.
+
+        Raises:
+            StoreError: it could not be recorded (nothing changed).
+        """
+        return self._leaves.rejoin(agent, ref.server_id, ref.channel_id)
+
+    # -- arrivals that no host event carries ----------------------------------------------------
+
+    def watch(self, agent: str, listener: Callable[[Sequence[StoredMessage]], None]) -> None:
+        """Call ``listener`` with the messages :meth:`arrived` tells of that are routed to
+        ``agent`` (it must not block, as a host event listener must not)."""
+        self._watchers.setdefault(agent, []).append(listener)
+
+    def arrived(self, messages: Sequence[StoredMessage]) -> None:
+        """Tell the watchers of each agent the committed ``messages`` routed to it.
+
+        The hook for messages stored without a host event: mail deposited into the store
+        (call it after the commit). A listener that raises is logged and the others go on.
+        """
+        for agent, listeners in list(self._watchers.items()):
+            mine = self.routed(agent, messages)
+            if not mine:
+                continue
+            for listener in list(listeners):
+                try:
+                    listener(mine)
+                except Exception:
+                    log.exception("arrival_listener_failed", agent=agent)
+
+
+def _not_mail(m: StoredMessage) -> bool:
+    """A reader outside the roster sees every channel message and no mail."""
+    return not is_mail(m)

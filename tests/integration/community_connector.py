@@ -1,0 +1,80 @@
+"""A small community for many-agent tests and the agents benchmark, run as a real subprocess.
+
+It registers three bidirectional rooms (``town:general``, ``town:lab``, ``town:random``) and
+one outbound-only ``town:control``. What is published to ``town:control`` is a JSON object (or
+a list of them) ``{"channel": "town:lab", "author": "ada", "text": "..."}``: the connector says
+each one in its room as a person would, so a test decides exactly what people write. What is
+published to a room is answered with nothing (its id is returned as delivered).
+
+``--tick RATE`` (with ``--count N`` and ``--room ID``) also makes it say ``tick <i> <unix time>``
+RATE times a second in one room, N times, for the delivery-latency benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from typing import Any
+
+import anyio
+
+from switchboard.connector import Connector
+from switchboard.protocol import PublishParams
+
+ROOMS = ("town:general", "town:lab", "town:random")
+
+
+class Community(Connector):
+    def __init__(self, *, tick: float = 0.0, count: int = 0, room: str = "town:general") -> None:
+        super().__init__("community")
+        self._ids = itertools.count(1)
+        self._tick, self._count, self._room = tick, count, room
+
+    async def on_ready(self) -> None:
+        rooms: list[dict[str, Any]] = [
+            {"id": r, "type": "room", "label": f"#{r[5:]}", "direction": "bidirectional"}
+            for r in ROOMS
+        ]
+        rooms.append(
+            {"id": "town:control", "type": "control", "label": "control", "direction": "outbound"}
+        )
+        await self.register(rooms)
+        if self._tick > 0:
+            self.start_soon(self._ticks)
+
+    async def _ticks(self) -> None:
+        for i in range(self._count):
+            await self.send_incoming(
+                [self._message(self._room, "clock", f"tick {i} {time.time()}")]
+            )
+            await anyio.sleep(1 / self._tick)
+
+    def _message(self, channel: str, author: str, text: str) -> dict[str, Any]:
+        return {
+            "channelId": channel,
+            "messageId": f"m-{next(self._ids)}",
+            "author": {"id": author, "name": author.title()},
+            "timestamp": "2026-12-01T12:00:00Z",
+            "content": [{"type": "text", "text": text}],
+        }
+
+    async def on_publish(self, params: PublishParams) -> str:
+        text = " ".join(b.text for b in params.content if b.type == "text")
+        if params.channel_id == "town:control":
+            said = json.loads(text)
+            items = said if isinstance(said, list) else [said]
+            await self.send_incoming(
+                [self._message(i["channel"], i.get("author", "someone"), i["text"]) for i in items]
+            )
+        return f"out-{next(self._ids)}"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--tick", type=float, default=0.0)
+    parser.add_argument("--count", type=int, default=0)
+    parser.add_argument("--room", default="town:general")
+    args = parser.parse_args()
+    Community(tick=args.tick, count=args.count, room=args.room).main()
