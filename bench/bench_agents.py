@@ -14,9 +14,11 @@ client that long-polls ``inbox`` (acknowledging with ``after``). Per phase it pr
 - **durable deposits/s**: ``agent_send`` calls from 8 concurrent senders, each answered only
   after its deposit is committed to the store;
 - **memory per idle agent**: the Switchboard process's RSS with every agent's session attached
-  and idle, less its RSS before any attached, divided by the number of agents.
+  and idle, less its RSS with only the first attached, divided by the others' number.
 
-Then the ratios of the N-agent phase to the one-agent phase, and the issue's targets (p99 at N
+It also prints the share of one core the Switchboard process and the benchmark's own clients
+used while the messages were fanned out (1.0 = one full core), to tell whose cost the latency
+is. Then the ratios of the N-agent phase to the one-agent phase, and the issue's targets (p99 at N
 agents within 2x of one agent; memory per idle agent under 200 KB). Client and server share
 this machine's cores, so the clients' own cost is part of the latency; the one-agent phase pays
 it too, which is why the ratio is the figure to read.
@@ -50,11 +52,10 @@ def _token(i: int) -> str:
     return f"bench-agent-{i:04d}-" + "k" * 20
 
 
-def _config(folder: Path, agents: int, ticks: int, rate: float) -> Path:
-    command = [sys.executable, str(COMMUNITY), "--tick", str(rate), "--count", str(ticks)]
-    command += ["--room", "town:random"]
+def _config(folder: Path, agents: int) -> Path:
+    command = [sys.executable, str(COMMUNITY)]
     lines = [
-        'log_level = "WARNING"',
+        'log_level = "INFO"',  # the endpoint's URL is an INFO line
         f'[store]\npath = "{folder / "store.sqlite"}"',
         '[agent]\ntransport = "http"\nport = 0',
         f'[[connectors]]\nid = "community"\ncommand = {json.dumps(command)}',
@@ -63,10 +64,16 @@ def _config(folder: Path, agents: int, ticks: int, rate: float) -> Path:
         roles = (
             '["default_delivery", "receives_untargeted"]' if i == 0 else '["receives_untargeted"]'
         )
-        lines.append(f'[[agents]]\nhandle = "@a{i}"\ntoken = "{_token(i)}"\nroles = [{roles}]')
+        lines.append(f'[[agents]]\nhandle = "@a{i}"\ntoken = "{_token(i)}"\nroles = {roles}')
     path = folder / "switchboard.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process ``pid`` has used."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_kb(pid: int) -> int:
@@ -138,21 +145,31 @@ async def _listen(agent: _Agent, ticks: int, latencies: list[float]) -> None:
 
 async def _phase(n: int, ticks: int, rate: float, deposits: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
-        config = _config(Path(folder), n, ticks, rate)
+        config = _config(Path(folder), n)
         async with _board(config) as (pid, url), AsyncExitStack() as stack:
-            await anyio.sleep(1.0)  # let the connector register before measuring the heap
+            first = await _attach(stack, url, _token(0))
+            while "town:control" not in str(await first.call("channel_list")):
+                await anyio.sleep(0.1)  # the connector registers its rooms
             before = _rss_kb(pid)
-            agents = []
-            for i in range(n):
+            agents = [first]
+            for i in range(1, n):
                 agent = await _attach(stack, url, _token(i))
-                await agent.call("inbox", wait_seconds=0, limit=1)
+                await agent.call("channel_list")
                 agents.append(agent)
             after = _rss_kb(pid)
             latencies: list[float] = []
+            start = {"ticks": {"rate": rate, "count": ticks, "room": "town:random"}}
+            server_cpu, client_cpu, wall = _cpu_s(pid), time.process_time(), time.perf_counter()
             with anyio.fail_after(ticks / rate + 120):
                 async with anyio.create_task_group() as group:
                     for agent in agents:
                         group.start_soon(_listen, agent, ticks, latencies)
+                    await first.call(
+                        "channel_publish", channel="community:town:control", text=json.dumps(start)
+                    )
+            wall = time.perf_counter() - wall
+            server_cpu = (_cpu_s(pid) - server_cpu) / wall
+            client_cpu = (time.process_time() - client_cpu) / wall
             senders = agents[:8]
             started = time.perf_counter()
             per = deposits // len(senders)
@@ -172,7 +189,9 @@ async def _phase(n: int, ticks: int, rate: float, deposits: int) -> dict[str, fl
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "deposits_per_s": per * len(senders) / elapsed,
-        "kb_per_agent": (after - before) / n,
+        "kb_per_agent": (after - before) / max(1, n - 1),
+        "server_cpu_share": server_cpu,
+        "clients_cpu_share": client_cpu,
     }
 
 
@@ -186,7 +205,8 @@ async def main() -> None:
     one = await _phase(1, args.ticks, args.rate, args.deposits)
     many = await _phase(args.agents, args.ticks, args.rate, args.deposits)
     print(f"{'measure':28} {'1 agent':>12} {f'{args.agents} agents':>12} {'ratio':>7}")
-    for key in ("deliveries", "p50_ms", "p99_ms", "deposits_per_s", "kb_per_agent"):
+    keys = ("deliveries", "p50_ms", "p99_ms", "deposits_per_s", "kb_per_agent")
+    for key in (*keys, "server_cpu_share", "clients_cpu_share"):
         a, b = one[key], many[key]
         ratio = b / a if a else float("nan")
         print(f"{key:28} {a:12,.1f} {b:12,.1f} {ratio:7.2f}")

@@ -6,13 +6,13 @@ a list of them) ``{"channel": "town:lab", "author": "ada", "text": "..."}``: the
 each one in its room as a person would, so a test decides exactly what people write. What is
 published to a room is answered with nothing (its id is returned as delivered).
 
-``--tick RATE`` (with ``--count N`` and ``--room ID``) also makes it say ``tick <i> <unix time>``
-RATE times a second in one room, N times, for the delivery-latency benchmark.
+Publishing ``{"ticks": {"rate": R, "count": N, "room": "town:random"}}`` to ``town:control``
+makes it say ``tick <i> <unix time>`` R times a second in that room, N times, for the
+delivery-latency benchmark (bench/bench_agents.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import time
@@ -27,10 +27,9 @@ ROOMS = ("town:general", "town:lab", "town:random")
 
 
 class Community(Connector):
-    def __init__(self, *, tick: float = 0.0, count: int = 0, room: str = "town:general") -> None:
+    def __init__(self) -> None:
         super().__init__("community")
         self._ids = itertools.count(1)
-        self._tick, self._count, self._room = tick, count, room
 
     async def on_ready(self) -> None:
         rooms: list[dict[str, Any]] = [
@@ -41,15 +40,12 @@ class Community(Connector):
             {"id": "town:control", "type": "control", "label": "control", "direction": "outbound"}
         )
         await self.register(rooms)
-        if self._tick > 0:
-            self.start_soon(self._ticks)
 
-    async def _ticks(self) -> None:
-        for i in range(self._count):
-            await self.send_incoming(
-                [self._message(self._room, "clock", f"tick {i} {time.time()}")]
-            )
-            await anyio.sleep(1 / self._tick)
+    async def _ticks(self, rate: float, count: int, room: str) -> None:
+        for i in range(count):
+            said = self._message(room, "clock", f"tick {i} {time.time()}")
+            await self.send_incoming([said])
+            await anyio.sleep(1 / rate)
 
     def _message(self, channel: str, author: str, text: str) -> dict[str, Any]:
         return {
@@ -64,6 +60,10 @@ class Community(Connector):
         text = " ".join(b.text for b in params.content if b.type == "text")
         if params.channel_id == "town:control":
             said = json.loads(text)
+            if isinstance(said, dict) and "ticks" in said:
+                t = said["ticks"]
+                self.start_soon(self._ticks, float(t["rate"]), int(t["count"]), str(t["room"]))
+                return f"out-{next(self._ids)}"
             items = said if isinstance(said, list) else [said]
             await self.send_incoming(
                 [self._message(i["channel"], i.get("author", "someone"), i["text"]) for i in items]
@@ -72,9 +72,4 @@ class Community(Connector):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tick", type=float, default=0.0)
-    parser.add_argument("--count", type=int, default=0)
-    parser.add_argument("--room", default="town:general")
-    args = parser.parse_args()
-    Community(tick=args.tick, count=args.count, room=args.room).main()
+    Community().main()

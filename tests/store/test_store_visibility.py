@@ -8,6 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from switchboard.store import MessageStore
@@ -77,3 +78,24 @@ async def test_a_store_from_before_delivered_marks_keeps_its_cursors(db_path: Pa
         await store.append([build_record(1)], received_at=1.0)
         await store.set_delivered("alice", 1)
         assert (await store.get_cursor("alice"), await store.get_delivered("alice")) == (0, 1)
+
+
+async def test_readers_of_one_page_at_once_all_get_it_though_the_first_was_cancelled(
+    db_path: Path,
+) -> None:
+    async with await MessageStore.open(db_path) as store:
+        await store.append([build_record(n) for n in range(20)], received_at=1.0)
+        pages: list[list[int]] = []
+
+        async def reader() -> None:
+            pages.append([m.seq for m in await store.read(5, 10)])
+
+        async with anyio.create_task_group() as group:
+            with anyio.CancelScope() as lost:
+                lost.cancel()
+                await store.read(5, 10)  # cancelled before its page came
+            for _ in range(50):
+                group.start_soon(reader)
+        again = await store.read(5, 10)
+    assert pages == [list(range(6, 16))] * 50
+    assert [m.seq for m in again] == list(range(6, 16))

@@ -119,6 +119,8 @@ class MessageStore:
         self._read_limiter = anyio.CapacityLimiter(1)
         self._new: asyncio.Event | None = None  # created only while someone waits
         self._waiters = 0
+        #: Reads shared by callers asking for the same page at once (see :meth:`read`).
+        self._shared_reads: dict[tuple[int, int, int], asyncio.Future[list[StoredMessage]]] = {}
         self._closed = False
         self._writer: GroupWriter[_Waiter] = GroupWriter(
             writer_conn, latest_seq, self._group_done_from_thread, index=index
@@ -305,9 +307,28 @@ class MessageStore:
         upto = self._latest
         if after_seq >= upto:
             return []
-        return await anyio.to_thread.run_sync(
-            read_after, self._reader, after_seq, limit, upto, limiter=self._read_limiter
-        )
+        # Many agents woken by one commit read the same page at the same moment: they share one
+        # read on the reader thread instead of queueing one each behind its limiter. A page is
+        # a pure function of (after_seq, limit, upto) because committed messages never change.
+        key = (after_seq, limit, upto)
+        shared = self._shared_reads.get(key)
+        if shared is None:
+            shared = asyncio.ensure_future(
+                anyio.to_thread.run_sync(
+                    read_after, self._reader, after_seq, limit, upto, limiter=self._read_limiter
+                )
+            )
+            self._shared_reads[key] = shared
+            shared.add_done_callback(lambda done: self._read_done(key, done))
+        # Shielded: one caller cancelled does not cancel the read the others wait for.
+        return list(await asyncio.shield(shared))
+
+    def _read_done(
+        self, key: tuple[int, int, int], done: asyncio.Future[list[StoredMessage]]
+    ) -> None:
+        self._shared_reads.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: every caller may have been cancelled meanwhile
 
     async def wait_for_new(self, after_seq: int, timeout: float) -> bool:  # noqa: ASYNC109
         """Wait until a message with ``seq > after_seq`` is committed.

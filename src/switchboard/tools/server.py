@@ -103,6 +103,7 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             async with notifier.lifespan(server) as state, push.lifespan(server):
                 yield state
 
+        offered = [tool for tools in _TOOL_SETS for tool in tools.tools_for(port)]
         super().__init__(
             "switchboard",
             version=__version__,
@@ -111,11 +112,11 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             middleware=[notifier.middleware, push.middleware],
             lifespan=lifespan,
             subscriptions=notifier.bus,
+            tools=offered,
         )
         self._passthrough = ConnectorPassthrough(port, reserved=OWN_TOOLS)
-        self._offered = frozenset(
-            name for tools in _TOOL_SETS for name in tools.register(self, port)
-        )
+        #: Switchboard's own tools this agent is offered (the rest of OWN_TOOLS are refused).
+        self._offered = frozenset(tool.name for tool in offered)
         port.watch_connector_tools(notifier.changed)
         self.resource(
             INBOX_URI,

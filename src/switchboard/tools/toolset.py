@@ -6,12 +6,13 @@ records a plain module-level function (its name, its description for the agent a
 function of its port, such as ``speak``'s, which follows the agent's prose mode); it is worded
 when the tool is added to a server. A tool function takes the agent's
 :class:`~switchboard.host.AgentPort` as its first parameter, then its typed arguments.
-:meth:`ToolSet.register` adds every recorded tool to an ``MCPServer`` in definition order, with
-the port bound (a ``functools.partial`` that keeps the function's ``__name__`` and the
-resolved annotations of the remaining parameters): the SDK derives the input schema from the
-remaining parameters (titled after the function's name) and the output schema from the return
-annotation, and hands a parameter annotated with its ``Context`` the call's context, exactly as
-for a function written for that one server.
+:meth:`ToolSet.tools_for` gives the SDK ``Tool`` of every recorded tool offered to a port's
+agent (``when``), in definition order, with the port bound (a ``functools.partial`` that keeps
+the function's ``__name__`` and the resolved annotations of the remaining parameters): the SDK
+derives the input schema from the remaining parameters (titled after the function's name) and
+the output schema from the return annotation, and hands a parameter annotated with its
+``Context`` the call's context, exactly as for a function written for that one server. The
+derived part is built once per tool and shared by every agent's server.
 
 What it deliberately does not know: what any tool does, and which host is behind the port.
 """
@@ -25,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
 from switchboard.host import AgentPort
@@ -61,6 +62,23 @@ class _Bound(functools.partial[Awaitable[Any]]):
     __name__: str
 
 
+def _bind(fn: Callable[..., Awaitable[Any]], port: AgentPort | None) -> _Bound:
+    """``fn`` with ``port`` bound first, keeping its name and the resolved annotations of the
+    remaining parameters (what the SDK reads to build the schemas; resolved once per function
+    and shared)."""
+    bound = _Bound(fn, port)
+    bound.__name__ = fn.__name__
+    bound.__annotations__ = _remaining_hints(fn)
+    return bound
+
+
+@functools.cache
+def _remaining_hints(fn: Callable[..., Awaitable[Any]]) -> dict[str, Any]:
+    first = next(iter(inspect.signature(fn).parameters))
+    hints = typing.get_type_hints(fn, include_extras=True)
+    return {k: v for k, v in hints.items() if k != first}
+
+
 Offered = Callable[[AgentPort], bool]
 """Whether a tool is listed for the agent behind a port (the many-agent tools are listed only
 where several agents share the Switchboard; ``task_finish`` only to task agents)."""
@@ -78,10 +96,11 @@ class _Recorded:
 class ToolSet:
     """The tools of one module, in the order they were defined."""
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_templates", "_tools")
 
     def __init__(self) -> None:
         self._tools: list[_Recorded] = []
+        self._templates: dict[str, Tool] = {}
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -111,19 +130,31 @@ class ToolSet:
 
         return recording
 
-    def register(self, mcp: MCPServer, port: AgentPort) -> list[str]:
-        """Add every tool offered to ``port``'s agent to ``mcp``, each called with ``port`` as
-        its first argument; return the names added."""
-        added: list[str] = []
+    def tools_for(self, port: AgentPort) -> list[Tool]:
+        """The SDK ``Tool`` of every tool offered to ``port``'s agent, each calling its
+        function with ``port`` as the first argument.
+
+        What the SDK derives from a signature (the argument model, the input and output JSON
+        schemas) is the same for every port, so it is built once per tool (:meth:`_template`)
+        and each port's tool is a shallow copy with its own bound function and description:
+        a server per agent then costs a few kilobytes, not the ~600 KB of pydantic models and
+        schemas the SDK builds for a fresh set of tools.
+        """
+        tools: list[Tool] = []
         for t in self._tools:
             if t.when is not None and not t.when(port):
                 continue
-            added.append(t.name)
-            bound = _Bound(t.fn, port)
-            bound.__name__ = t.fn.__name__
-            first = next(iter(inspect.signature(t.fn).parameters))
-            hints = typing.get_type_hints(t.fn, include_extras=True)
-            bound.__annotations__ = {k: v for k, v in hints.items() if k != first}
             text = t.description if isinstance(t.description, str) else t.description(port)
-            mcp.add_tool(bound, name=t.name, description=text, annotations=t.annotations)
-        return added
+            tools.append(
+                self._template(t).model_copy(update={"fn": _bind(t.fn, port), "description": text})
+            )
+        return tools
+
+    def _template(self, t: _Recorded) -> Tool:
+        template = self._templates.get(t.name)
+        if template is None:
+            template = Tool.from_function(
+                _bind(t.fn, None), name=t.name, description="", annotations=t.annotations
+            )
+            self._templates[t.name] = template
+        return template
