@@ -44,6 +44,7 @@ from switchboard.host.agent.views import ChannelRow
 from switchboard.host.agents.lifetimes import EndedAgent, SpawnedTask
 from switchboard.host.agents.mail import Deposit
 from switchboard.host.agents.mailmark import MAIL_SERVER, is_mail
+from switchboard.host.agents.routing import message_text_of
 from switchboard.host.connection.connector_tools import ConnectorTool
 from switchboard.host.connection.diagnostics import DisabledFeatureSet
 from switchboard.host.lifecycle.answers import LifecycleAnswer
@@ -190,11 +191,7 @@ class StreamFed:
 
 def message_text(message: StoredMessage) -> str:
     """The text blocks of ``message`` joined by newlines (other blocks are left out)."""
-    return "\n".join(
-        str(b.get("text", ""))
-        for b in message.content
-        if isinstance(b, dict) and b.get("type") == "text"
-    )
+    return message_text_of(message.content)
 
 
 class AgentPort(Protocol):

@@ -19,13 +19,13 @@ MCP, and how messages are routed (:mod:`switchboard.host.agents.routing`).
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from switchboard.config import AgentEntry
+from switchboard.directory import hash_token
 
 __all__ = ["Identity", "IdentityKind", "Roster", "token_digest"]
 
@@ -33,8 +33,9 @@ IdentityKind = Literal["configured", "task"]
 
 
 def token_digest(token: str) -> str:
-    """The SHA-256 hex digest the roster keeps of a bearer token."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+    """The digest the roster keeps of a bearer token: the directory's stored form of a token
+    (hex SHA-256), so one token has one digest everywhere."""
+    return hash_token(token)
 
 
 @dataclass(slots=True)
@@ -141,6 +142,8 @@ class Roster:
 
     def by_token(self, token: str) -> Identity | None:
         """The identity ``token`` proves, or None (digests compared in constant time)."""
+        if not token:
+            return None
         digest = token_digest(token)
         name = self._by_digest.get(digest)
         if name is None:
