@@ -44,8 +44,8 @@ import hmac
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
@@ -658,6 +658,15 @@ def bind_endpoint(plan: EndpointPlan) -> socket.socket:
     return sock
 
 
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own SIGINT/SIGTERM handlers: the caller owns signals (``switchboard
+    run`` cancels the host on them), and uvicorn would otherwise re-raise them as it stops."""
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
 async def serve_endpoint(
     servers: AgentServers | MCPServer[Any],
     plan: EndpointPlan,
@@ -678,7 +687,7 @@ async def serve_endpoint(
         lifespan="on",
         timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
     )
-    uv = uvicorn.Server(config)
+    uv = _QuietServer(config)
 
     async def run(done: Callable[[], None]) -> None:
         # Shielded: a cancelled serve would leave the SDK's session managers half torn down.
@@ -696,6 +705,6 @@ async def serve_endpoint(
                 uv.should_exit = True
     finally:
         sock.close()
-    # Here only when uvicorn stopped by itself: a signal (it re-raises it) or a failed start.
+    # Here only when uvicorn stopped by itself: a failed start.
     if not uv.started:
         raise RuntimeError("the agent's HTTP endpoint stopped at start-up; the log above says why")

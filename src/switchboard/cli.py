@@ -18,6 +18,7 @@ from switchboard import __version__
 from switchboard.config import ConfigError, demo_config, load_config
 from switchboard.directory.cli import add_agents_parser, run_agents
 from switchboard.logging import configure
+from switchboard.store.schema import create_private
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -98,10 +99,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
         configure(args.log_level or config.log_level)
-        from switchboard.serve import serve
+        from switchboard.serve import serve_until_signalled
 
         try:
-            anyio.run(lambda: serve(config, agent=args.agent))
+            anyio.run(lambda: serve_until_signalled(config, agent=args.agent))
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
@@ -115,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
         configure(args.log_level or "WARNING")
+        try:
+            create_private(config.store.path)  # 0600, as the host makes it
+        except OSError as exc:
+            print(f"switchboard: cannot create store {config.store.path!r}: {exc}", file=sys.stderr)
+            return 1
         return run_agents(args, config.store.path)
     if args.command == "demo":
         configure(args.log_level or "WARNING")

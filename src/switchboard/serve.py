@@ -9,18 +9,29 @@ from a ``token_file`` are handed to the roster (as digests) once the host is bui
 
 For ``stdio`` it serves MCP on stdin/stdout without authentication: the parent process is the
 agent, the one ``--agent @name`` picks (by default the agent that owns default delivery). That
-session is attached for as long as stdin is open. It knows nothing of what the tools do.
+session is attached for as long as stdin is open. Stdin (a pipe, socket or terminal) is read on
+the event loop, so a signal stops the session at once. It knows nothing of what the tools do.
+
+:func:`serve_until_signalled` is what the command line runs: :func:`serve` under SIGINT and
+SIGTERM handlers that cancel it. Cancelling stops the HTTP listener (requests in flight get
+uvicorn's grace period), lets the store commit what it queued, and stops every connector (a
+stdio child's stdin is closed, then SIGTERM, then SIGKILL); then one ``shutdown_complete``
+line is logged.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import stat
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import structlog
 from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 
 from switchboard.agent_http import AgentServers, bind_endpoint, plan_endpoint, serve_endpoint
 from switchboard.config import Config, ConfigError
@@ -28,7 +39,7 @@ from switchboard.host import Switchboard
 from switchboard.host.agents.roster import token_digest
 from switchboard.tools import build_server
 
-__all__ = ["agent_servers", "pick_stdio_agent", "serve"]
+__all__ = ["agent_servers", "pick_stdio_agent", "serve", "serve_until_signalled"]
 
 log = structlog.get_logger(__name__)
 
@@ -91,11 +102,60 @@ def _touching(board: Switchboard, name: str) -> ServerMiddleware[Any]:
     return touch
 
 
+class _StdinLines:
+    """The lines of stdin (a pipe, socket or terminal), read on the event loop.
+
+    The SDK reads stdin in a worker thread, and a cancelled read waits for that thread, so a
+    signal could not stop the host until the agent wrote or closed stdin. Here a read waits
+    for readiness and returns at once when cancelled.
+    """
+
+    def __init__(self, fd: int = 0) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+        self._eof = False
+
+    @staticmethod
+    def pollable(fd: int = 0) -> bool:
+        """Whether ``fd`` can be waited on (regular files and ``/dev/null`` cannot)."""
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            return False
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+        while (end := self._buffer.find(b"\n")) < 0 and not self._eof:
+            await anyio.wait_readable(self._fd)
+            chunk = os.read(self._fd, 1 << 16)
+            self._eof = not chunk
+            self._buffer += chunk
+        if not self._buffer:
+            raise StopAsyncIteration
+        end = len(self._buffer) if end < 0 else end + 1
+        line = bytes(self._buffer[:end])
+        del self._buffer[:end]
+        return line.decode("utf-8", "replace")
+
+
+async def _run_stdio(server: MCPServer[Any]) -> None:
+    if not _StdinLines.pollable():
+        await server.run_stdio_async()
+        return
+    lowlevel = server._lowlevel_server
+    stdin = cast("anyio.AsyncFile[str]", _StdinLines())
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
 async def _serve_stdio(board: Switchboard, server: MCPServer[Any], name: str) -> None:
     server.middleware.append(_touching(board, name))
     board.attachments.attach(name)
     try:
-        await server.run_stdio_async()
+        await _run_stdio(server)
     finally:
         board.attachments.detach(name)
 
@@ -158,3 +218,43 @@ async def serve(
             await _serve_stdio(board, server, name)
         else:
             await anyio.sleep_forever()
+
+
+async def serve_until_signalled(config: Config, *, agent: str | None = None) -> str | None:
+    """Run :func:`serve` until it ends or SIGINT or SIGTERM arrives, then stop it cleanly.
+
+    Logs one ``shutdown_complete`` line (with the signal's name, or the reason the host ended
+    by itself).
+
+    Returns:
+        The name of the signal that stopped the host (``"SIGTERM"``), or None if it ended by
+        itself (the stdio agent left).
+
+    Raises:
+        ConfigError: as :func:`serve`.
+    """
+    received: list[str] = []
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def watch() -> None:
+                    async for signum in signals:
+                        received.append(signal.Signals(signum).name)
+                        log.info("shutdown_started", signal=received[0])
+                        group.cancel_scope.cancel()
+                        return
+
+                group.start_soon(watch)
+                await serve(config, agent=agent)
+                group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:
+            # The host's own error (a ConfigError, say) reaches the caller as itself.
+            if len(failed.exceptions) == 1:
+                raise failed.exceptions[0] from None
+            raise
+    if received:
+        log.info("shutdown_complete", signal=received[0])
+        return received[0]
+    log.info("shutdown_complete", signal=None, reason="agent_left")
+    return None

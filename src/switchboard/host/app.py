@@ -259,6 +259,7 @@ class Switchboard:
                 try:
                     yield board
                 finally:
+                    board.supervisor.stop()
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):

@@ -1,9 +1,10 @@
 """The on-disk format of the message store: schema, migrations, pragmas, SQL and batch rows.
 
-What this module knows: SQLite. It creates and upgrades the schema (versioned with
-``PRAGMA user_version``), opens the writer and reader connections with the pragmas the store
-relies on, holds every SQL statement the store runs, writes batch rows, and reads them back
-(as :class:`StoredMessage` values, or as keys to rebuild the duplicate index).
+What this module knows: SQLite and the store file's mode (0600). It creates and upgrades the
+schema (versioned with ``PRAGMA user_version``), opens the writer and reader connections
+with the pragmas the store relies on, holds every SQL statement the store runs, writes batch
+rows, and reads them back (as :class:`StoredMessage` values, or as keys to rebuild the
+duplicate index).
 
 What it deliberately does not know: threads, the event loop, group commit, duplicates, or who
 calls it. Every function here is synchronous and runs on whatever thread calls it.
@@ -47,6 +48,7 @@ __all__ = [
     "BatchRow",
     "Synchronous",
     "count_messages",
+    "create_private",
     "load_state",
     "open_checkpointer",
     "open_reader",
@@ -117,8 +119,43 @@ UPSERT_DELIVERED: Final = (
 )
 
 
+def create_private(path: str | os.PathLike[str]) -> None:
+    """Create the database file at ``path`` for its owner only (0600), whatever the umask.
+
+    A missing folder above it is made too, 0700. A file or folder that exists keeps its mode.
+    SQLite gives the ``-wal`` and ``-shm`` files the main file's mode. ``:memory:`` and URIs
+    are left alone.
+
+    Raises:
+        OSError: the folder or the file cannot be made.
+    """
+    where = os.fspath(path)
+    if where in ("", ":memory:") or where.startswith("file:"):
+        return
+    missing: list[Path] = []
+    parent = Path(where).absolute().parent
+    while not parent.exists():
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            continue
+        os.chmod(folder, 0o700)
+    try:
+        fd = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+
+
 def open_writer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlite3.Connection:
-    """Open (creating if needed) the database for writing and bring its schema up to date.
+    """Open (creating if needed, see :func:`create_private`) the database for writing and bring
+    its schema up to date.
 
     The connection is in autocommit mode (the writer issues ``BEGIN IMMEDIATE``/``COMMIT``
     itself when a write needs more than one statement) and may be handed to another thread.
@@ -134,8 +171,9 @@ def open_writer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlit
     if synchronous not in ("normal", "full"):
         raise ValueError(f"synchronous must be 'normal' or 'full', not {synchronous!r}")
     try:
+        create_private(path)
         conn = sqlite3.connect(os.fspath(path), isolation_level=None, check_same_thread=False)
-    except sqlite3.Error as exc:
+    except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open message store {os.fspath(path)!r}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # ignored unless the file is new

@@ -6,7 +6,9 @@ taken back. The delay before the next attempt doubles after each failure up to
 ``backoff_max``, with jitter so that several connectors that died together do not come back in
 lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
 Each end is told as :class:`~switchboard.host.events.ConnectorExited`, each planned reconnect as
-:class:`~switchboard.host.events.ConnectorRestartScheduled`.
+:class:`~switchboard.host.events.ConnectorRestartScheduled`. Once the host is stopping
+(:meth:`Supervisor.stop`, or the supervision task is cancelled) an ending connection is a clean
+stop: no warning, and no restart.
 
 Every connection gets a fresh :class:`~switchboard.host.connection.session.ConnectorSession`
 from the :class:`SessionFactory`, which also makes it the server's current session in the map
@@ -19,6 +21,7 @@ a server's registrations, and agents.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, MutableMapping
@@ -103,7 +106,17 @@ class Supervisor:
         self._sessions = sessions
         self._events = events
         self._rng = rng or random.Random()
+        self._stopping = False
         self.attempts: dict[str, int] = {}
+
+    def stop(self) -> None:
+        """Mark the host as stopping: connections that end from now on are not restarted."""
+        self._stopping = True
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called or the calling task is being cancelled."""
+        return self._stopping or anyio.current_effective_deadline() == -math.inf
 
     async def supervise(self, config: ConnectorConfig) -> None:
         """Connect, serve, and reconnect ``config`` until cancelled (or once, if restart=false)."""
@@ -116,13 +129,15 @@ class Supervisor:
             try:
                 async with open_link(config) as link:
                     await session.run(link)
-                slog.warning("connector_link_ended")
+                if not self.stopping:
+                    slog.warning("connector_link_ended")
             except Exception as exc:  # a failed spawn/dial or a broken handshake
-                slog.warning("connector_failed", error=repr(exc))
+                if not self.stopping:
+                    slog.warning("connector_failed", error=repr(exc))
             finally:
                 removed = self._registry.remove_server(config.id)
                 self._events.emit(ConnectorExited(config.id, tuple(r.channel_id for r in removed)))
-            if not config.restart:
+            if not config.restart or self.stopping:
                 return
             if time.monotonic() - started >= HEALTHY_AFTER:
                 failures = 0
