@@ -61,7 +61,7 @@ from switchboard.directory import (
     validate_address,
 )
 from switchboard.host.agent.desk import AgentDesk
-from switchboard.host.agents.mail import SYSTEM_SENDER
+from switchboard.host.agents.mail import SYSTEM_SENDER, directory_refusal
 from switchboard.host.agents.roster import Identity, IdentityKind, Roster, token_digest
 from switchboard.host.refusal import Refusal, RefusalKind
 
@@ -405,13 +405,8 @@ class Lifetimes:
         try:
             validate_address(address)
         except InvalidName as exc:
-            raise Refusal(
-                RefusalKind.DIRECTORY_REFUSED,
-                f"{handle!r} is not an agent handle: {exc}; nothing was started",
-                address=address,
-                code=exc.code,
-                name=exc.name,
-            ) from None
+            said = f"{handle!r} is not an agent handle: {exc}; nothing was started"
+            raise directory_refusal(exc, address, said=said) from None
         name = _name(address)
         if name in self._roster or name == SYSTEM_SENDER or name in self._ending:
             raise Refusal(
@@ -438,20 +433,14 @@ class Lifetimes:
             # Online only once the task's worker attaches (the claim marked it online).
             self._directory.set_online(address, False, force=True)
         except NameTaken as exc:
-            raise Refusal(
-                RefusalKind.ADDRESS_TAKEN,
-                f"{address} is taken: {exc}; nothing was started",
-                address=address,
-                code=exc.code,
-                name=exc.name,
+            said = f"{address} is taken: {exc}; nothing was started"
+            raise directory_refusal(
+                exc, address, kind=RefusalKind.ADDRESS_TAKEN, said=said
             ) from None
         except DirectoryError as exc:
-            raise Refusal(
-                RefusalKind.DIRECTORY_REFUSED,
-                f"{address} could not be claimed: {exc}; nothing was started",
-                address=address,
-                code=exc.code,
-                name=exc.name,
+            said = f"{address} could not be claimed: {exc}; nothing was started"
+            raise directory_refusal(
+                exc, address, kind=RefusalKind.DIRECTORY_REFUSED, said=said
             ) from None
         identity = Identity(
             name=name,

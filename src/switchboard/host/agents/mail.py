@@ -116,14 +116,26 @@ def _stored(seq: int, r: IncomingRecord, received_at: float) -> StoredMessage:
     )
 
 
-def directory_refusal(exc: DirectoryError, address: str | None = None) -> Refusal:
-    """The refusal a directory error amounts to for an agent's tool (code and name as data)."""
+def directory_refusal(
+    exc: DirectoryError,
+    address: str | None = None,
+    *,
+    kind: RefusalKind | None = None,
+    said: str | None = None,
+) -> Refusal:
+    """The refusal a directory error amounts to for an agent's tool (code and name as data):
+    ``unknown-address`` for a missing entry, else ``directory-refused``, unless ``kind`` is
+    given; ``said`` replaces the message."""
     facts: dict[str, Any] = {"code": exc.code, "name": exc.name}
     if address is not None:
         facts["address"] = address
-    if isinstance(exc, NotFound):
-        return Refusal(RefusalKind.UNKNOWN_ADDRESS, f"{exc}; nothing changed.", **facts)
-    return Refusal(RefusalKind.DIRECTORY_REFUSED, f"{exc}; nothing changed.", **facts)
+    if kind is None:
+        kind = (
+            RefusalKind.UNKNOWN_ADDRESS
+            if isinstance(exc, NotFound)
+            else (RefusalKind.DIRECTORY_REFUSED)
+        )
+    return Refusal(kind, said or f"{exc}; nothing changed.", **facts)
 
 
 class Mail:
