@@ -41,7 +41,22 @@ def test_the_demo_runs_to_the_end_and_shows_what_flowed(tmp_path: Path) -> None:
     assert "registered channels: demo:#general" in done.stdout
     assert "<agent>" in done.stdout
     assert "demo finished" in done.stdout
+    assert f"kept in {store}" in done.stdout
     assert store.exists()
+
+
+def test_the_demo_without_a_store_says_its_temporary_store_is_removed() -> None:
+    done = _run("demo", "--duration", "1", "--interval", "0.3")
+    assert done.returncode == 0, done.stderr
+    assert "the temporary store is removed as the demo ends" in done.stdout
+    assert "kept in" not in done.stdout
+
+
+def test_the_help_shows_plain_text_without_rst_backticks() -> None:
+    done = _run("--help")
+    assert done.returncode == 0
+    assert "``" not in done.stdout
+    assert "switchboard check --config FILE" in done.stdout
 
 
 def test_a_config_with_an_unknown_key_is_refused_with_the_key(tmp_path: Path) -> None:

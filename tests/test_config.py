@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from switchboard.config import DEFAULT_GRANT, UNSERVED_LEAVES, ConfigError, load_config
+from switchboard.config import DEFAULT_GRANT, UNSERVED_LEAVES, ConfigError, expand_env, load_config
 
 
 def _config_with_grant(tmp_path: Path, grant: str) -> Path:
@@ -129,3 +131,91 @@ def test_the_process_environment_is_the_default(
     path = _write(tmp_path, '[[connectors]]\nid = "${SB_CONNECTOR_ID}"\ncommand = ["a"]\n')
     (connector,) = load_config(path).connectors
     assert connector.id == "from-env"
+
+
+# ${NAME:-default} and env_file (issue #13).
+
+_NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,8}", fullmatch=True)
+_TEXT = st.text(
+    alphabet=st.characters(exclude_characters="}$", exclude_categories=["Cs"]), max_size=12
+)
+
+
+@given(name=_NAMES, value=st.none() | _TEXT, default=_TEXT, before=_TEXT, after=_TEXT)
+def test_a_default_is_used_exactly_when_the_variable_is_unset_or_empty(
+    name: str, value: str | None, default: str, before: str, after: str
+) -> None:
+    env = {} if value is None else {name: value}
+    data = expand_env({"k": f"{before}${{{name}:-{default}}}{after}"}, env)
+    assert data == {"k": f"{before}{value or default}{after}"}
+
+
+@given(name=_NAMES, value=_TEXT)
+def test_a_value_that_looks_like_a_reference_is_never_expanded_again(name: str, value: str) -> None:
+    env = {name: "${" + name + "}" + value}
+    assert expand_env({"k": f"${{{name}:-x}}"}, env) == {"k": "${" + name + "}" + value}
+
+
+@given(text=_TEXT)
+def test_text_without_a_dollar_is_unchanged(text: str) -> None:
+    assert expand_env({"k": text, "n": [text]}, {}) == {"k": text, "n": [text]}
+
+
+def test_a_doubled_dollar_before_a_default_form_stays_literal(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[[connectors]]\nid = "x"\ncommand = ["$${A:-b}", "${A:-b}"]\n')
+    (connector,) = load_config(path, env={}).connectors
+    assert connector.command == ["${A:-b}", "b"]
+
+
+def test_an_env_file_feeds_references_and_the_real_environment_wins(tmp_path: Path) -> None:
+    (tmp_path / "secrets.env").write_text(
+        "# secrets\nexport CHAT_TOKEN='from-file'\nPORT=\"9001\"  # the port\nID=file-id\n"
+    )
+    path = _write(
+        tmp_path,
+        'env_file = "secrets.env"\n[[connectors]]\nid = "${ID}"\nurl = "tcp://127.0.0.1:${PORT}"\n'
+        'env = { CHAT_TOKEN = "${CHAT_TOKEN}" }\n',
+    )
+    config = load_config(path, env={"ID": "real-id"})
+    (connector,) = config.connectors
+    assert connector.id == "real-id"
+    assert connector.url == "tcp://127.0.0.1:9001"
+    assert connector.env == {"CHAT_TOKEN": "from-file"}
+    assert config.env_file == str(tmp_path / "secrets.env")
+
+
+def test_the_env_file_path_may_itself_use_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "prod.env").write_text("X=1\n")
+    path = _write(tmp_path, 'env_file = "${DIR}/prod.env"\nlog_level = "${LEVEL:-info}"\n')
+    config = load_config(path, env={"DIR": str(tmp_path)})
+    assert config.log_level == "INFO"
+
+
+def test_a_log_level_in_any_case_is_accepted_as_its_upper_case(tmp_path: Path) -> None:
+    assert load_config(_write(tmp_path, 'log_level = "warning"\n')).log_level == "WARNING"
+
+
+@pytest.mark.parametrize(
+    "url", ["tcp://127.0.0.1:9000", "ws://localhost/mcpl", "wss://chat.example:443/x"]
+)
+def test_the_schemes_switchboard_dials_are_accepted(tmp_path: Path, url: str) -> None:
+    path = _write(tmp_path, f'[[connectors]]\nid = "x"\nurl = "{url}"\n')
+    assert load_config(path).connectors[0].url == url
+
+
+@pytest.mark.parametrize("entry", ["channels.*", "*", "*.*", "contextHooks.*.*", "tools"])
+def test_grant_patterns_that_match_a_capability_path_are_accepted(
+    tmp_path: Path, entry: str
+) -> None:
+    assert load_config(_config_with_grant(tmp_path, f'["{entry}"]')).connectors[0].grant == [entry]
+
+
+@pytest.mark.parametrize("home", ["discord:general", "#general", "@ada", "1234567890"])
+def test_home_names_as_channel_list_shows_them_are_accepted(tmp_path: Path, home: str) -> None:
+    assert load_config(_write(tmp_path, f'[agent]\nhome = "{home}"\n')).agent.home == home
+
+
+@pytest.mark.parametrize("home", [" general", "a\\nb", "discord:", ":general", "#"])
+def test_a_home_that_is_no_channel_name_is_refused(tmp_path: Path, home: str) -> None:
+    with pytest.raises(ConfigError, match="home"):
+        load_config(_write(tmp_path, f'[agent]\nhome = "{home}"\n'))

@@ -79,3 +79,51 @@ def test_the_compatibility_doc_names_every_example_and_only_existing_ones() -> N
     named = _named_in_compatibility_doc()
     present = {path.name for path in EXAMPLE_FILES}
     assert named == present, {"missing from doc": present - named, "no such file": named - present}
+
+
+def test_the_starting_config_spawns_the_demo_connector_by_its_command_name() -> None:
+    (connector,) = load_config(EXAMPLES / "switchboard.toml", env={}).connectors
+    assert connector.command is not None
+    assert connector.command[0] == "switchboard-demo-connector"
+    assert connector.command[-1] == "2"  # ${DEMO_INTERVAL:-2}
+
+
+async def test_the_starting_config_as_written_connects_through_the_entry_point(
+    tmp_path: Path,
+) -> None:
+    """The console script is found beside this interpreter even when it is not on PATH."""
+    from switchboard.configcheck import machine_problems
+
+    config = load_config(EXAMPLES / "switchboard.toml")
+    (connector,) = config.connectors
+    assert machine_problems(config) == []
+    recorder = Recorder()
+    async with running_board(tmp_path, connector, recorder=recorder):
+        ready = await recorder.wait_kind(ConnectorReady)
+        registered = await recorder.wait_kind(ChannelsRegistered)
+    assert ready.server_id == registered.server_id == "demo"
+
+
+def test_the_systemd_unit_runs_switchboard_sandboxed() -> None:
+    unit = (EXAMPLES / "switchboard.service").read_text(encoding="utf-8")
+    settings = {
+        line.partition("=")[0]
+        for line in unit.splitlines()
+        if line and not line.startswith(("#", "["))
+    }
+    assert {
+        "ExecStart",
+        "DynamicUser",
+        "ProtectSystem",
+        "ProtectHome",
+        "PrivateTmp",
+        "NoNewPrivileges",
+        "StateDirectory",
+        "ReadWritePaths",
+        "RestrictAddressFamilies",
+        "SystemCallFilter",
+        "RestartPreventExitStatus",
+    } <= settings
+    assert "ProtectSystem=strict" in unit
+    assert "SystemCallFilter=@system-service" in unit
+    assert "switchboard check --config" in unit

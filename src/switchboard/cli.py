@@ -15,16 +15,40 @@ from pathlib import Path
 import anyio
 
 from switchboard import __version__
-from switchboard.config import ConfigError, demo_config, load_config
+from switchboard.config import LOG_LEVELS, ConfigError, demo_config, load_config
 from switchboard.directory.cli import add_agents_parser, run_agents
 from switchboard.logging import configure
 from switchboard.store.schema import create_private
 
+_DESCRIPTION = (
+    "Switchboard: an MCPL host between chat connectors and MCP agents. Start with "
+    "'switchboard demo', check a config with 'switchboard check --config FILE', then "
+    "'switchboard run --config FILE'."
+)
+
+
+def _log_level(value: str) -> str:
+    if value.upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a log level; use one of {', '.join(LOG_LEVELS)}"
+        )
+    return value.upper()
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="switchboard", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="switchboard", description=_DESCRIPTION)
     p.add_argument("--version", action="version", version=f"switchboard {__version__}")
-    p.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING (default from config)")
+    p.add_argument(
+        "--log-level",
+        default=None,
+        type=_log_level,
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL (default from config)",
+    )
+    p.add_argument(
+        "--log-json",
+        action="store_true",
+        help="log one JSON object per line on stderr (default: log_format in the config)",
+    )
     sub = p.add_subparsers(dest="command")
     run = sub.add_parser("run", help="run the host from a TOML config")
     run.add_argument("--config", required=True, help="path to the TOML config file")
@@ -35,6 +59,16 @@ def _parser() -> argparse.ArgumentParser:
         help="over stdio: which configured agent this session is (default: the agent that "
         "owns default delivery)",
     )
+    check = sub.add_parser(
+        "check",
+        help="validate a TOML config and say what it would run, without starting anything",
+    )
+    check.add_argument("--config", required=True, help="path to the TOML config file")
+    status = sub.add_parser(
+        "status", help="ask a running host for its status and print it as tables"
+    )
+    status.add_argument("--config", required=True, help="the TOML config the host runs with")
+    status.add_argument("--json", action="store_true", help="print the /status JSON as it is")
     demo = sub.add_parser("demo", help="run the embedded default: a demo community and an agent")
     demo.add_argument("--store", default=None, help="SQLite file to keep (default: a temp file)")
     demo.add_argument(
@@ -82,6 +116,53 @@ def _kit_call(raw: list[str]) -> tuple[str | None, str, list[str]] | None:
     return None
 
 
+def _check(path: str) -> int:
+    """``switchboard check``: every problem of the config at ``path`` on stderr (exit 2), or a
+    short summary of what ``run`` would start on stdout (exit 0). Nothing is started."""
+    from switchboard.agent_http import plan_endpoint
+    from switchboard.configcheck import machine_problems, summary
+
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 2
+    problems = machine_problems(config)
+    endpoint: str = config.agent.transport
+    if endpoint == "http":
+        try:
+            endpoint = plan_endpoint(config.agent, config.agents or None).url()
+        except ConfigError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        listed = "\n".join(f"  - {line}" for line in problems)
+        print(f"switchboard: config file {path} has {len(problems)} problem(s):", file=sys.stderr)
+        print(listed, file=sys.stderr)
+        return 2
+    print(f"config file {path} is fine:")
+    for line in summary(config, endpoint):
+        print(f"  {line}")
+    return 0
+
+
+def _status(path: str, *, as_json: bool) -> int:
+    """``switchboard status``: 0 with the tables, 1 when nothing answers, 2 on a bad config."""
+    import json
+
+    from switchboard.status_http import StatusUnavailable, fetch_status, render_tables
+
+    try:
+        snap = fetch_status(load_config(path))
+    except ConfigError as exc:
+        print(f"switchboard: {exc}", file=sys.stderr)
+        return 2
+    except StatusUnavailable as exc:
+        print(f"switchboard status: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(snap, indent=2) if as_json else render_tables(snap))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else argv
     kit = _kit_call(raw)
@@ -92,13 +173,25 @@ def main(argv: list[str] | None = None) -> int:
 
         return main_server(rest) if side == "server" else main_host(rest)
     args = _parser().parse_args(raw)
+    if args.command == "check":
+        return _check(args.config)
+    if args.command == "status":
+        return _status(args.config, as_json=args.json)
     if args.command == "run":
         try:
             config = load_config(args.config)
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
-        configure(args.log_level or config.log_level)
+        from switchboard.configcheck import store_problem
+
+        if (problem := store_problem(config)) is not None:
+            print(f"switchboard: config file {args.config}: {problem}", file=sys.stderr)
+            return 2
+        configure(
+            args.log_level or config.log_level,
+            json=args.log_json or config.log_format == "json",
+        )
         from switchboard.serve import serve_until_signalled
 
         try:
@@ -115,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
-        configure(args.log_level or "WARNING")
+        configure(args.log_level or "WARNING", json=args.log_json)
         try:
             create_private(config.store.path)  # 0600, as the host makes it
         except OSError as exc:
@@ -123,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         return run_agents(args, config.store.path)
     if args.command == "demo":
-        configure(args.log_level or "WARNING")
+        configure(args.log_level or "WARNING", json=args.log_json)
         from switchboard.demo import run_demo
 
         with tempfile.TemporaryDirectory(prefix="switchboard-demo-") as tmp:
@@ -131,7 +224,11 @@ def main(argv: list[str] | None = None) -> int:
             config = demo_config(store, interval=args.interval)
             code: int = anyio.run(
                 lambda: run_demo(
-                    config, agent_mode=args.agent, duration=args.duration, out=sys.stdout
+                    config,
+                    agent_mode=args.agent,
+                    duration=args.duration,
+                    out=sys.stdout,
+                    store_kept=args.store is not None,
                 )
             )
             return code

@@ -109,16 +109,28 @@ def _answer(author: str, text: str) -> str | None:
     return None
 
 
-async def run_demo(config: Config, *, agent_mode: str, duration: float, out: TextIO) -> int:
+async def run_demo(
+    config: Config, *, agent_mode: str, duration: float, out: TextIO, store_kept: bool = True
+) -> int:
+    """Run the demo: the host with ``config``, and the scripted agent (or a stdio agent).
+
+    The closing line says where the store is kept when ``store_kept`` (``--store FILE``);
+    otherwise that the temporary store is removed as the demo ends.
+    """
     view = TerminalView(out if agent_mode == "scripted" else sys.stderr)
     async with Switchboard.started(config, listener=view) as board:
         if agent_mode == "stdio":
             await build_server(board, agent=config.agent.name).run_stdio_async()
             return 0
         replies = await scripted_agent(board, config.agent.name, duration, out)
+        where = (
+            f"kept in {config.store.path}"
+            if store_kept
+            else "the temporary store is removed as the demo ends (--store FILE keeps one)"
+        )
         print(
-            f"demo finished: {board.store.latest_seq} messages stored in {config.store.path}, "
-            f"{replies} replies sent",
+            f"demo finished: {board.store.latest_seq} messages stored, {replies} replies sent; "
+            f"{where}",
             file=out,
             flush=True,
         )

@@ -1,38 +1,86 @@
-"""structlog set-up: every log line goes to stderr, never stdout.
+"""structlog set-up: every log line goes to stderr, never stdout, in one format.
 
 stdout belongs to the MCP stdio transport (and, in a connector, to the MCPL wire), so nothing
 here may write to it. :func:`configure` is idempotent and safe to call before anything else
 constructs a logger.
+
+What it knows: the two formats (:data:`LOG_FORMATS`: ``console``, one ``key=value`` line per
+event, and ``json``, one JSON object per line), and that records of the stdlib ``logging``
+module (uvicorn, the MCP SDK, Python warnings) are rendered by the same structlog renderer as
+Switchboard's own events: the root logger's one stderr handler carries a
+``structlog.stdlib.ProcessorFormatter``. A stdlib record's message becomes the ``event`` and
+its logger's name ``logger``. In JSON mode an exception is rendered into the line
+(``exception``, a string with ``\\n`` escaped), so every line parses as JSON.
+
+Switchboard's own events do not pass through the stdlib: structlog writes each one to stderr
+in a single ``write`` (the hot paths pay only for the renderer).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Final, Literal
 
 import structlog
 
+__all__ = ["LOG_FORMATS", "LogFormat", "configure"]
+
+LogFormat = Literal["console", "json"]
+
+LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("console", "json")
+"""The values of ``log_format``."""
+
 
 def configure(level: str = "INFO", *, json: bool = False) -> None:
-    """Route structlog and the stdlib ``logging`` module to stderr at ``level``."""
+    """Route structlog and the stdlib ``logging`` module to stderr at ``level``, one format.
+
+    Args:
+        level: a level name (``DEBUG``, ``INFO``, ``WARNING``, ``ERROR``); unknown: INFO.
+        json: one JSON object per line instead of the console format.
+    """
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
+    renderer: structlog.typing.Processor = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    # In JSON mode a traceback becomes a field of the one line; the console renderer prints
+    # it below the line itself.
+    exceptions: list[structlog.typing.Processor] = (
+        [structlog.processors.format_exc_info] if json else []
+    )
     handler = logging.StreamHandler(sys.stderr)
+    # A library logger with a level of its own (uvicorn sets one) still stops at ``level``.
+    handler.setLevel(numeric)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_log_level,
+                structlog.stdlib.add_logger_name,
+                timestamper,
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *exceptions,
+                renderer,
+            ],
+        )
+    )
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(numeric)
-    renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
-    )
+    logging.captureWarnings(True)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            timestamper,
+            *exceptions,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )

@@ -1,4 +1,4 @@
-"""A rate-limited log: the first occurrence of something in full, then counted summaries.
+"""Logging what a peer may repeat or spill without end: counted summaries, budgets, joined lines.
 
 :class:`RateLimitedLog` is what a connection uses to report things a peer may repeat without
 end (a junk line on stdout, a refused request): per key, the first occurrence is logged at
@@ -6,6 +6,18 @@ once; later ones are counted, and at most one summary line per ``interval`` says
 there were since the last line (``count``) and in all (``total``). :meth:`RateLimitedLog.flush`
 writes the summaries still owed (when the connection ends). Counting never stops, so
 :meth:`RateLimitedLog.totals` is exact whatever was logged.
+
+:class:`VolumeBudget` is a token bucket of bytes: what a peer may have logged in a burst and
+per second after it (a connector's stderr); what is over budget is counted instead, through a
+:class:`RateLimitedLog`.
+
+:class:`LineJoiner` turns the lines a peer writes (its stderr) into blocks, one log event each:
+lines that arrive within ``window`` seconds of the one before, and the continuation lines of a
+Python ``Traceback (most recent call last):`` block (indented lines, the chained-exception
+markers, and the final ``SomeError: ...`` line) join the block; a block holds at most
+``max_lines`` lines and ``max_bytes`` bytes, then a new one starts. It is pure: the caller
+feeds it lines with the time they arrived, asks :meth:`LineJoiner.deadline` when the pending
+block is due, and emits what it returns.
 
 It knows structlog loggers and a monotonic clock. It deliberately knows nothing of what is
 being counted: callers choose the key, the event name, the level and the fields. It starts no
@@ -19,7 +31,13 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["DEFAULT_LOG_INTERVAL", "LogLevel", "RateLimitedLog"]
+__all__ = [
+    "DEFAULT_LOG_INTERVAL",
+    "LineJoiner",
+    "LogLevel",
+    "RateLimitedLog",
+    "VolumeBudget",
+]
 
 DEFAULT_LOG_INTERVAL = 60.0
 """Seconds between two summary lines for one key."""
@@ -112,3 +130,139 @@ class RateLimitedLog:
         )
         seen.unlogged = 0
         seen.last_logged = now
+
+
+class VolumeBudget:
+    """A token bucket of bytes: ``burst`` at once, refilled at ``per_second``.
+
+    Args:
+        burst: the most bytes that may be spent at once (the bucket starts full).
+        per_second: bytes added back each second, up to ``burst``.
+        clock: a monotonic clock in seconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        burst: int,
+        per_second: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if burst <= 0 or per_second < 0:
+            raise ValueError("burst must be positive and per_second not negative")
+        self._burst = float(burst)
+        self._rate = per_second
+        self._clock = clock
+        self._tokens = float(burst)
+        self._at = clock()
+
+    def take(self, size: int) -> bool:
+        """Spend ``size`` bytes if the bucket holds them; ``False`` (nothing spent) if not."""
+        now = self._clock()
+        self._tokens = min(self._burst, self._tokens + (now - self._at) * self._rate)
+        self._at = now
+        if size > self._tokens:
+            return False
+        self._tokens -= size
+        return True
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+_CHAIN_MARKERS = (
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+    _TRACEBACK,
+)
+
+
+class LineJoiner:
+    """Join lines into blocks: a burst of lines, or a traceback, is one block.
+
+    Args:
+        window: seconds after a line within which the next line joins its block.
+        traceback_window: the same, while a traceback is still open (its final line not
+            yet seen).
+        max_lines: the most lines in one block.
+        max_bytes: the most UTF-8 bytes in one block (a longer single line is cut).
+    """
+
+    def __init__(
+        self,
+        *,
+        window: float = 0.05,
+        traceback_window: float = 1.0,
+        max_lines: int = 200,
+        max_bytes: int = 16 * 1024,
+    ) -> None:
+        if window < 0 or traceback_window < 0 or max_lines < 1 or max_bytes < 64:
+            raise ValueError("windows must not be negative, max_lines >= 1, max_bytes >= 64")
+        self._window = window
+        self._traceback_window = traceback_window
+        self._max_lines = max_lines
+        self._max_bytes = max_bytes
+        self._lines: list[str] = []
+        self._size = 0
+        self._last = 0.0
+        self._in_traceback = False
+
+    @property
+    def pending(self) -> bool:
+        """Whether a block is waiting to be emitted."""
+        return bool(self._lines)
+
+    def deadline(self) -> float | None:
+        """When the pending block is due if no line joins it (``None``: nothing pending)."""
+        if not self._lines:
+            return None
+        return self._last + (self._traceback_window if self._in_traceback else self._window)
+
+    def add(self, line: str, now: float) -> list[str]:
+        """Take one line that arrived at ``now``; return the blocks it completed (0 to 2)."""
+        done: list[str] = []
+        line = self._cut(line)
+        size = len(line.encode("utf-8")) + 1
+        if self._lines:
+            joins = self._in_traceback or now <= self._last + self._window
+            if line.startswith(_TRACEBACK) and not self._after_chain_marker():
+                joins = False  # a traceback starts its own block
+            full = len(self._lines) >= self._max_lines or self._size + size > self._max_bytes
+            if not joins or full:
+                done.append(self._take())
+        if line.startswith(_TRACEBACK):
+            self._in_traceback = True
+        elif self._in_traceback and not self._indented_or_marker(line):
+            self._in_traceback = False  # the final ``SomeError: ...`` line
+        self._lines.append(line)
+        self._size += size
+        self._last = now
+        return done
+
+    def flush(self) -> str | None:
+        """The pending block, if any, now (a traceback still open is closed)."""
+        self._in_traceback = False
+        return self._take() if self._lines else None
+
+    def _after_chain_marker(self) -> bool:
+        """Whether the last non-blank pending line says another traceback follows."""
+        for previous in reversed(self._lines):
+            if previous.strip():
+                return previous.startswith(_CHAIN_MARKERS[:2])
+        return False
+
+    @staticmethod
+    def _indented_or_marker(line: str) -> bool:
+        return not line or line[0] in " \t" or line.startswith(_CHAIN_MARKERS)
+
+    def _cut(self, line: str) -> str:
+        encoded = line.encode("utf-8")
+        if len(encoded) < self._max_bytes:
+            return line
+        keep = self._max_bytes - 64
+        cut = encoded[:keep].decode("utf-8", "ignore")
+        return f"{cut}... <{len(encoded) - keep} more bytes cut>"
+
+    def _take(self) -> str:
+        text = "\n".join(self._lines)
+        self._lines = []
+        self._size = 0
+        return text

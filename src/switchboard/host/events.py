@@ -15,8 +15,14 @@ What this module knows:
     :class:`PushAccepted` (one committed ``push/event``);
   * :class:`Published` (an agent's publish was carried out, ``Switchboard.publish_to``);
   * :class:`ConnectorExited`, :class:`ConnectorRestartScheduled` (the supervisor);
+  * :class:`ConnectorStarted` (the supervisor opened the link: spawned or dialled),
+    :class:`ConnectorFailed` (the connector was stopped for good by a permanent error; no
+    restart follows), :class:`ConnectorRefused` (the host refused something the connector sent:
+    one per refusal the session's ``RefusalLog`` counts);
   * :class:`ManifestApplied` (the session, after a changed manifest was fetched);
-  * :class:`LifecycleStep` (lifecycle admission, reconciliation and speech opening a channel).
+  * :class:`LifecycleStep` (lifecycle admission, reconciliation and speech opening a channel);
+  * :class:`StorageFailed`, :class:`StorageRecovered` (the message store's disk refused a write,
+    and the first write that succeeded after; host-wide, so their ``server_id`` is ``""``).
 
 - **The bus** (:class:`EventBus`): created once by the host and handed to the parts that emit.
   :meth:`EventBus.subscribe` adds a listener; :meth:`EventBus.emit` calls every listener in
@@ -50,9 +56,12 @@ __all__ = [
     "ChannelsRegistered",
     "ChannelsRemoved",
     "ConnectorExited",
+    "ConnectorFailed",
     "ConnectorMcpOnly",
     "ConnectorReady",
+    "ConnectorRefused",
     "ConnectorRestartScheduled",
+    "ConnectorStarted",
     "ConnectorToolsChanged",
     "EventBus",
     "HostEvent",
@@ -63,6 +72,8 @@ __all__ = [
     "MessagesAccepted",
     "Published",
     "PushAccepted",
+    "StorageFailed",
+    "StorageRecovered",
     "log_event",
 ]
 
@@ -79,11 +90,20 @@ class ConnectorReady:
     Attributes:
         grant: The granted capability leaves, sorted.
         legacy_policy: Whether the policy went out in the pre-0.5 Notification form.
+        dialect: ``mcpl-0.5``, or ``mcpl-0.4`` when the host reads the connector the pre-0.5
+            way (compatibility mode).
+        mcpl_version: The MCPL version the connector's manifest declared, if any.
+        enabled: The feature sets enabled, sorted.
+        disabled: The feature sets left disabled, sorted.
     """
 
     server_id: str
     grant: tuple[str, ...]
     legacy_policy: bool
+    dialect: str = "mcpl-0.5"
+    mcpl_version: str | None = None
+    enabled: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +133,15 @@ class ConnectorExited:
 
     Attributes:
         dropped: The channel ids that were registered when it ended.
+        exit_code: A stdio connector's exit status when it exited by itself (``None``: not a
+            process, never started, or ended by a signal).
+        signal: The name of the signal that ended a stdio connector (``SIGKILL`` ...).
     """
 
     server_id: str
     dropped: tuple[str, ...]
+    exit_code: int | None = None
+    signal: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +151,54 @@ class ConnectorRestartScheduled:
     server_id: str
     delay: float
     failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorStarted:
+    """The supervisor opened the connector's link (a child spawned, or a socket dialled).
+
+    Attributes:
+        pid: The child's process id for a stdio connector, else None.
+        link: The link's description (``stdio:<id>[pid N]``, a URL ...).
+        command: A stdio connector's command line, else empty.
+    """
+
+    server_id: str
+    pid: int | None
+    link: str
+    command: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorFailed:
+    """The connector was stopped for good: a permanent error (a missing executable, a bad URL
+    scheme ...) that a restart cannot mend. No :class:`ConnectorRestartScheduled` follows.
+
+    Attributes:
+        error: What went wrong, in words an operator can act on.
+    """
+
+    server_id: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectorRefused:
+    """The host refused something the connector sent (counted by the session's refusal log).
+
+    Attributes:
+        kind: The refusal kind (``capability_denied``, ``incoming_refused`` ...:
+            ``host.connection.diagnostics.REFUSAL_KINDS``).
+        method: The method refused.
+        reason: Why, as logged.
+        count: How many refusals this one event stands for (a whole batch refused: its size).
+    """
+
+    server_id: str
+    kind: str
+    method: str
+    reason: str
+    count: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,11 +320,43 @@ class LifecycleStep:
     detail: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class StorageFailed:
+    """The message store's storage refused a write (disk full, I/O error, read-only): ingest
+    is refused with ``storage-unavailable`` until a write succeeds again. Told once per outage.
+
+    Attributes:
+        cause: what the storage said (``database or disk is full``).
+        server_id: always ``""``: the store is the host's, not one connector's.
+    """
+
+    cause: str
+    server_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StorageRecovered:
+    """A write to the message store succeeded after a :class:`StorageFailed`.
+
+    Attributes:
+        cause: what the storage had said while it refused writes.
+        seconds: how long it refused them.
+        server_id: always ``""``.
+    """
+
+    cause: str
+    seconds: float
+    server_id: str = ""
+
+
 HostEvent = (
     ConnectorReady
     | ConnectorMcpOnly
     | ConnectorExited
     | ConnectorRestartScheduled
+    | ConnectorStarted
+    | ConnectorFailed
+    | ConnectorRefused
     | ConnectorToolsChanged
     | ManifestApplied
     | ChannelsRegistered
@@ -261,6 +366,8 @@ HostEvent = (
     | PushAccepted
     | Published
     | LifecycleStep
+    | StorageFailed
+    | StorageRecovered
 )
 """Everything the host tells its listeners."""
 
@@ -310,11 +417,26 @@ def log_event(event: HostEvent) -> None:
     """
     match event:
         case ConnectorReady(server_id=sid, grant=grant, legacy_policy=legacy):
-            log.info("connector_ready", server_id=sid, grant=list(grant), legacy_policy=legacy)
+            log.info(
+                "connector_connected",
+                server_id=sid,
+                dialect=event.dialect,
+                mcpl_version=event.mcpl_version,
+                grant=list(grant),
+                enabled=list(event.enabled),
+                disabled=list(event.disabled),
+                legacy_policy=legacy,
+            )
         case ConnectorMcpOnly(server_id=sid, reason=reason):
             log.warning("connector_mcp_only", server_id=sid, reason=reason)
-        case ConnectorExited(server_id=sid, dropped=dropped):
-            log.info("connector_exited", server_id=sid, dropped=len(dropped))
+        case ConnectorExited(server_id=sid, dropped=dropped, exit_code=code, signal=sig):
+            log.info(
+                "connector_exited",
+                server_id=sid,
+                channels_dropped=len(dropped),
+                **({} if code is None else {"exit_code": code}),
+                **({} if sig is None else {"signal": sig}),
+            )
         case ConnectorRestartScheduled(server_id=sid, delay=delay, failures=failures):
             log.info(
                 "connector_restart_scheduled",
@@ -322,12 +444,24 @@ def log_event(event: HostEvent) -> None:
                 delay=round(delay, 3),
                 failures=failures,
             )
+        case ConnectorStarted(server_id=sid, pid=pid, link=link, command=command):
+            log.info(
+                "connector_started",
+                server_id=sid,
+                link=link,
+                **({} if pid is None else {"pid": pid}),
+                **({"command": list(command)} if command else {}),
+            )
+        case ConnectorFailed(server_id=sid, error=error):
+            log.debug("connector_failed_permanently", server_id=sid, error=error)
+        case ConnectorRefused():
+            pass  # the session's RefusalLog logs refusals, rate-limited
         case ConnectorToolsChanged(server_id=sid, tools=tools):
             log.info("connector_tools_changed", server_id=sid, tools=len(tools))
         case ManifestApplied(server_id=sid, revision=revision, impacts=impacts):
             log.info("manifest_applied", server_id=sid, revision=revision, impacts=len(impacts))
         case ChannelsRegistered(server_id=sid, channel_ids=ids):
-            log.info("channels_registered", server_id=sid, accepted=len(ids))
+            log.info("channels_registered", server_id=sid, count=len(ids))
         case ChannelsChanged(server_id=sid, added=added, removed=removed):
             log.info("channels_changed", server_id=sid, added=len(added), removed=len(removed))
         case ChannelsRemoved(server_id=sid, channel_ids=ids):
@@ -346,5 +480,14 @@ def log_event(event: HostEvent) -> None:
                 **({} if cid is None else {"channel_id": cid}),
                 **detail,
             )
+        case StorageFailed(cause=cause):
+            log.error(
+                "storage_failed",
+                cause=cause,
+                effect="incoming messages are refused unacknowledged (connectors resend) and "
+                "agents get storage-unavailable until a write succeeds",
+            )
+        case StorageRecovered(cause=cause, seconds=seconds):
+            log.info("storage_recovered", cause=cause, seconds=round(seconds, 3))
         case _:
             assert_never(event)

@@ -49,7 +49,7 @@ from switchboard.transport.link import BatchLink, Link, NamedLink
 from switchboard.transport.memory import MemoryLink, memory_link_pair
 from switchboard.transport.peer import Peer, PeerStatistics
 from switchboard.transport.pending import USE_DEFAULT, Timeout
-from switchboard.transport.stdio import StdioLink, spawn_stdio
+from switchboard.transport.stdio import SpawnError, StdioLink, spawn_stdio
 from switchboard.transport.stdio_server import stdio_server_link
 from switchboard.transport.stream_link import NdjsonStreamLink
 from switchboard.transport.tcp import dial_tcp, tcp_link_from_stream
@@ -81,6 +81,7 @@ __all__ = [
     "RequestHandler",
     "RequestTimeoutError",
     "RpcError",
+    "SpawnError",
     "StdioLink",
     "Timeout",
     "TransportError",

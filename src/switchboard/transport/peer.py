@@ -268,7 +268,7 @@ class Peer:
             except LinkClosedError:
                 return
             except FrameTooLargeError as exc:
-                self._log.warning("frame_too_large", limit=exc.limit)
+                self._dropped.note("frame_too_large", "frame_too_large", limit=exc.limit)
                 error = invalid_request(f"frame exceeds {exc.limit} bytes").to_wire()
                 self._outbox.put(encode_error(None, error))
                 continue

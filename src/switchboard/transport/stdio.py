@@ -1,9 +1,10 @@
 """The host side of stdio: spawn a connector and talk NDJSON over its stdin and stdout.
 
 :func:`spawn_stdio` starts the child with ``anyio.open_process``, yields a :class:`StdioLink`
-over its pipes, forwards each line the child writes to stderr to structlog
-(``connector_stderr``), and on exit stops the child: close stdin, wait a grace period,
-terminate, wait again, kill.
+over its pipes, forwards what the child writes to stderr to structlog (``connector_stderr``:
+a burst of lines or a traceback is one event, see ``ratelog.LineJoiner``; past a volume budget
+lines are counted in ``connector_stderr_suppressed`` instead), and on exit stops the child:
+close stdin, wait a grace period, terminate, wait again, kill.
 
 This module knows processes and pipes; framing is ``NdjsonDecoder``'s (through
 ``NdjsonStreamLink``), and it knows nothing of JSON-RPC. The connector side of stdio (a link
@@ -13,6 +14,7 @@ over this process's own stdin and stdout) is in ``stdio_server``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -22,17 +24,62 @@ import anyio
 import structlog
 from anyio.abc import ByteReceiveStream, Process
 
+from switchboard.ratelog import LineJoiner, RateLimitedLog, VolumeBudget
+from switchboard.transport.errors import TransportError
 from switchboard.transport.framing import DEFAULT_MAX_FRAME, FrameTooLarge, NdjsonDecoder
 from switchboard.transport.stream_link import NdjsonStreamLink
 
-__all__ = ["StdioLink", "spawn_stdio"]
+__all__ = ["SpawnError", "StdioLink", "spawn_stdio"]
 
 _log = structlog.get_logger(__name__)
 
 _STDERR_MAX_LINE = 64 * 1024
+
+STDERR_JOIN_WINDOW = 0.05
+"""Seconds within which a connector's next stderr line joins the same ``connector_stderr``."""
+STDERR_MAX_LINES = 200
+"""The most lines in one ``connector_stderr`` event."""
+STDERR_MAX_BYTES = 16 * 1024
+"""The most bytes in one ``connector_stderr`` event."""
+STDERR_BURST_BYTES = 64 * 1024
+"""Bytes of a connector's stderr logged in a burst; beyond it, lines are counted instead."""
+STDERR_BYTES_PER_SECOND = 8 * 1024
+"""Bytes of a connector's stderr logged per second after a burst."""
 # How long the stderr forwarder may keep draining after the child is gone (a grandchild
 # that inherited stderr could hold it open forever).
 _STDERR_DRAIN_GRACE = 0.5
+
+
+class SpawnError(TransportError):
+    """The child could not be started; the message names the program or folder at fault.
+
+    ``permanent`` is true when trying again cannot help until someone changes the machine or
+    the config: the program or the working folder is missing, not executable, or not a program
+    (``ENOENT``, ``ENOTDIR``, ``EACCES``, ``EPERM``, ``ENOEXEC``, ``EISDIR``). A lack of
+    processes or memory (``EAGAIN``, ``ENOMEM``) is transient.
+    """
+
+    _PERMANENT = frozenset(
+        {errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR}
+    )
+
+    def __init__(self, message: str, *, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+    @classmethod
+    def of(cls, exc: OSError, argv: Sequence[str], cwd: str | None) -> SpawnError:
+        """The spawn error for ``exc``, raised by starting ``argv`` in ``cwd``."""
+        program = argv[0] if argv else "(no program)"
+        culprit = exc.filename if exc.filename is not None else program
+        if cwd is not None and str(culprit) == str(cwd):
+            what = f"the working folder {cwd}"
+        else:
+            what = f"the program {culprit}"
+        reason = exc.strerror or type(exc).__name__
+        return cls(
+            f"cannot start {program}: {what}: {reason}", permanent=exc.errno in cls._PERMANENT
+        )
 
 
 class StdioLink:
@@ -119,26 +166,72 @@ async def _stop(link: StdioLink, grace: float) -> None:
     await link.wait()
 
 
+class _StderrLog:
+    """One child's stderr as log events: lines joined into blocks, within a volume budget."""
+
+    def __init__(self, name: str, pid: int) -> None:
+        self.joiner = LineJoiner(
+            window=STDERR_JOIN_WINDOW, max_lines=STDERR_MAX_LINES, max_bytes=STDERR_MAX_BYTES
+        )
+        self._budget = VolumeBudget(burst=STDERR_BURST_BYTES, per_second=STDERR_BYTES_PER_SECOND)
+        self._log = _log.bind(name=name, pid=pid)
+        self._suppressed = RateLimitedLog(self._log)
+
+    def lines(self, lines: list[bytes | FrameTooLarge]) -> None:
+        now = anyio.current_time()
+        for line in lines:
+            if isinstance(line, FrameTooLarge):
+                text = f"<a stderr line longer than {line.limit} bytes was dropped>"
+            else:
+                text = line.decode("utf-8", "replace")
+            for block in self.joiner.add(text, now):
+                self._emit(block)
+
+    def due(self) -> None:
+        block = self.joiner.flush()
+        if block is not None:
+            self._emit(block)
+
+    def close(self) -> None:
+        self.due()
+        self._suppressed.flush()
+
+    def _emit(self, block: str) -> None:
+        count = block.count("\n") + 1
+        if self._budget.take(len(block)):
+            fields = {"lines": count} if count > 1 else {}
+            self._log.info("connector_stderr", line=block, **fields)
+        else:
+            self._suppressed.note(
+                "connector_stderr_suppressed", "connector_stderr_suppressed", count=count
+            )
+
+
 async def _forward_stderr(
     stream: ByteReceiveStream, name: str, pid: int, done: anyio.Event
 ) -> None:
     decoder = NdjsonDecoder(_STDERR_MAX_LINE)
+    out = _StderrLog(name, pid)
     try:
-        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-            async for chunk in stream:
-                _log_stderr(decoder.feed(chunk), name, pid)
-        _log_stderr(decoder.finish(), name, pid)
+        with contextlib.suppress(
+            anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
+        ):
+            while True:
+                deadline = out.joiner.deadline()
+                chunk: bytes | None = None
+                if deadline is None:
+                    chunk = await stream.receive()
+                else:
+                    with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+                        chunk = await stream.receive()
+                if chunk is None:
+                    out.due()  # nothing joined the pending block within its window
+                else:
+                    out.lines(decoder.feed(chunk))
+        out.lines(decoder.finish())
     finally:
+        out.close()
         done.set()
-
-
-def _log_stderr(lines: list[bytes | FrameTooLarge], name: str, pid: int) -> None:
-    for line in lines:
-        if isinstance(line, FrameTooLarge):
-            text = f"<a stderr line longer than {line.limit} bytes was dropped>"
-        else:
-            text = line.decode("utf-8", "replace")
-        _log.info("connector_stderr", name=name, pid=pid, line=text)
 
 
 @asynccontextmanager
@@ -165,16 +258,19 @@ async def spawn_stdio(
         The running child's :class:`StdioLink`.
     """
     merged = {**os.environ, **env} if env is not None else None
-    process = await anyio.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=merged,
-        cwd=cwd,
-    )
+    try:
+        process = await anyio.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=merged,
+            cwd=cwd,
+        )
+    except OSError as exc:
+        raise SpawnError.of(exc, argv, cwd) from exc
     link = StdioLink(process, name=name, max_frame=max_frame)
-    _log.debug("connector_spawned", name=name, pid=process.pid, argv=list(argv))
+    _log.debug("process_spawned", name=name, pid=process.pid, argv=list(argv))
     stderr_done = anyio.Event()
     # The task group is entered by hand so that an exception from the body of the ``async
     # with`` reaches the caller as itself, not wrapped in an ExceptionGroup.
@@ -196,4 +292,4 @@ async def spawn_stdio(
         with anyio.CancelScope(shield=True):
             await link.aclose()
             await process.aclose()
-        _log.debug("connector_exited", name=name, pid=process.pid, code=process.returncode)
+        _log.debug("process_exited", name=name, pid=process.pid, code=process.returncode)

@@ -150,10 +150,11 @@ async def test_a_set_left_out_of_enabled_feature_sets_is_noted_at_info_with_the_
 async def test_repeated_capability_denials_are_logged_once_and_all_counted(
     tmp_path: Path, logs: Logs
 ) -> None:
-    """H-11 (§5.4): a bare parent grants nothing; each -32002 is counted, the log is not
+    """H-11 (§5.4): a grant without channels.register (a bare parent like ``channels`` is
+    refused at load, so pushEvents alone here); each -32002 is counted, the log is not
     flooded."""
     fake = FakeConnector()
-    async with board_with(tmp_path, fake, grant=["channels"]) as board:
+    async with board_with(tmp_path, fake, grant=["pushEvents"]) as board:
         for _ in range(5):
             with pytest.raises(RpcError) as caught:
                 await fake.call("channels/register", {"channels": [descriptor("room")]})
@@ -174,7 +175,7 @@ async def test_a_summary_with_the_count_is_written_when_the_connection_ends(
     tmp_path: Path, logs: Logs
 ) -> None:
     fake = FakeConnector()
-    async with board_with(tmp_path, fake, grant=["channels"]) as board:
+    async with board_with(tmp_path, fake, grant=["pushEvents"]) as board:
         session = board.sessions["s1"]
         for _ in range(3):
             with pytest.raises(RpcError):

@@ -5,6 +5,11 @@ connector's channels are not offered to agents); a restarted connector registers
 taken back. The delay before the next attempt doubles after each failure up to
 ``backoff_max``, with jitter so that several connectors that died together do not come back in
 lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
+The warning that a connection ended or failed says when the next try is (``retry_in``). A
+permanent failure (a missing program or ``cwd``, a URL that cannot be dialed:
+:func:`~switchboard.host.connection.links.permanent_failure`) is not retried: it is logged once
+as an ERROR (``connector_stopped``, naming the path) and that connector stays stopped while the
+host and the other connectors go on.
 Each end is told as :class:`~switchboard.host.events.ConnectorExited`, each planned reconnect as
 :class:`~switchboard.host.events.ConnectorRestartScheduled`. Once the host is stopping
 (:meth:`Supervisor.stop`, or the supervision task is cancelled) an ending connection is a clean
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import math
 import random
+import signal
 import time
 from collections.abc import Callable, MutableMapping
 
@@ -31,17 +37,40 @@ import structlog
 
 from switchboard.channels import ChannelRegistry
 from switchboard.config import ConnectorConfig
-from switchboard.host.connection.links import open_link
+from switchboard.host.connection.links import open_link, permanent_failure
 from switchboard.host.connection.session import ConnectorSession
-from switchboard.host.events import ConnectorExited, ConnectorRestartScheduled, EventBus
+from switchboard.host.events import (
+    ConnectorExited,
+    ConnectorFailed,
+    ConnectorRestartScheduled,
+    ConnectorStarted,
+    EventBus,
+)
 from switchboard.store import MessageStore
 
-__all__ = ["HEALTHY_AFTER", "SessionFactory", "Supervisor", "backoff_delay"]
+__all__ = ["HEALTHY_AFTER", "SessionFactory", "Supervisor", "backoff_delay", "exit_status"]
 
 log = structlog.get_logger(__name__)
 
 #: A connection that lasted this long counts as healthy and resets the backoff.
 HEALTHY_AFTER = 30.0
+
+
+def exit_status(link: object) -> tuple[int | None, str | None]:
+    """``(exit code, signal name)`` of a stdio link's ended child; ``(None, None)`` otherwise.
+
+    A child ended by a signal has a negative return code; its name (``SIGKILL``) is returned
+    instead of the code.
+    """
+    code = getattr(link, "returncode", None)
+    if not isinstance(code, int):
+        return None, None
+    if code >= 0:
+        return code, None
+    try:
+        return None, signal.Signals(-code).name
+    except ValueError:
+        return None, f"signal {-code}"
 
 
 def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Random) -> float:
@@ -126,22 +155,53 @@ class Supervisor:
             session = self._sessions.session(config)
             self.attempts[config.id] = self.attempts.get(config.id, 0) + 1
             started = time.monotonic()
+            opened: object = None
+            permanent = False
             try:
                 async with open_link(config) as link:
+                    opened = link
+                    pid = getattr(link, "pid", None)
+                    self._events.emit(
+                        ConnectorStarted(
+                            config.id,
+                            pid if isinstance(pid, int) else None,
+                            link.description,
+                            tuple(config.command or ()),
+                        )
+                    )
                     await session.run(link)
-                if not self.stopping:
-                    slog.warning("connector_link_ended")
+                ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", {})
             except Exception as exc:  # a failed spawn/dial or a broken handshake
-                if not self.stopping:
-                    slog.warning("connector_failed", error=repr(exc))
+                ended = ("connector_failed", {"error": str(exc) or repr(exc)})
+                if permanent_failure(exc):
+                    ended = None
+                    if not self.stopping:
+                        slog.error(
+                            "connector_stopped",
+                            error=str(exc),
+                            retry=False,
+                            next="fix the config or install what it names, then restart "
+                            "switchboard; the other connectors go on",
+                        )
+                    permanent = True
+                    self._events.emit(ConnectorFailed(config.id, str(exc) or repr(exc)))
             finally:
                 removed = self._registry.remove_server(config.id)
-                self._events.emit(ConnectorExited(config.id, tuple(r.channel_id for r in removed)))
-            if not config.restart or self.stopping:
+                code, signame = exit_status(opened)
+                self._events.emit(
+                    ConnectorExited(config.id, tuple(r.channel_id for r in removed), code, signame)
+                )
+            if permanent or self.stopping:
+                return
+            if not config.restart:
+                if ended is not None:
+                    slog.warning(ended[0], retry_in=None, **ended[1])
                 return
             if time.monotonic() - started >= HEALTHY_AFTER:
                 failures = 0
             delay = backoff_delay(failures, config.backoff_initial, config.backoff_max, self._rng)
+            if ended is not None:
+                slog.warning(ended[0], retry_in=round(delay, 2), **ended[1])
             failures += 1
             self._events.emit(ConnectorRestartScheduled(config.id, delay, failures))
             await anyio.sleep(delay)

@@ -1,0 +1,141 @@
+"""``switchboard check --config FILE``: it validates a config and explains it without starting
+anything (issue #13, item 1), and what ``load_config`` does with paths and the environment
+that the check shows: relative paths against the config's folder, ``env_file``.
+
+What this module knows: the command's exit codes and the lines of its summary. What it
+deliberately doesn't: the words of each single mistake (tests/test_config_mistakes.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from switchboard.config import load_config
+from switchboard.configcheck import machine_problems, program_argv, summary
+
+__all__: list[str] = []
+
+
+def _check(path: Path, *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "switchboard", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def test_a_good_config_passes_with_a_short_summary_and_starts_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "switchboard.toml"
+    path.write_text(
+        '[store]\npath = "data/s.sqlite"\n[agent]\ntransport = "stdio"\n'
+        f'[[connectors]]\nid = "demo"\ncommand = ["{sys.executable}", "-m", "x"]\n'
+        '[[connectors]]\nid = "chat"\nurl = "ws://127.0.0.1:9/mcpl"\n'
+    )
+    done = _check(path, cwd=Path("/"))
+    assert done.returncode == 0, done.stderr
+    assert f"config file {path} is fine:" in done.stdout
+    assert "connectors (2): demo (" in done.stdout
+    assert "chat (ws://127.0.0.1:9/mcpl)" in done.stdout
+    assert "agents (1): @agent" in done.stdout
+    assert f"store: {tmp_path / 'data' / 's.sqlite'} (will be created)" in done.stdout
+    assert "agent endpoint: stdio" in done.stdout
+    assert not (tmp_path / "data").exists()  # nothing was made
+    assert "Traceback" not in done.stderr
+
+
+def test_an_http_endpoint_is_shown_as_its_url_and_its_token_file_is_checked(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "switchboard.toml"
+    path.write_text('[agent]\ntransport = "http"\nport = 8799\ntoken_file = "agent.token"\n')
+    done = _check(path)
+    assert done.returncode == 2
+    assert str(tmp_path / "agent.token") in done.stderr
+    assert "does not exist" in done.stderr
+    token = tmp_path / "agent.token"
+    token.write_text("t" * 32)
+    token.chmod(0o600)
+    done = _check(path)
+    assert done.returncode == 0, done.stderr
+    assert "agent endpoint: http://127.0.0.1:8799/mcp" in done.stdout
+
+
+def test_every_machine_problem_is_listed_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "switchboard.toml"
+    (tmp_path / "blocker").write_text("")
+    path.write_text(
+        '[store]\npath = "blocker/s.sqlite"\n'
+        '[[connectors]]\nid = "a"\ncommand = ["no-such-program-abc"]\n'
+        '[[connectors]]\nid = "b"\ncommand = ["true"]\ncwd = "nowhere"\n'
+    )
+    done = _check(path)
+    assert done.returncode == 2
+    assert "has 3 problem(s):" in done.stderr
+    assert "connector 'a': the program 'no-such-program-abc' is not on PATH" in done.stderr
+    assert f"connector 'b': its cwd {tmp_path / 'nowhere'} does not exist" in done.stderr
+    assert "so the folder cannot be made" in done.stderr
+
+
+def test_relative_paths_resolve_against_the_config_folder_not_the_working_folder(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "bridge").mkdir()
+    path = tmp_path / "conf" / "switchboard.toml"
+    path.parent.mkdir()
+    path.write_text(
+        '[store]\npath = "rel.sqlite"\n'
+        '[agent]\ntransport = "http"\ntoken_file = "../agent.token"\n'
+        '[[connectors]]\nid = "a"\ncommand = ["./run.sh", "x/y"]\ncwd = "../bridge"\n'
+        '[[connectors]]\nid = "b"\ncommand = ["bin/tool"]\n'
+        '[[connectors]]\nid = "c"\ncommand = ["node", "dist/index.js"]\n'
+        '[[connectors]]\nid = "d"\ncommand = ["/abs/tool"]\ncwd = "/srv"\n'
+    )
+    config = load_config(path)
+    folder = tmp_path / "conf"
+    assert config.store.path == str(folder / "rel.sqlite")
+    assert config.agent.token_file == str(folder / ".." / "agent.token")
+    a, b, c, d = config.connectors
+    assert a.cwd == str(folder / ".." / "bridge")
+    assert a.command == [str(folder / ".." / "bridge" / "run.sh"), "x/y"]
+    assert b.command == [str(folder / "bin" / "tool")]
+    assert c.command == ["node", "dist/index.js"]
+    assert (d.cwd, d.command) == ("/srv", ["/abs/tool"])
+
+
+def test_a_memory_store_and_an_absolute_store_are_left_alone(tmp_path: Path) -> None:
+    for given in (":memory:", "/var/lib/switchboard/s.sqlite"):
+        path = tmp_path / "c.toml"
+        path.write_text(f'[store]\npath = "{given}"\n')
+        assert load_config(path).store.path == given
+
+
+def test_a_program_beside_the_interpreter_is_found_when_not_on_path(tmp_path: Path) -> None:
+    """``switchboard-demo-connector`` is installed beside the interpreter, which need not be
+    on PATH (a venv that was not activated)."""
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[[connectors]]\nid = "demo"\ncommand = ["switchboard-demo-connector", "--hello"]\n'
+        'env = { PATH = "/nonexistent" }\n'
+    )
+    config = load_config(path)
+    (connector,) = config.connectors
+    beside = Path(sys.executable).parent / "switchboard-demo-connector"
+    assert program_argv(connector) == [str(beside), "--hello"]
+    assert machine_problems(config) == []
+
+
+def test_the_summary_says_whether_the_store_exists(tmp_path: Path) -> None:
+    store = tmp_path / "s.sqlite"
+    store.write_bytes(b"")
+    path = tmp_path / "c.toml"
+    path.write_text(f'[store]\npath = "{store}"\n')
+    lines = summary(load_config(path), "stdio")
+    assert f"store: {store} (exists)" in lines
+    assert "connectors (0): none" in lines
+    assert os.path.isabs(load_config(path).store.path)
