@@ -23,6 +23,7 @@ def test_the_store_package_exports_exactly_its_public_api() -> None:
         "MessageStore",
         "MessageStoreProtocol",
         "Snapshot",
+        "StorageUnavailableError",
         "StoreClosedError",
         "StoreError",
         "StoredMessage",

@@ -254,6 +254,10 @@ class ChannelRegistry:
         """Every registration, server by server, each server's in registration order."""
         return iter(self._index)
 
+    def server_size(self, server_id: str) -> int:
+        """How many channels ``server_id`` has registered (O(1))."""
+        return len(self._index.server_channels(server_id))
+
     def server_entries(self, server_id: str) -> list[ChannelEntry]:
         """The registrations of one server, in registration order (O(that server's size))."""
         return list(self._index.server_channels(server_id).values())

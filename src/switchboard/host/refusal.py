@@ -53,6 +53,7 @@ __all__ = [
     "only_one",
     "pass_a_source",
     "pick_a_candidate",
+    "storage_refusal",
 ]
 
 
@@ -112,6 +113,9 @@ class RefusalKind(StrEnum):
     """An ``inbox`` ``after`` token beyond the newest stored message: no read handed it out."""
     UNKNOWN_MESSAGE = "unknown-message"
     """A ``message_get`` ``seq`` that numbers no stored message."""
+    STORAGE_UNAVAILABLE = "storage-unavailable"
+    """The store's disk refused a write (full, I/O error, read-only): nothing was recorded,
+    nothing is lost, and the same call can succeed later (``cause``)."""
     # -- mail and directory
     UNKNOWN_RECIPIENT = "unknown-recipient"
     """``agent_send`` to an address no live agent answers to (``candidates``: near misses)."""
@@ -183,6 +187,8 @@ NEXT_STEP: Mapping[RefusalKind, str] = {
     RefusalKind.UNKNOWN_CURSOR: "pass the cursor of your latest inbox result as after, or call "
     "inbox without after to read what is still owed to you",
     RefusalKind.UNKNOWN_MESSAGE: "pass the seq of a message an inbox result showed you",
+    RefusalKind.STORAGE_UNAVAILABLE: "call it again later; the host's storage refused the "
+    "write (tell whoever runs this host if it persists)",
     RefusalKind.UNKNOWN_RECIPIENT: "call directory_search to find the address, or agent_send "
     "to one of the candidates",
     RefusalKind.UNKNOWN_ADDRESS: "call directory_search or directory_list to see what is listed",
@@ -348,3 +354,18 @@ def name_refusal(
         )
     # InvalidName: an empty name (or server id) is one no channel answers to.
     return Refusal(RefusalKind.UNKNOWN_CHANNEL, message, suggestions=[])
+
+
+def storage_refusal(cause: str, what: str) -> Refusal:
+    """The refusal of a call whose write the store's disk refused (``storage-unavailable``).
+
+    Args:
+        cause: what the storage said (``database or disk is full``).
+        what: what was not recorded, as the end of a sentence (``this read``).
+    """
+    return Refusal(
+        RefusalKind.STORAGE_UNAVAILABLE,
+        f"The host's storage is unavailable ({cause}), so {what} could not be recorded and "
+        "nothing changed; no message is lost: everything not acknowledged stays owed to you.",
+        cause=cause,
+    )

@@ -13,6 +13,8 @@ Modules, one concern each:
 * :mod:`~switchboard.store.schema`: the on-disk format (one row per batch; schema, SQL);
 * :mod:`~switchboard.store.writer`: the single writer thread: seqs, duplicates, group commit;
 * :mod:`~switchboard.store.checkpoint`: WAL checkpoints on a thread beside the writer;
+* :mod:`~switchboard.store.retention`: deleting old, acknowledged messages in small chunks
+  through the writer (import ``RetentionTask`` from there);
 * :mod:`~switchboard.store.message_store`: ``MessageStore``, the asyncio-facing SQLite backend;
 * :mod:`~switchboard.store.numbered`: where per-(channel, author) numbered ids stand;
 * :mod:`~switchboard.store.leaves`: ``ChannelLeaves``, which agents left which channels;
@@ -29,6 +31,7 @@ from switchboard.store.message_store import MessageStore
 from switchboard.store.records import (
     AppendResult,
     IncomingRecord,
+    StorageUnavailableError,
     StoreClosedError,
     StoredMessage,
     StoreError,
@@ -42,6 +45,7 @@ __all__ = [
     "MessageStore",
     "MessageStoreProtocol",
     "Snapshot",
+    "StorageUnavailableError",
     "StoreClosedError",
     "StoreError",
     "StoredMessage",

@@ -24,11 +24,17 @@ from typing import Generic, Protocol, TypeVar
 
 import structlog
 
-from switchboard.store.records import StoreError
+from switchboard.ratelog import RateLimitedLog
+from switchboard.store.records import StorageUnavailableError, StoreError
 
-__all__ = ["FailableJob", "GroupThread", "as_store_error", "write_isolated"]
+__all__ = ["FailableJob", "GroupThread", "as_store_error", "storage_cause", "write_isolated"]
 
 log = structlog.get_logger(__name__)
+
+#: Failed writes are logged rate-limited (a full disk fails every write until space is freed):
+#: the first of each kind in full, then one counted summary a minute. Writers are threads.
+_failures = RateLimitedLog(log)
+_failures_lock = threading.Lock()
 
 
 class FailableJob(Protocol):
@@ -68,6 +74,10 @@ class GroupThread(ABC, Generic[J]):
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.put: Callable[[J], None] = self._queue.put  # hot path: one C call per job
         self.stopped = False  # set once the thread no longer takes jobs
+
+    def backlog(self) -> int:
+        """Jobs queued and not yet taken by the thread (approximate; O(1), for a status view)."""
+        return self._queue.qsize()
 
     # -- what a subclass says ---------------------------------------------------------------
 
@@ -162,7 +172,14 @@ def write_isolated(jobs: list[F], write: Callable[[list[F]], None], *, label: st
         if len(jobs) == 1:
             jobs[0].error = as_store_error(exc, label=label)
             return
-        log.warning("store_group_failed", writer=label, jobs=len(jobs), error=repr(exc))
+        with _failures_lock:
+            _failures.note(
+                ("group", label, type(exc).__name__),
+                "store_group_failed",
+                writer=label,
+                jobs=len(jobs),
+                error=repr(exc),
+            )
     for job in jobs:
         try:
             write([job])
@@ -170,9 +187,52 @@ def write_isolated(jobs: list[F], write: Callable[[list[F]], None], *, label: st
             job.error = as_store_error(exc, label=label)
 
 
+#: SQLite primary result codes that mean the storage, not the data, refused a write.
+_STORAGE_CODES = frozenset(
+    {
+        sqlite3.SQLITE_FULL,  # database or disk is full (also PRAGMA max_page_count)
+        sqlite3.SQLITE_IOERR,  # disk I/O error
+        sqlite3.SQLITE_READONLY,  # the file or its folder became read-only
+        sqlite3.SQLITE_CANTOPEN,  # the WAL or a journal cannot be created
+    }
+)
+
+
+def storage_cause(exc: BaseException) -> str | None:
+    """What the storage said when ``exc`` means the storage refused a write, else None.
+
+    SQLite's primary result code decides (an extended code such as ``SQLITE_IOERR_WRITE``
+    carries its primary code in the low byte); an ``OSError`` (``ENOSPC``) counts too.
+    """
+    if isinstance(exc, StorageUnavailableError):
+        return exc.cause
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _STORAGE_CODES:
+            return str(exc)
+        return None
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return None
+
+
 def as_store_error(exc: Exception, *, label: str) -> StoreError:
-    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised."""
-    log.warning("store_write_failed", writer=label, error=repr(exc))
-    error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
+    """A fresh StoreError per failed job, chained to what SQLite (or the code) raised: a
+    :class:`StorageUnavailableError` when the storage refused the write (see
+    :func:`storage_cause`)."""
+    cause = storage_cause(exc)
+    with _failures_lock:
+        _failures.note(
+            ("write", label, cause is not None, type(exc).__name__),
+            "store_write_failed",
+            level="error" if cause is not None else "warning",
+            writer=label,
+            error=repr(exc),
+        )
+    error: StoreError
+    if cause is not None:
+        error = StorageUnavailableError(cause)
+    else:
+        error = StoreError(str(exc) if isinstance(exc, StoreError) else f"write failed: {exc}")
     error.__cause__ = exc
     return error

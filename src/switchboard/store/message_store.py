@@ -34,9 +34,9 @@ import asyncio
 import os
 import sqlite3
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -48,6 +48,7 @@ from switchboard.store.numbered import highest_numbers
 from switchboard.store.records import (
     AppendResult,
     IncomingRecord,
+    StorageUnavailableError,
     StoreClosedError,
     StoredMessage,
     StoreError,
@@ -63,13 +64,14 @@ from switchboard.store.schema import (
     recent_keys,
 )
 from switchboard.store.wire import WireMessage, encode_body, keys_of, runs_by_server
-from switchboard.store.writer import AppendJob, CursorJob, GroupWriter, Job
+from switchboard.store.writer import AppendJob, CallJob, CursorJob, GroupWriter, Job
 
 __all__ = ["MessageStore"]
 
 log = structlog.get_logger(__name__)
 
 _Waiter = asyncio.Future[Any]
+T = TypeVar("T")
 
 
 class MessageStore:
@@ -112,6 +114,7 @@ class MessageStore:
         """Wrap already-open connections; use :meth:`open` instead of calling this."""
         self._loop = loop
         self._latest = latest_seq
+        self._dedupe_window = index.window
         self._cursors = cursors
         self._delivered = {} if delivered is None else delivered
         self._reader = reader_conn
@@ -122,6 +125,8 @@ class MessageStore:
         #: Reads shared by callers asking for the same page at once (see :meth:`read`).
         self._shared_reads: dict[tuple[int, int, int], asyncio.Future[list[StoredMessage]]] = {}
         self._closed = False
+        self._storage_problem: str | None = None
+        self._storage_listeners: list[Callable[[str | None], None]] = []
         self._writer: GroupWriter[_Waiter] = GroupWriter(
             writer_conn, latest_seq, self._group_done_from_thread, index=index
         )
@@ -204,9 +209,25 @@ class MessageStore:
         await self.aclose()
 
     @property
+    def write_backlog(self) -> int:
+        """Write jobs queued for the writer thread and not yet taken: the store's lag, read in
+        O(1) for a status view (0 when the writer keeps up)."""
+        return self._writer.backlog()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the store was closed (or its writer stopped taking jobs)."""
+        return self._closed or self._writer.stopped
+
+    @property
     def latest_seq(self) -> int:
         """The highest committed seq (0 when empty); updated when a commit is reported."""
         return self._latest
+
+    @property
+    def dedupe_window(self) -> int:
+        """How many of the most recently stored messages are recognised when they come again."""
+        return self._dedupe_window
 
     def submit_wire(
         self, server_id: str, messages: list[WireMessage], *, received_at: float | None = None
@@ -395,6 +416,28 @@ class MessageStore:
         self._writer.put(CursorJob(agent, seq, waiter, delivered=delivered))
         await waiter
 
+    async def maintain(self, work: Callable[[sqlite3.Connection], T], *, writes: int = 0) -> T:
+        """Run ``work`` on the writer thread with the write connection, queued behind the
+        writes already submitted, and return what it returns (retention's deletes; see
+        :mod:`switchboard.store.retention`).
+
+        ``work`` runs between two group commits, so ingest waits for it at most once: keep it
+        short (one small transaction) and queue several calls for more. It manages its own
+        transaction; one it left open is rolled back. ``writes`` (about how many bytes it
+        writes) is told to the background checkpointer, so that the writer's own checkpoint
+        does not fall due inside a later commit.
+
+        Raises:
+            StoreError: ``work`` raised (the cause is chained).
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        if self._writer.stopped:
+            raise StoreClosedError("the message store is closed")
+        waiter: asyncio.Future[Any] = self._loop.create_future()
+        self._writer.put(CallJob(work, waiter, writes))
+        return cast(T, await waiter)
+
     async def count(self) -> int:
         """How many messages are stored (a full count; for tests and operations)."""
         self._check_open()
@@ -445,12 +488,17 @@ class MessageStore:
         for job in jobs:
             if isinstance(job, AppendJob) and job.results is not None:
                 written += len(job.body)
+            elif isinstance(job, CallJob):
+                written += job.writes
         self._checkpointer.wrote(written)
 
     def _complete(self, jobs: list[Job[_Waiter]], latest: int) -> None:
         """Runs on the event loop: resolve the group's futures and wake waiters."""
+        refused: StorageUnavailableError | None = None
         for job in jobs:
             waiter = job.waiter
+            if job.error is not None and isinstance(job.error, StorageUnavailableError):
+                refused = job.error
             if isinstance(job, CursorJob) and job.error is None:
                 # committed, even if its caller went away
                 (self._delivered if job.delivered else self._cursors)[job.agent] = job.seq
@@ -460,11 +508,42 @@ class MessageStore:
                 waiter.set_exception(job.error)
             elif isinstance(job, AppendJob):
                 waiter.set_result(job.results)
+            elif isinstance(job, CallJob):
+                waiter.set_result(job.result)
             else:
                 waiter.set_result(None)
+        if refused is not None:
+            self._storage_health(refused.cause)
+        elif self._storage_problem is not None and any(
+            job.error is None and not isinstance(job, CallJob) for job in jobs
+        ):
+            self._storage_health(None)
         if latest > self._latest:
             self._latest = latest
             self._wake_waiters()
+
+    @property
+    def storage_problem(self) -> str | None:
+        """What the storage said when it last refused a write (``database or disk is full``),
+        or None when the latest write succeeded (or none failed)."""
+        return self._storage_problem
+
+    def watch_storage(self, listener: Callable[[str | None], None]) -> None:
+        """Call ``listener`` on the event loop whenever the storage starts refusing writes
+        (with the cause) and when a write succeeds again (with None); once per change."""
+        self._storage_listeners.append(listener)
+
+    def _storage_health(self, problem: str | None) -> None:
+        if problem == self._storage_problem or (
+            problem is not None and self._storage_problem is not None
+        ):
+            return
+        self._storage_problem = problem
+        for listener in self._storage_listeners:
+            try:
+                listener(problem)
+            except Exception:
+                log.exception("storage_listener_failed")
 
     def _wake_waiters(self) -> None:
         event, self._new = self._new, None

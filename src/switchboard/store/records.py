@@ -10,8 +10,10 @@ is the caller's job, so the store never imports :mod:`switchboard.protocol`.
 
 Exception tree::
 
-    StoreError              a write or read did not happen; nothing committed was lost
-     └── StoreClosedError   the store was closed (or its writer stopped) before the call
+    StoreError                  a write or read did not happen; nothing committed was lost
+     ├── StoreClosedError       the store was closed (or its writer stopped) before the call
+     └── StorageUnavailableError  the disk refused the write (full, I/O error, read-only);
+                                 the same write can succeed later, once the cause is fixed
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "AppendResult",
     "IncomingRecord",
+    "StorageUnavailableError",
     "StoreClosedError",
     "StoreError",
     "StoredMessage",
@@ -38,6 +41,20 @@ class StoreError(Exception):
 
 class StoreClosedError(StoreError):
     """The store was used after :meth:`MessageStore.aclose` (or its writer stopped)."""
+
+
+class StorageUnavailableError(StoreError):
+    """The storage under the store refused a write: the disk is full, an I/O error, or the
+    file became read-only. Nothing of the write was committed; the same write can succeed once
+    the cause is fixed (space freed), so callers say "retry later" rather than "invalid".
+
+    Attributes:
+        cause: what SQLite (or the OS) said, e.g. ``database or disk is full``.
+    """
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"storage unavailable: {cause}")
+        self.cause = cause
 
 
 @dataclass(frozen=True, slots=True)

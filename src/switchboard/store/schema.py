@@ -177,6 +177,9 @@ def open_writer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlit
         raise StoreError(f"cannot open message store {os.fspath(path)!r}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # ignored unless the file is new
+        # Lets retention give freed pages back to the file system (switchboard.store.retention).
+        # Also ignored unless the file is new: an older file keeps NONE, and reuses freed pages.
+        conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if str(mode).lower() != "wal":
             raise StoreError(f"cannot put {os.fspath(path)!r} in WAL mode (got {mode!r})")

@@ -46,7 +46,7 @@ from switchboard.store.records import AppendResult, StoreClosedError, StoreError
 from switchboard.store.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
 from switchboard.store.wire import Key, WireMessage, encode_body
 
-__all__ = ["AppendJob", "CursorJob", "GroupWriter", "Job"]
+__all__ = ["AppendJob", "CallJob", "CursorJob", "GroupWriter", "Job"]
 
 log = structlog.get_logger(__name__)
 
@@ -89,7 +89,19 @@ class CursorJob(Generic[W]):
     delivered: bool = False
 
 
-Job: TypeAlias = AppendJob[W] | CursorJob[W]
+@dataclass(slots=True, eq=False)
+class CallJob(Generic[W]):
+    """Maintenance run on the write connection between groups (retention's deletes): ``work``
+    gets the connection, manages its own transaction, and its return value is ``result``."""
+
+    work: Callable[[sqlite3.Connection], object]
+    waiter: W
+    writes: int = 0  # about how many bytes it writes to the WAL (for the checkpointer)
+    result: object = None
+    error: StoreError | None = None
+
+
+Job: TypeAlias = AppendJob[W] | CursorJob[W] | CallJob[W]
 
 
 class GroupWriter(GroupThread["Job[W]"], Generic[W]):
@@ -132,6 +144,17 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
             write_isolated(appends, self._append, label="store")
         if cursors:
             write_isolated(cursors, self._set_cursors, label="store")
+        for job in group:  # maintenance after the group's ingest, one call at a time
+            if isinstance(job, CallJob):
+                write_isolated([job], self._call, label="store")
+
+    def _call(self, jobs: list[CallJob[W]]) -> None:
+        for job in jobs:
+            try:
+                job.result = job.work(self._conn)
+            except BaseException:
+                self._rollback()
+                raise
 
     def _append(self, jobs: list[AppendJob[W]]) -> None:
         index = self._index

@@ -254,6 +254,8 @@ class RefusalLog:
         logger: the connection's bound logger.
         interval: least seconds between two lines for one (kind, method, reason).
         clock: a monotonic clock.
+        notify: told ``(kind, method, reason, count)`` of every refusal counted (the session
+            puts it on the host's event bus); it must not block.
     """
 
     def __init__(
@@ -262,8 +264,10 @@ class RefusalLog:
         *,
         interval: float = DEFAULT_LOG_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        notify: Callable[[str, str, str, int], None] | None = None,
     ) -> None:
         self._log = RateLimitedLog(logger, interval=interval, clock=clock)
+        self._notify = notify
 
     def refuse(self, kind: str, method: str, reason: str, *, count: int = 1, **fields: Any) -> None:
         """Count ``count`` refusals of ``kind``; log them if this reason is due.
@@ -275,6 +279,8 @@ class RefusalLog:
             raise ValueError(f"unknown refusal kind {kind!r}")
         if count <= 0:
             return
+        if self._notify is not None:
+            self._notify(kind, method, reason, count)
         self._log.note(
             (kind, method, reason),
             "connector_refused",

@@ -12,6 +12,12 @@ one :class:`~switchboard.host.events.PushAccepted`).
 
 Every message refused is counted and logged, rate-limited, through the connection's
 :class:`~switchboard.host.connection.diagnostics.RefusalLog` (one series per reason).
+
+Two refusals take the whole batch and acknowledge none of it, so a connector that sends again
+what was not acknowledged loses nothing (docs/operations.md, "Limits" and "Storage failures"):
+a batch past ``max_messages_per_second`` (a token bucket, checked once per batch) gets
+``-32603`` with ``data.reason = "rate-limited"`` and ``retryAfterMs``; a batch the store's disk
+refused gets ``-32603`` with ``data.reason = "storage-unavailable"`` and the ``detail``.
 """
 
 from __future__ import annotations
@@ -24,11 +30,16 @@ import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.host.connection.diagnostics import INCOMING_REFUSED, RefusalLog
+from switchboard.host.connection.limits import (
+    TokenBucket,
+    message_rate_refusal,
+    storage_unavailable_error,
+)
 from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
-from switchboard.store import AppendResult, MessageStore
+from switchboard.store import AppendResult, MessageStore, StorageUnavailableError
 from switchboard.transport import Deferred, ParamProblem, invalid_params
 
 __all__ = ["IncomingHandler"]
@@ -53,7 +64,9 @@ class IncomingHandler:
         clock: Callable[[], float],
         permits: Callable[[str], bool],
         refusals: RefusalLog | None = None,
+        rate: TokenBucket | None = None,
     ) -> None:
+        self._rate = rate
         self._refusals = refusals
         self._server_id = server_id
         self._registry = registry
@@ -66,6 +79,9 @@ class IncomingHandler:
         raw = params.get("messages") if isinstance(params, dict) else None
         if not isinstance(raw, list):
             raise invalid_params(ParamProblem("messages", "must be an array of messages"))
+        rate = self._rate
+        if rate is not None and (wait := rate.take(len(raw))):
+            raise message_rate_refusal(rate.rate, wait)
         results: list[dict[str, Any]] = []
         accepted: list[dict[str, Any]] = []
         verdicts: dict[str, str | None] = {}
@@ -166,7 +182,10 @@ class IncomingHandler:
         sid = self._server_id
 
         async def after_commit() -> dict[str, Any]:
-            stored = await committed
+            try:
+                stored = await committed
+            except StorageUnavailableError as exc:
+                raise storage_unavailable_error(exc.cause) from None
             if not stored[0].duplicate:
                 emit(PushAccepted(sid, message))
             return {"accepted": True}
@@ -208,11 +227,33 @@ async def _ready(value: dict[str, Any]) -> dict[str, Any]:
 def _deferred(
     committed: Awaitable[list[AppendResult]], then: Callable[[list[AppendResult]], dict[str, Any]]
 ) -> Deferred:
-    """Answer once the store committed: from the future's callback when it is one (no task)."""
+    """Answer once the store committed: from the future's callback when it is one (no task).
+
+    A commit the store's disk refused is answered with :func:`storage_unavailable_error`.
+    """
     if asyncio.isfuture(committed):  # cheap; a runtime Protocol check costs ~30 µs here
-        return Deferred.on_future(committed, then)
+        answer: asyncio.Future[list[AppendResult]] = committed.get_loop().create_future()
+
+        def relay(done: asyncio.Future[list[AppendResult]]) -> None:
+            if answer.done():
+                return
+            if done.cancelled():
+                answer.cancel()
+            elif (exc := done.exception()) is None:
+                answer.set_result(done.result())
+            elif isinstance(exc, StorageUnavailableError):
+                answer.set_exception(storage_unavailable_error(exc.cause))
+            else:
+                answer.set_exception(exc)
+
+        committed.add_done_callback(relay)
+        return Deferred.on_future(answer, then)
 
     async def wait() -> dict[str, Any]:
-        return then(await committed)
+        try:
+            stored = await committed
+        except StorageUnavailableError as exc:
+            raise storage_unavailable_error(exc.cause) from None
+        return then(stored)
 
     return Deferred(wait())

@@ -4,7 +4,9 @@ What this module knows (MCPL §14.5; mcpl-protocol.md 4.3-4.5): each descriptor 
 and authorized on its own, against the grant as it stands when the message arrives and the
 configured per-channel narrowing, and the answer has one result per submitted item; a
 ``channels/changed`` Notification cannot carry results, so what it filters out is logged item
-by item; ``channels/list`` answers with this connection's accepted channels only.
+by item; ``channels/list`` answers with this connection's accepted channels only. A new
+channel past the connection's :class:`~switchboard.host.connection.limits.RegistrationLimits`
+(``max_channels``, ``max_registrations_per_second``) is refused item by item with the reason.
 
 What it deliberately does not know: the method gate (the session checks it before calling in),
 readiness, or what happens to a channel after it is registered.
@@ -13,11 +15,14 @@ readiness, or what happens to a channel after it is registered.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import structlog
 
-from switchboard.channels import ChannelRegistry, DescriptorLike, Rejected
+from switchboard.channels import ChannelRef, ChannelRegistry, DescriptorLike, Rejected
+from switchboard.gcpause import gc_paused
+from switchboard.host.connection.limits import RegistrationBudget, RegistrationLimits
 from switchboard.host.events import ChannelsChanged, ChannelsRegistered, EventBus
 from switchboard.protocol import ChangedParams, RegisterParams, validate_descriptors
 from switchboard.protocol.messages import ChannelDescriptor, DescriptorProblem
@@ -38,6 +43,7 @@ class RegistrationHandler:
         events: where :class:`ChannelsRegistered` and :class:`ChannelsChanged` are emitted.
         allows: whether the grant in force allows a capability path, asked per descriptor.
         permits: the per-channel narrowing of the config.
+        limits: the cap on channels and the rate of new registrations; None for neither.
     """
 
     def __init__(
@@ -48,7 +54,9 @@ class RegistrationHandler:
         events: EventBus,
         allows: Callable[[str], bool],
         permits: Callable[[str], bool],
+        limits: RegistrationLimits | None = None,
     ) -> None:
+        self._limits = limits
         self._server_id = server_id
         self._registry = registry
         self._events = events
@@ -63,6 +71,24 @@ class RegistrationHandler:
             return _DENIED
         return None
 
+    def _limited(self) -> tuple[Callable[[DescriptorLike], str | None], RegistrationBudget | None]:
+        """The authorizer of one request: :meth:`_authorize`, then, for a channel this
+        connection has not registered yet, a place within the limits."""
+        limits = self._limits
+        if limits is None:
+            return self._authorize, None
+        server_id, registry, base = self._server_id, self._registry, self._authorize
+        budget = limits.budget(partial(registry.server_size, server_id))
+        admit = budget.admit
+
+        def authorize(descriptor: DescriptorLike) -> str | None:
+            reason = base(descriptor)
+            if reason is not None or registry.get(ChannelRef(server_id, descriptor.id)):
+                return reason  # refused already, or an update: it takes no new place
+            return admit()
+
+        return authorize, budget
+
     @staticmethod
     def _items(raw: list[Any]) -> list[ChannelDescriptor | Rejected]:
         items: list[ChannelDescriptor | Rejected] = []
@@ -75,10 +101,16 @@ class RegistrationHandler:
 
     async def register(self, params: Any) -> dict[str, Any]:
         p = RegisterParams.model_validate(params)
-        change = self._registry.register(
-            self._server_id, self._items(p.channels), authorize=self._authorize
-        )
-        results = [_item(r) for r in change.results]
+        # One pause over validation, registry and answer of a large request: they allocate
+        # long-lived objects that a collection would only walk and promote (issue #14).
+        with gc_paused(len(p.channels) >= _GC_PAUSE_MIN_ITEMS):
+            authorize, budget = self._limited()
+            change = self._registry.register(
+                self._server_id, self._items(p.channels), authorize=authorize
+            )
+            if budget is not None:
+                budget.finish()
+            results = [_item(r) for r in change.results]
         self._events.emit(
             ChannelsRegistered(self._server_id, tuple(r.channel_id for r in change.added))
         )
@@ -90,13 +122,16 @@ class RegistrationHandler:
     async def changed(self, params: Any, *, notification: bool) -> dict[str, Any]:
         p = ChangedParams.model_validate(params)
         removed = p.removed or []  # itemized one by one: a number or a bad item fails alone
+        authorize, budget = self._limited()
         change = self._registry.change(
             self._server_id,
             added=self._items(p.added or []),
             removed=removed,
             updated=self._items(p.updated or []),
-            authorize=self._authorize,
+            authorize=authorize,
         )
+        if budget is not None:
+            budget.finish()
         results = [_item(r) for r in change.results]
         for result, raw in zip(results, removed, strict=False):
             if type(raw) is not str:  # answered with its id as sent (T53): 123, not "123"
@@ -142,6 +177,9 @@ class RegistrationHandler:
     async def list(self, params: Any) -> dict[str, Any]:
         entries = self._registry.server_entries(self._server_id)
         return {"channels": [_descriptor_wire(e.descriptor) for e in entries]}
+
+
+_GC_PAUSE_MIN_ITEMS = 1000
 
 
 def _item(r: Any) -> dict[str, Any]:

@@ -79,6 +79,7 @@ from switchboard.host.connection.diagnostics import (
     log_disabled,
 )
 from switchboard.host.connection.incoming import IncomingHandler
+from switchboard.host.connection.limits import RegistrationLimits, TokenBucket
 from switchboard.host.connection.manifest_diff import Narrowing
 from switchboard.host.connection.manifest_watch import ManifestWatch
 from switchboard.host.connection.publish_request import publish_over
@@ -87,6 +88,7 @@ from switchboard.host.events import (
     ChannelsRemoved,
     ConnectorMcpOnly,
     ConnectorReady,
+    ConnectorRefused,
     EventBus,
     ManifestApplied,
 )
@@ -155,7 +157,7 @@ class ConnectorSession:
         self.enabled_feature_sets: frozenset[str] = frozenset()
         self.disabled_feature_sets: tuple[DisabledFeatureSet, ...] = ()
         self.log = log.bind(server_id=self.server_id)
-        self.refusals = RefusalLog(self.log)
+        self.refusals = RefusalLog(self.log, notify=self._tell_refused)
         self._waiting_for = "the link to open"
         self._registry = registry
         self._store = store
@@ -173,6 +175,13 @@ class ConnectorSession:
             clock=clock,
             permits=self.channel_permitted,
             refusals=self.refusals,
+            rate=(
+                None
+                if config.max_messages_per_second is None
+                else TokenBucket(
+                    config.max_messages_per_second, max(1.0, config.max_messages_per_second)
+                )
+            ),
         )
         self._registration = RegistrationHandler(
             server_id=self.server_id,
@@ -180,6 +189,7 @@ class ConnectorSession:
             events=events,
             allows=self._grant_allows,
             permits=self.channel_permitted,
+            limits=RegistrationLimits(config.max_channels, config.max_registrations_per_second),
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
@@ -207,6 +217,10 @@ class ConnectorSession:
 
     async def wait_ready(self) -> None:
         await self._ready.wait()
+
+    def _tell_refused(self, kind: str, method: str, reason: str, count: int) -> None:
+        """Tell the bus about a refusal the refusal log counted (the status surface shows it)."""
+        self._events.emit(ConnectorRefused(self.server_id, kind, method, reason, count))
 
     def statistics(self) -> RefusalStatistics:
         """What this connection was refused so far, counted (for a status surface)."""
@@ -355,9 +369,17 @@ class ConnectorSession:
         """Emit ``ConnectorReady`` once per connection, when MCPL is in force."""
         if self.state is SessionState.READY and not self._ready_told:
             self._ready_told = True
+            manifest = self.manifest
+            declared = manifest.feature_sets if manifest is not None else {}
             self._events.emit(
                 ConnectorReady(
-                    self.server_id, tuple(sorted(self.grant.leaves())), self.legacy_policy
+                    self.server_id,
+                    tuple(sorted(self.grant.leaves())),
+                    self.legacy_policy,
+                    dialect="mcpl-0.5" if self.compat_reason is None else "mcpl-0.4",
+                    mcpl_version=manifest.version if manifest is not None else None,
+                    enabled=tuple(sorted(self.enabled_feature_sets)),
+                    disabled=tuple(sorted(set(declared) - self.enabled_feature_sets)),
                 )
             )
 
@@ -586,15 +608,17 @@ class ConnectorSession:
         return answer
 
     def _count_rejected(self, method: str, answer: Mapping[str, Any]) -> None:
-        """Count and log each descriptor a register or changed answer refused."""
+        """Count and log the descriptors a register or changed answer refused: one call per
+        reason, with the count and the first channel id (90,000 refused past a limit are one
+        counted line, not 90,000)."""
+        per_reason: dict[str, tuple[int, Any]] = {}
         for item in answer.get("results", ()):
             if not item.get("accepted", True):
-                self.refusals.refuse(
-                    DESCRIPTOR_REJECTED,
-                    method,
-                    str(item.get("reason", "rejected")),
-                    channel_id=item.get("id"),
-                )
+                reason = str(item.get("reason", "rejected"))
+                count, first = per_reason.get(reason, (0, item.get("id")))
+                per_reason[reason] = (count + 1, first)
+        for reason, (count, first) in per_reason.items():
+            self.refusals.refuse(DESCRIPTOR_REJECTED, method, reason, count=count, channel_id=first)
 
     def _log_handshake_timeout(self) -> None:
         """Say which handshake answer never came (the request then fails as it would)."""

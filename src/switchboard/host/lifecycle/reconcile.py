@@ -26,7 +26,9 @@ registration. A connector that advertises the lifecycle but answers ``channels/o
 connection (a compatibility decision, like the notification fallback of publishes).
 
 :meth:`Reconciler.reconcile` runs every channel of a (re)registration that needs a command,
-each on its own queue, concurrently, and reports failures as
+each on its own queue, at most :data:`RECONCILE_CONCURRENCY` at a time (a connector that
+registers 10,000 ``initiallyOpen`` channels gets its opens paced, and the host holds that many
+runs and requests, not 10,000), and reports failures as
 :class:`~switchboard.host.events.LifecycleStep` events.
 
 What it deliberately does not know: how records are decided or admitted (see
@@ -68,9 +70,13 @@ from switchboard.host.lifecycle.errors import (
 from switchboard.host.lifecycle.queue import LifecycleQueue
 from switchboard.transport import METHOD_NOT_FOUND, LinkClosedError, RequestTimeoutError, RpcError
 
-__all__ = ["MAX_CONVERGE_ATTEMPTS", "Reconciler", "RunResult"]
+__all__ = ["MAX_CONVERGE_ATTEMPTS", "RECONCILE_CONCURRENCY", "Reconciler", "RunResult"]
 
 log = structlog.get_logger(__name__)
+
+RECONCILE_CONCURRENCY = 32
+"""The most lifecycle runs (each at most one ``channels/open`` or ``channels/close`` in
+flight) one :meth:`Reconciler.reconcile` call keeps going at once."""
 
 #: Failures that report themselves (or mean the channel is gone): reconcile does not re-report.
 _QUIET = frozenset(
@@ -370,9 +376,15 @@ class Reconciler:
             if entry is not None and self.needs_run(entry):
                 todo.append(ref)
         if todo:
+            pending = iter(todo)
+
+            async def worker() -> None:
+                for ref in pending:  # shared: each ref is taken by one worker
+                    await self.run_quietly(ref)
+
             async with anyio.create_task_group() as tg:
-                for ref in todo:
-                    tg.start_soon(self.run_quietly, ref)
+                for _ in range(min(RECONCILE_CONCURRENCY, len(todo))):
+                    tg.start_soon(worker)
         return len(todo)
 
 

@@ -1,0 +1,91 @@
+"""What retention may never delete, as the host knows it: :class:`RetentionFloor`.
+
+What this module knows (docs/operations.md, "Retention"): the store's retention
+(:mod:`switchboard.store.retention`) deletes only messages at or below a *floor*, the highest seq
+nobody still owes. Here the floor is the least of:
+
+- every agent's acknowledged cursor: the roster's agents (configured and live task agents,
+  attached or not: mail held for an agent with no session is above its cursor) and any agent
+  with a desk. An agent that never acknowledged anything holds the floor at 0;
+- for every tune-out epoch in effect or ended but remembered (its backlog owed, or its range not
+  yet passed by its owner's cursor), the seq at which it began: its backlog is a query of the
+  store, so all of it stays until it is delivered and passed.
+
+Mail (``@mail``) is never deleted at all (see :func:`retention_policy`): numbering of the
+deposits continues from the stored mail after a restart.
+
+What it deliberately does not know: SQL, chunks and schedules (the store's part).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from switchboard.config import StoreConfig
+from switchboard.host.agents.mailmark import MAIL_SERVER
+from switchboard.host.agents.roster import Roster
+from switchboard.host.tuneouts.state import TuneOutState
+from switchboard.store import MessageStore
+from switchboard.store.retention import Floor, RetentionPolicy
+
+__all__ = ["RetentionFloor", "retention_policy"]
+
+
+def retention_policy(config: StoreConfig, *, keep_newest: int) -> RetentionPolicy:
+    """The store's retention policy from ``[store]``: ``retain``, ``max_size`` and
+    ``retention_interval``; the newest ``keep_newest`` messages and all mail always stay."""
+    return RetentionPolicy(
+        retain=config.retain,
+        max_size=None if config.max_size is None else int(config.max_size),
+        interval=config.retention_interval,
+        keep_newest=keep_newest,
+        keep_servers=frozenset({MAIL_SERVER}),
+    )
+
+
+class RetentionFloor:
+    """Answers, at the start of each retention pass, the highest seq nobody still owes.
+
+    Args:
+        store: The message store (the agents' acknowledged cursors).
+        roster: The agents served now.
+        tuneouts: The tune-out epochs in effect and the owed backlogs.
+        desks: The names of agents with a desk (an agent that used a tool).
+    """
+
+    __slots__ = ("_desks", "_roster", "_store", "_tuneouts")
+
+    def __init__(
+        self,
+        *,
+        store: MessageStore,
+        roster: Roster,
+        tuneouts: TuneOutState,
+        desks: Iterable[str],
+    ) -> None:
+        self._store = store
+        self._roster = roster
+        self._tuneouts = tuneouts
+        self._desks = desks
+
+    async def __call__(self) -> Floor:
+        """The floor and what holds it (``agent @name``, ``tune-out <id> of @name``)."""
+        floor = Floor(self._store.latest_seq, "nothing: every message is acknowledged")
+        names = {identity.name for identity in self._roster}
+        names.update(self._desks)
+        for name in sorted(names):
+            cursor = await self._store.get_cursor(name)
+            if cursor < floor.seq:
+                floor = Floor(cursor, f"agent @{name} (acknowledged up to {cursor})")
+        state = self._tuneouts
+        for held in state.book.epochs():
+            start = held.epoch.started_at_sequence or 0
+            if start < floor.seq:
+                floor = Floor(start, f"tune-out {held.epoch.epoch_id} of @{held.epoch.owner}")
+        for owner in state.owed.owners():
+            for settled in state.owed.withholding(owner):
+                if settled.start_seq < floor.seq:
+                    floor = Floor(
+                        settled.start_seq, f"the backlog of tune-out {settled.epoch_id} of @{owner}"
+                    )
+        return floor
