@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import anyio
@@ -33,10 +35,26 @@ from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-from switchboard.agent_http import AgentServers, bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agent_http import (
+    AgentServers,
+    EndpointPlan,
+    bind_endpoint,
+    plan_endpoint,
+    serve_endpoint,
+)
 from switchboard.config import Config, ConfigError
+from switchboard.gcpolicy import apply_server_policy
 from switchboard.host import Switchboard
 from switchboard.host.agents.roster import token_digest
+from switchboard.status_http import (
+    StatusPlan,
+    beside,
+    bind_status,
+    default_hosts,
+    plan_status,
+    serve_status,
+    status_app,
+)
 from switchboard.tools import build_server
 
 __all__ = ["agent_servers", "pick_stdio_agent", "serve", "serve_until_signalled"]
@@ -179,8 +197,63 @@ async def serve(
         ConfigError: the HTTP endpoint cannot be set up (a token file, its address), or
             ``agent`` names no configured agent.
     """
-    endpoint = config.agent
     handles = [entry.handle for entry in config.roster()]
+    status_plan = plan_status(config)
+    status_sock = None if status_plan.own is None else bind_status(*status_plan.own)
+    try:
+        await _serve(config, status_plan, status_sock, on_listening, agent, handles)
+    finally:
+        if status_sock is not None:
+            status_sock.close()
+
+
+def _status_beside(board: Switchboard, status: StatusPlan, plan: EndpointPlan) -> Any:
+    """The wrap that mounts the status surface on the agents' listener."""
+    closed = None
+    if status.token is None and not status.agents_loopback:
+        closed = (
+            "the status surface is off on this listener: it binds beyond loopback and [status] "
+            'has no token; set token = "${SWITCHBOARD_STATUS_TOKEN}" in [status]'
+        )
+        log.warning("status_endpoint_closed", why=closed)
+    app = status_app(board.status, token=status.token, hosts=plan.allowed_hosts, closed=closed)
+    return beside(app)
+
+
+@asynccontextmanager
+async def _own_status(
+    board: Switchboard, status: StatusPlan, sock: socket.socket | None
+) -> AsyncIterator[None]:
+    """Serve the status surface on its own listener (``[status] port``) while inside."""
+    if sock is None or status.own is None:
+        yield
+        return
+    host = status.own[0]
+    app = status_app(board.status, token=status.token, hosts=default_hosts(host))
+    bare = host[1:-1] if host.startswith("[") else host
+    shown = f"[{bare}]" if ":" in bare else bare
+    log.info(
+        "status_endpoint",
+        url=f"http://{shown}:{sock.getsockname()[1]}/status",
+        auth="bearer" if status.token else "none",
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(serve_status, app, sock)
+        try:
+            yield
+        finally:
+            group.cancel_scope.cancel()
+
+
+async def _serve(
+    config: Config,
+    status_plan: StatusPlan,
+    status_sock: socket.socket | None,
+    on_listening: Callable[[str], object] | None,
+    agent: str | None,
+    handles: list[str],
+) -> None:
+    endpoint = config.agent
     if endpoint.transport == "http":
         if agent is not None:
             pick_stdio_agent(config, agent)  # refuses --agent over HTTP
@@ -199,19 +272,27 @@ async def serve(
             if on_listening is not None:
                 on_listening(url)
             level = config.log_level.lower()
-            async with Switchboard.started(config) as board:
+            async with (
+                Switchboard.started(config) as board,
+                _own_status(board, status_plan, status_sock),
+            ):
                 _prove_tokens(board, plan.tokens)
+                log.info("status_endpoint", url=url.rsplit("/", 1)[0] + "/status")
                 await serve_endpoint(
                     agent_servers(board),
                     plan,
                     sock,
                     log_level=level if level in _UVICORN_LEVELS else "info",
+                    wrap=_status_beside(board, status_plan, plan),
                 )
         finally:
             sock.close()
         return
     name = pick_stdio_agent(config, agent)
-    async with Switchboard.started(config) as board:
+    async with (
+        Switchboard.started(config) as board,
+        _own_status(board, status_plan, status_sock),
+    ):
         server = build_server(board, agent=name)
         if endpoint.transport == "stdio":
             log.info("agent_endpoint", transport="stdio", auth="none", agent=f"@{name}")
@@ -222,6 +303,8 @@ async def serve(
 
 async def serve_until_signalled(config: Config, *, agent: str | None = None) -> str | None:
     """Run :func:`serve` until it ends or SIGINT or SIGTERM arrives, then stop it cleanly.
+
+    Applies the collector's server policy first (:mod:`switchboard.gcpolicy`).
 
     Logs one ``shutdown_complete`` line (with the signal's name, or the reason the host ended
     by itself).
@@ -234,6 +317,7 @@ async def serve_until_signalled(config: Config, *, agent: str | None = None) -> 
         ConfigError: as :func:`serve`.
     """
     received: list[str] = []
+    apply_server_policy()  # a long-running server's collector: freeze start-up, fewer runs
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         try:
             async with anyio.create_task_group() as group:

@@ -19,7 +19,14 @@ import orjson
 import pytest
 from anyio.abc import Process
 
+from switchboard.store import MessageStore
 from switchboard.store.schema import create_private
+from tests.integration.crash_support import (
+    StderrWatch,
+    kill_group,
+    spawn_switchboard,
+    write_config,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -162,3 +169,33 @@ def test_an_existing_store_file_and_folder_keep_their_modes(tmp_path: Path) -> N
     create_private(path)
     assert _mode(folder) == 0o750
     assert _mode(path) == 0o640
+
+
+async def test_sigterm_during_a_stream_of_messages_loses_none_the_connector_saw_acknowledged(
+    tmp_path: Path,
+) -> None:
+    store, accepted_file = tmp_path / "stream.sqlite", tmp_path / "accepted.txt"
+    config = write_config(tmp_path / "stream.toml", store, ["stream", str(accepted_file), "5000"])
+    process = await spawn_switchboard(config)
+    watch = StderrWatch(process)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch.run)
+            with anyio.fail_after(60):
+                await watch.until_accepted(40)
+            (connector,) = _children(process.pid)
+            process.send_signal(signal.SIGTERM)  # mid-stream: a request is in flight
+            with anyio.fail_after(30):
+                code = await process.wait()
+    finally:
+        kill_group(process)
+        await process.aclose()
+    assert code == 0, watch.tail
+    assert b"shutdown_complete" in watch.tail, watch.tail
+    assert b"Traceback" not in watch.tail, watch.tail
+    assert _gone(connector)
+    accepted = accepted_file.read_text().split()
+    assert 40 <= len(accepted) < 5000  # stopped mid-stream
+    async with await MessageStore.open(store) as opened:
+        stored = {m.message_id for m in await opened.read(0, 10_000)}
+    assert set(accepted) <= stored, "a message the connector saw acknowledged was lost"

@@ -69,11 +69,15 @@ from switchboard.host.lifecycle.journal import DecisionJournal
 from switchboard.host.lifecycle.queue import DecisionGate
 from switchboard.host.outcome import PublishOutcome
 from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
+from switchboard.host.retention import RetentionFloor, retention_policy
+from switchboard.host.status import HostStatus
+from switchboard.host.storage_watch import StorageWatch
 from switchboard.host.tuneouts.host import TuneOutHost
 from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.host.tuneouts.state import TuneOutState
 from switchboard.store import DecisionLog, MessageStore
 from switchboard.store.leaves import ChannelLeaves
+from switchboard.store.retention import RetentionTask
 from switchboard.transport import Link
 
 log = structlog.get_logger(__name__)
@@ -183,8 +187,31 @@ class Switchboard:
         )
         self._tuneout_inbox = TuneOutInbox(self.tuneouts, router=self.router)
         self._delivery = InboxDelivery(store, self._tuneout_inbox)
+        #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
+        #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
+        self.retention = RetentionTask(
+            store,
+            retention_policy(config.store, keep_newest=store.dedupe_window),
+            RetentionFloor(
+                store=store, roster=self.roster, tuneouts=tuneout_state, desks=self._desks
+            ),
+            clock=clock,
+        )
         self.supervisor = Supervisor(
             registry=registry, sessions=self._session_factory, events=events
+        )
+        #: What an operator sees (``/status``, ``/metrics``, the live page), kept from events.
+        self.status = HostStatus(
+            configs=config.connectors,
+            sessions=self.sessions,
+            registry=registry,
+            desired=self.lifecycle.desired_state,
+            roster=self.roster,
+            attachments=self.attachments,
+            store=store,
+            store_path=str(config.store.path),
+            clock=clock,
+            retention=self.retention.last_pass,
         )
         # -- who follows host events, in this order (see switchboard.host.events)
         self.events.subscribe(log_event)
@@ -192,8 +219,12 @@ class Switchboard:
         self.events.subscribe(self.typing.observe)
         self.events.subscribe(self.lifecycle.observe)
         self.events.subscribe(self.router.observe)
+        self.events.subscribe(self.status.observe)
         if listener is not None:
             self.events.subscribe(listener)
+        #: Storage outages of the message store, told as StorageFailed / StorageRecovered.
+        self.storage_watch = StorageWatch(events)
+        store.watch_storage(self.storage_watch)
 
     # -- agents ------------------------------------------------------------------------------
 
@@ -225,6 +256,7 @@ class Switchboard:
             tg.start_soon(self.lifecycle.run)
             tg.start_soon(self.tuneouts.run_timer)
             tg.start_soon(self.lifetimes.run)
+            tg.start_soon(self.retention.run)
             for connector in self.config.connectors:
                 tg.start_soon(self.supervisor.supervise, connector)
 

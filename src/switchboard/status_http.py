@@ -1,0 +1,644 @@
+"""The operator's status surface over HTTP: health, readiness, status, metrics, the live page.
+
+What this module knows (docs/operations.md, "Status, health and metrics"):
+
+- **Routes** (:func:`status_app`, Starlette): ``/healthz`` (the process answers: 200),
+  ``/readyz`` (200 when :meth:`~switchboard.host.status.HostStatus.readiness` says ready, else
+  503 with the reasons), ``/status`` (the model as JSON), ``/metrics`` (Prometheus text,
+  through ``prometheus_client`` with a registry of its own per app, never the global one),
+  ``/status/page`` with ``/status/page.js`` and ``/status/page.css`` (the live page, package
+  data in ``switchboard/status_page/``) and ``/status/events`` (Server-Sent Events: a new
+  snapshot whenever the model moved, checked every :data:`PUSH_EVERY` seconds).
+- **Where they are served** (:func:`plan_status`): always beside the agents' MCP endpoint when
+  ``[agent] transport = "http"`` (:func:`beside` routes these paths before the agents' bearer
+  check), and on a listener of their own when ``[status] port`` is set.
+- **Who may read them.** ``/healthz`` is always open. With an operator token (``[status]
+  token`` or ``token_file``) every other route needs it: ``Authorization: Bearer <token>``, or
+  the cookie the page sets when opened once as ``/status/page?token=<token>``. Without a token
+  they are open on a loopback listener; on an agents' listener bound beyond loopback they
+  answer 403 saying to set ``[status] token`` (an own listener beyond loopback without a token
+  is refused when the config is loaded). The Host header is checked as the agents' endpoint
+  checks it (DNS rebinding).
+
+What it deliberately does not know: how the host keeps the model, MCP, and the agents' tokens.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import socket
+import stat
+from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+import orjson
+import structlog
+import uvicorn
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sse_starlette import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.responses import (
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+)
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from switchboard.config import Config, ConfigError, is_loopback, token_problem
+from switchboard.host.status import HostStatus
+
+__all__ = [
+    "COOKIE",
+    "PUSH_EVERY",
+    "STATUS_PATHS",
+    "StatusPlan",
+    "StatusUnavailable",
+    "beside",
+    "bind_status",
+    "default_hosts",
+    "fetch_status",
+    "is_status_path",
+    "metrics_registry",
+    "plan_status",
+    "render_tables",
+    "serve_status",
+    "status_app",
+    "status_url",
+]
+
+log = structlog.get_logger(__name__)
+
+#: The paths of the status surface (everything under ``/status/`` too).
+STATUS_PATHS: Final = ("/healthz", "/readyz", "/status", "/metrics")
+
+#: The cookie the page keeps the operator token in (HttpOnly, SameSite=Strict).
+COOKIE: Final = "switchboard_status"
+
+#: Seconds between two checks of the model for the live page's event stream.
+PUSH_EVERY: Final = 0.5
+
+_CONTENT_TYPE_METRICS: Final = "text/plain; version=0.0.4; charset=utf-8"
+
+
+# -- plan ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StatusPlan:
+    """Where the status surface is served and what protects it, decided before binding.
+
+    Attributes:
+        token: The operator token (from ``[status] token`` or ``token_file``), or None.
+        own: ``(host, port)`` of the own listener (``[status] port``), or None.
+        beside_agents: Whether it is also served on the agents' HTTP listener.
+        agents_loopback: Whether the agents' listener binds a loopback address.
+    """
+
+    token: str | None = field(repr=False)
+    own: tuple[str, int] | None
+    beside_agents: bool
+    agents_loopback: bool
+
+
+def _read_token_file(path_text: str) -> str:
+    path = Path(path_text)
+    where = f"[status] token_file = {path_text!r}"
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{where}: it is not a regular file")
+        if os.name == "posix" and info.st_mode & 0o077:
+            raise ConfigError(
+                f"{where}: its mode is {stat.S_IMODE(info.st_mode):o}, so other users may read "
+                f"it; run `chmod 600 {path_text}`"
+            )
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{where}: the file does not exist") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where}: cannot read it: {exc}") from exc
+    problem = token_problem(token)
+    if problem:
+        raise ConfigError(f"{where}: the file does not hold a usable token: {problem}")
+    return token
+
+
+def plan_status(config: Config) -> StatusPlan:
+    """Decide where the status surface is served (see the module docstring).
+
+    Raises:
+        ConfigError: the token file is missing, unreadable, readable by others or unusable.
+    """
+    table = config.status
+    token: str | None = None
+    if table.token is not None:
+        token = table.token.get_secret_value()
+    elif table.token_file is not None:
+        token = _read_token_file(table.token_file)
+    return StatusPlan(
+        token=token,
+        own=None if table.port is None else (table.host, table.port),
+        beside_agents=config.agent.transport == "http",
+        agents_loopback=is_loopback(config.agent.host),
+    )
+
+
+def status_url(config: Config) -> str | None:
+    """The base URL (no path) where ``config``'s status surface answers, or None when it has
+    no listener a client can find (none configured, or only ``port = 0``)."""
+    table = config.status
+    if table.port:
+        return f"http://{_url_host(table.host)}:{table.port}"
+    if config.agent.transport == "http" and config.agent.port:
+        return f"http://{_url_host(config.agent.host)}:{config.agent.port}"
+    return None
+
+
+def _url_host(host: str) -> str:
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if bare in ("", "0.0.0.0"):
+        return "127.0.0.1"
+    if bare == "::":
+        return "[::1]"
+    return f"[{bare}]" if ":" in bare else bare
+
+
+def default_hosts(host: str) -> tuple[str, ...]:
+    """The Host header values a listener on ``host`` answers to (as the agents' endpoint)."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    names = [f"[{bare}]" if ":" in bare else bare]
+    if bare in ("127.0.0.1", "::1"):
+        names.append("localhost")
+    elif bare.lower() == "localhost":
+        names += ["127.0.0.1", "[::1]"]
+    return tuple(form for name in names for form in (name, f"{name}:*"))
+
+
+def _host_allowed(value: str, allowed: Sequence[str]) -> bool:
+    for entry in allowed:
+        if value == entry:
+            return True
+        if entry.endswith(":*"):
+            stem = entry[:-1]
+            if value.startswith(stem) and value[len(stem) :].isdigit():
+                return True
+    return False
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+
+class _StatusCollector(Collector):
+    """Reads the model at scrape time: nothing is counted twice, nothing per event."""
+
+    def __init__(self, model: HostStatus) -> None:
+        self._model = model
+
+    def collect(self) -> list[Metric]:
+        snap = self._model.snapshot(channel_limit=0)
+        up = GaugeMetricFamily(
+            "switchboard_connector_up", "1 when the connector is connected", labels=["connector"]
+        )
+        state = GaugeMetricFamily(
+            "switchboard_connector_state",
+            "1 for the connector's current state",
+            labels=["connector", "state"],
+        )
+        channels = GaugeMetricFamily(
+            "switchboard_connector_channels", "channels registered", labels=["connector"]
+        )
+        restarts = CounterMetricFamily(
+            "switchboard_connector_restarts", "restarts scheduled", labels=["connector"]
+        )
+        messages = CounterMetricFamily(
+            "switchboard_messages_received",
+            "messages and push events accepted into the store",
+            labels=["connector"],
+        )
+        publishes = CounterMetricFamily(
+            "switchboard_publishes", "agents' publishes by outcome", labels=["connector", "outcome"]
+        )
+        refusals = CounterMetricFamily(
+            "switchboard_connector_refusals",
+            "refusals the host gave the connector",
+            labels=["connector"],
+        )
+        for c in snap["connectors"]:
+            cid = c["id"]
+            up.add_metric([cid], 1.0 if c["state"] == "connected" else 0.0)
+            state.add_metric([cid, c["state"]], 1.0)
+            channels.add_metric([cid], float(c["channels"]))
+            restarts.add_metric([cid], float(c["restarts"]))
+            messages.add_metric([cid], float(c["messages_in"]))
+            for outcome, count in sorted(c["publishes"].items()):
+                publishes.add_metric([cid, outcome], float(count))
+            refusals.add_metric([cid], float(c["refusals"]))
+        agents = GaugeMetricFamily(
+            "switchboard_agent_sessions", "sessions attached per agent", labels=["agent"]
+        )
+        for a in snap["agents"]:
+            agents.add_metric([a["handle"]], float(a["sessions"]))
+        store = snap["store"]
+        store_bytes = GaugeMetricFamily(
+            "switchboard_store_bytes", "bytes of the store's files", labels=["file"]
+        )
+        store_bytes.add_metric(["db"], float(store["file_bytes"]))
+        store_bytes.add_metric(["wal"], float(store["wal_bytes"]))
+        backlog = GaugeMetricFamily(
+            "switchboard_store_write_backlog", "write jobs queued and not yet taken (lag)"
+        )
+        backlog.add_metric([], float(store["write_backlog"]))
+        latest = GaugeMetricFamily("switchboard_store_latest_seq", "highest committed seq")
+        latest.add_metric([], float(store["latest_seq"]))
+        ready = GaugeMetricFamily("switchboard_ready", "1 when /readyz answers 200")
+        ready.add_metric([], 1.0 if snap["ready"] else 0.0)
+        return [
+            up,
+            state,
+            channels,
+            restarts,
+            messages,
+            publishes,
+            refusals,
+            agents,
+            store_bytes,
+            backlog,
+            latest,
+            ready,
+        ]
+
+
+def metrics_registry(model: HostStatus) -> CollectorRegistry:
+    """A registry of its own (never the global one) that reads ``model`` at each scrape."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_StatusCollector(model))
+    return registry
+
+
+# -- the app ---------------------------------------------------------------------------------
+
+
+def _asset(name: str) -> bytes:
+    return resources.files("switchboard").joinpath("status_page", name).read_bytes()
+
+
+def _json(body: Any, status_code: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status_code, media_type="application/json")
+
+
+class _Guard:
+    """Host header first, then the operator token (``/healthz`` needs only the Host check)."""
+
+    def __init__(
+        self, app: ASGIApp, *, token: str | None, closed: str | None, hosts: Sequence[str]
+    ) -> None:
+        self._app = app
+        self._token = token
+        self._closed = closed
+        self._hosts = tuple(hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
+        if not _host_allowed(host, self._hosts):
+            answer: Response = PlainTextResponse(
+                f"Host {host!r} is not one this Switchboard answers to", status_code=421
+            )
+            await answer(scope, receive, send)
+            return
+        path: str = scope["path"]
+        if path == "/healthz":
+            await self._app(scope, receive, send)
+            return
+        if self._closed is not None:
+            await PlainTextResponse(self._closed, status_code=403)(scope, receive, send)
+            return
+        if self._token is None or self._proven(scope, headers):
+            await self._app(scope, receive, send)
+            return
+        if path == "/status/page":
+            given = Request(scope).query_params.get("token")
+            if given is not None and hmac.compare_digest(given.encode(), self._token.encode()):
+                answer = RedirectResponse("/status/page", status_code=303)
+                answer.set_cookie(COOKIE, self._token, httponly=True, samesite="strict", path="/")
+                await answer(scope, receive, send)
+                return
+        answer = JSONResponse(
+            {
+                "error": "unauthorized",
+                "error_description": "the status surface needs the operator token: send "
+                "`Authorization: Bearer <token>` with [status] token (or open the page once as "
+                "/status/page?token=<token>)",
+            },
+            status_code=401,
+            headers={"WWW-Authenticate": 'Bearer realm="switchboard-status"'},
+        )
+        await answer(scope, receive, send)
+
+    def _proven(self, scope: Scope, headers: Headers) -> bool:
+        assert self._token is not None
+        expected = self._token.encode()
+        given = headers.get("authorization", "")
+        if given.startswith("Bearer ") and hmac.compare_digest(given[7:].encode(), expected):
+            return True
+        cookie = Request(scope).cookies.get(COOKIE)
+        return cookie is not None and hmac.compare_digest(cookie.encode(), expected)
+
+
+def status_app(
+    model: HostStatus,
+    *,
+    token: str | None,
+    hosts: Sequence[str],
+    closed: str | None = None,
+    push_every: float = PUSH_EVERY,
+) -> ASGIApp:
+    """The status surface's ASGI app over ``model`` (see the module docstring).
+
+    Args:
+        token: the operator token every route but ``/healthz`` needs, or None.
+        hosts: the Host header values it answers to (``name``, ``name:port``, ``name:*``).
+        closed: when given, every route but ``/healthz`` answers 403 with this text (an agents'
+            listener beyond loopback without an operator token).
+        push_every: seconds between two checks of the model for ``/status/events``.
+    """
+    registry = metrics_registry(model)
+
+    async def healthz(_request: Request) -> Response:
+        return _json({"alive": True})
+
+    async def readyz(_request: Request) -> Response:
+        readiness = model.readiness()
+        return _json(
+            {"ready": readiness.ready, "reasons": list(readiness.reasons)},
+            200 if readiness.ready else 503,
+        )
+
+    async def status(_request: Request) -> Response:
+        return _json(model.snapshot())
+
+    async def metrics(_request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=_CONTENT_TYPE_METRICS)
+
+    def asset(name: str, media_type: str) -> Callable[[Request], Any]:
+        async def serve(_request: Request) -> Response:
+            return Response(
+                _asset(name),
+                media_type=media_type,
+                headers={
+                    "Cache-Control": "no-store",
+                    "Content-Security-Policy": "default-src 'self'; object-src 'none'; "
+                    "base-uri 'none'; frame-ancestors 'none'",
+                    "X-Content-Type-Options": "nosniff",
+                },
+            )
+
+        return serve
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            last = -1
+            while not await request.is_disconnected():
+                if model.version != last:
+                    last = model.version
+                    yield {"event": "status", "data": orjson.dumps(model.snapshot()).decode()}
+                await anyio.sleep(push_every)
+
+        return EventSourceResponse(stream(), ping=15, send_timeout=10)
+
+    app = Starlette(
+        routes=[
+            Route("/healthz", healthz),
+            Route("/readyz", readyz),
+            Route("/status", status),
+            Route("/metrics", metrics),
+            Route("/status/events", events),
+            Route("/status/page", asset("page.html", "text/html; charset=utf-8")),
+            Route("/status/page.js", asset("page.js", "text/javascript; charset=utf-8")),
+            Route("/status/page.css", asset("page.css", "text/css; charset=utf-8")),
+        ]
+    )
+    return _Guard(app, token=token, closed=closed, hosts=hosts)
+
+
+def is_status_path(path: str) -> bool:
+    """Whether ``path`` belongs to the status surface."""
+    return path in STATUS_PATHS or path.startswith("/status/")
+
+
+def beside(status: ASGIApp) -> Callable[[ASGIApp], ASGIApp]:
+    """Wrap another app (the agents' endpoint) so that the status paths reach ``status``;
+    everything else (and the lifespan) goes to the other app."""
+
+    def wrap(other: ASGIApp) -> ASGIApp:
+        async def app(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http" and is_status_path(scope["path"]):
+                await status(scope, receive, send)
+            else:
+                await other(scope, receive, send)
+
+        return app
+
+    return wrap
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: the caller owns SIGINT and SIGTERM."""
+
+    @contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def bind_status(host: str, port: int) -> socket.socket:
+    """A listening socket for the own status listener (port 0: any free port).
+
+    Raises:
+        ConfigError: the address cannot be bound (in use, not local, unknown name).
+    """
+    where = f"[status] host = {host!r}, port = {port}"
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        infos = socket.getaddrinfo(
+            bare or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+        family, kind, proto, _, address = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot listen there: {exc}") from exc
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(64)
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"{where}: cannot listen there: {exc}; choose another port or address"
+        ) from exc
+    return sock
+
+
+async def serve_status(app: ASGIApp, sock: socket.socket, *, log_level: str = "warning") -> None:
+    """Serve the status app on the bound ``sock`` until cancelled, then stop uvicorn."""
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+    server = _QuietServer(config)
+
+    async def run(done: Callable[[], None]) -> None:
+        with anyio.CancelScope(shield=True):
+            await server.serve(sockets=[sock])
+        done()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run, group.cancel_scope.cancel)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            server.should_exit = True
+
+
+# -- the command line's view -----------------------------------------------------------------
+
+
+class StatusUnavailable(Exception):
+    """``switchboard status`` found nothing to ask, or nothing answered."""
+
+
+def fetch_status(config: Config, *, timeout: float = 5.0) -> dict[str, Any]:
+    """GET ``/status`` of the host ``config`` describes (with the operator token if any).
+
+    Raises:
+        StatusUnavailable: no status listener is configured, or nothing answered there.
+        ConfigError: the token file cannot be read.
+    """
+    import urllib.error
+    import urllib.request
+
+    base = status_url(config)
+    if base is None:
+        raise StatusUnavailable(
+            "this config has no status listener a client can find: set [status] port (or run "
+            '[agent] transport = "http" on a fixed port)'
+        )
+    plan = plan_status(config)
+    request = urllib.request.Request(base + "/status")
+    if plan.token is not None:
+        request.add_header("Authorization", f"Bearer {plan.token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            body: dict[str, Any] = orjson.loads(answer.read())
+            return body
+    except urllib.error.HTTPError as exc:
+        raise StatusUnavailable(
+            f"{base}/status answered {exc.code}: {exc.read().decode(errors='replace')[:300]}"
+        ) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise StatusUnavailable(
+            f"nothing answers at {base}/status ({reason}); is `switchboard run` running with "
+            "this config?"
+        ) from exc
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = [[str(h) for h in headers]] + [
+        ["" if v is None else str(v).replace("\n", " ") for v in row] for row in rows
+    ]
+    widths = [min(60, max(len(row[i]) for row in cells)) for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                (v if len(v) <= w else v[: w - 1] + "…").ljust(w)
+                for v, w in zip(row, widths, strict=True)
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def render_tables(snap: Mapping[str, Any]) -> str:
+    """``/status`` as the plain-text tables ``switchboard status`` prints."""
+    ready = "ready" if snap["ready"] else "NOT READY: " + "; ".join(snap["not_ready"])
+    parts = [f"Switchboard: {ready} (up {snap['uptime']:.0f} s)", "", "Connectors"]
+    parts.append(
+        _table(
+            [
+                "connector",
+                "state",
+                "pid",
+                "dialect",
+                "channels",
+                "restarts",
+                "in",
+                "refusals",
+                "last error",
+                "last refusal",
+            ],
+            [
+                [
+                    c["id"],
+                    c["state"],
+                    c["pid"],
+                    c["dialect"],
+                    c["channels"],
+                    c["restarts"],
+                    c["messages_in"],
+                    c["refusals"],
+                    c["last_error"],
+                    c["last_refusal"],
+                ]
+                for c in snap["connectors"]
+            ],
+        )
+    )
+    parts += ["", "Agents"]
+    parts.append(
+        _table(["agent", "sessions"], [[a["handle"], a["sessions"]] for a in snap["agents"]])
+    )
+    store = snap["store"]
+    parts += ["", "Store", store["path"]]
+    parts.append(
+        _table(
+            ["bytes", "wal bytes", "write backlog", "latest seq"],
+            [
+                [
+                    store["total_bytes"],
+                    store["wal_bytes"],
+                    store["write_backlog"],
+                    store["latest_seq"],
+                ]
+            ],
+        )
+    )
+    traffic = snap["traffic"]
+    parts += ["", "Traffic"]
+    parts.append(
+        _table(
+            ["messages in", "publishes out", "refusals"],
+            [[traffic["messages_in"], traffic["publishes_out"], traffic["refusals"]]],
+        )
+    )
+    return "\n".join(parts)
