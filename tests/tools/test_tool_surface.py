@@ -88,7 +88,7 @@ class _Untouched:
     def watch_connector_tools(self, listener: Any) -> None:
         return None
 
-    def watch_inbox(self, listener: Any) -> None:
+    def watch_inbox(self, listener: Any, details: Any = None) -> None:
         return None
 
 

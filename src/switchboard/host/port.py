@@ -271,10 +271,19 @@ class AgentPort(Protocol):
         wake and marks nothing delivered; owed tune-out backlogs are not shown."""
         ...
 
-    def watch_inbox(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
+    def watch_inbox(
+        self,
+        listener: Callable[[Sequence[Arrival]], None],
+        details: Callable[[], bool] | None = None,
+    ) -> None:
         """Call ``listener`` with each batch of messages committed for the agent, in commit
         order (what a tune-out in effect diverts is left out). It runs inside the host's
-        event bus: it must not block. It is called for as long as the host runs."""
+        event bus: it must not block. It is called for as long as the host runs.
+
+        ``details``, when given, is asked before each batch whether the listener wants the
+        messages: while it answers False the listener is told only *that* a batch for the
+        agent arrived (an empty sequence), which costs one routing check per batch rather
+        than one :class:`Arrival` per message (the ingest hot path, issue #14)."""
         ...
 
     # -- lifecycle --------------------------------------------------------------------------

@@ -130,7 +130,9 @@ class InboxPush:
         self._serving = 0
         self._sending = anyio.Lock()
         self._wake: anyio.Event | None = None
-        port.watch_inbox(self.arrived)
+        self._changed = False
+        """Arrivals came while no connection took channel notifications."""
+        port.watch_inbox(self.arrived, self._wants_messages)
 
     # -- the host side (never blocks) -----------------------------------------------------
 
@@ -139,7 +141,12 @@ class InboxPush:
         event bus, so it only queues)."""
         if not self._serving:
             return
-        self._queue.extend(arrivals)
+        if not self._sessions or not arrivals:
+            # No connection takes channel notifications: only "the inbox changed" is owed
+            # (one resource update per drain), so no per-message work is queued.
+            self._changed = True
+        else:
+            self._queue.extend(arrivals)
         dropped = len(self._queue) - MAX_QUEUED
         if dropped > 0:
             for _ in range(dropped):
@@ -148,6 +155,11 @@ class InboxPush:
         if self._wake is not None:
             self._wake.set()
             self._wake = None
+
+    def _wants_messages(self) -> bool:
+        """Whether arrivals are wanted one by one: only while a connection takes channel
+        notifications (else one "the inbox changed" per batch is all that is owed)."""
+        return bool(self._serving and self._sessions)
 
     # -- the MCP side ---------------------------------------------------------------------
 
@@ -244,8 +256,9 @@ class InboxPush:
             await wake.wait()
 
     async def _drain(self) -> None:
-        if not self._queue:
+        if not self._queue and not self._changed:
             return
+        self._changed = False
         while self._queue:
             arrival = self._queue.popleft()
             params = channel_params(self._port, arrival)

@@ -109,11 +109,11 @@ from switchboard.host.port import (
     TypingIn,
     message_text,
 )
-from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
+from switchboard.host.refusal import Refusal, RefusalKind, name_refusal, storage_refusal
 from switchboard.host.tuneouts.host import StartedTuneOut
 from switchboard.host.tuneouts.inbox import TuneOutInbox
 from switchboard.host.tuneouts.records import diverts_at_all
-from switchboard.store import StoredMessage, StoreError
+from switchboard.store import StorageUnavailableError, StoredMessage, StoreError
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["TUNE_OUT", "BoardPort", "agent_port"]
@@ -218,14 +218,17 @@ class BoardPort:
         desk = self._desk
         context: list[dict[str, Any]] = []
         async with desk.reading:
-            read = await board.read_inbox(
-                desk.name,
-                after=after,
-                reader=self._reader if reader is None else reader,
-                wait_seconds=wait_seconds,
-                limit=limit,
-                budget=budget,
-            )
+            try:
+                read = await board.read_inbox(
+                    desk.name,
+                    after=after,
+                    reader=self._reader if reader is None else reader,
+                    wait_seconds=wait_seconds,
+                    limit=limit,
+                    budget=budget,
+                )
+            except StorageUnavailableError as exc:  # a cursor or delivered mark not written
+                raise storage_refusal(exc.cause, "this read") from None
             if read.messages:
                 turn = desk.begin_turn(read.messages, board.registry)
                 log.debug("turn_began", agent=desk.name, turn=turn.number, locus=turn.locus.source)
@@ -267,8 +270,12 @@ class BoardPort:
                 owed.append(m)
         return owed[:limit]
 
-    def watch_inbox(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
-        self._board.events.subscribe(_InboxWatch(self._board, self.agent, listener))
+    def watch_inbox(
+        self,
+        listener: Callable[[Sequence[Arrival]], None],
+        details: Callable[[], bool] | None = None,
+    ) -> None:
+        self._board.events.subscribe(_InboxWatch(self._board, self.agent, listener, details))
         self._board.router.watch(self.agent, _MailWatch(listener))
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -694,14 +701,19 @@ class _InboxWatch:
     """A host event listener that tells ``listener`` of the messages committed for ``agent``
     (a tune-out in effect that diverts one leaves it out; push events are never diverted)."""
 
-    __slots__ = ("_agent", "_board", "_listener")
+    __slots__ = ("_agent", "_board", "_details", "_listener")
 
     def __init__(
-        self, board: Switchboard, agent: str, listener: Callable[[Sequence[Arrival]], None]
+        self,
+        board: Switchboard,
+        agent: str,
+        listener: Callable[[Sequence[Arrival]], None],
+        details: Callable[[], bool] | None = None,
     ) -> None:
         self._board = board
         self._agent = agent
         self._listener = listener
+        self._details = details
 
     def __call__(self, event: HostEvent) -> None:
         agent = self._agent
@@ -710,6 +722,14 @@ class _InboxWatch:
                 book = self._board.tuneouts.book
                 router = self._board.router
                 routed = (m for m in messages if router.routes_wire(agent, sid, m))
+                if self._details is not None and not self._details():
+                    # Only *that* something arrived is wanted: stop at the first message.
+                    for m in routed:
+                        cid = str(m.get("channelId") or "")
+                        if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:
+                            self._listener(())
+                            return
+                    return
                 arrivals = [
                     a
                     for a in map(partial(_arrival, sid), routed)
