@@ -29,6 +29,12 @@ request, and its server is stopped once its requests in flight are answered (che
 sessions and their streams (their ids then answer 404). A 2026-era client that speaks without
 sessions is served per request and touches its agent, but never attaches.
 
+What a session costs is kept small (docs/operations.md, "Many agents"): a POST is answered with
+one JSON body, not a one-event SSE stream (the SDK's ``json_response``; server messages that
+are not answers go on the session's GET stream), and after each POST the session's message
+router is handed a response to an id no request has, so that it lets go of the last answer it
+routed (:meth:`_CountedSessions.release`). uvicorn parses HTTP with ``httptools``.
+
 :func:`serve_endpoint` listens on a socket bound by :func:`bind_endpoint` and runs the app with
 uvicorn until cancelled. Refusals are logged rate-limited (first one in full, then counts).
 
@@ -44,8 +50,9 @@ import hmac
 import os
 import socket
 import stat
+import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
@@ -62,9 +69,11 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from mcp.server.auth.provider import AccessToken
 from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http import StreamableHTTPServerTransport
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCResponse
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware.authentication import AuthenticationMiddleware
@@ -337,6 +346,18 @@ def _matches(value: str, allowed: Sequence[str]) -> bool:
     return False
 
 
+#: What a session's message router is handed so that it drops the last message it routed: a
+#: response to an id no request has (random, so no client's request id can be it; see
+#: :meth:`_CountedSessions.release`).
+_RELEASE: Final = SessionMessage(
+    JSONRPCResponse(jsonrpc="2.0", id=f"switchboard-release-{uuid.uuid4().hex}", result={})
+)
+
+
+#: Seconds :meth:`_CountedSessions.release` waits for a session's router to take the release.
+_RELEASE_WAIT: Final = 1.0
+
+
 class _CountedSessions(StreamableHTTPSessionManager):
     """The SDK's session manager for one agent, telling :class:`SessionHooks` of its sessions.
 
@@ -353,7 +374,9 @@ class _CountedSessions(StreamableHTTPSessionManager):
         hooks: SessionHooks | None,
         security: TransportSecuritySettings,
     ) -> None:
-        super().__init__(app=server._lowlevel_server, security_settings=security)
+        super().__init__(
+            app=server._lowlevel_server, security_settings=security, json_response=True
+        )
         self._agent = agent
         self._hooks = hooks
         self._live: set[str] = set()
@@ -374,6 +397,26 @@ class _CountedSessions(StreamableHTTPSessionManager):
     ) -> None:
         self._forget(session_id)
         await super()._discard_session(session_id, transport)
+
+    async def release(self, session_id: str | None) -> None:
+        """Let session ``session_id``'s message router drop the last message it routed.
+
+        The SDK's router (``StreamableHTTPServerTransport.connect``) keeps the last message it
+        routed in its loop variables until the next one arrives, so an idle session holds its
+        last answer: after a client's ``tools/list``, about 200 KB of schema dicts. A response
+        to an id no request has takes its place; the router finds no stream for it and drops it
+        (it logs that at DEBUG; with an event store it would store it, and the endpoint has none).
+        """
+        transport = None if session_id is None else self._server_instances.get(session_id)
+        stream = None if transport is None else transport._write_stream
+        if stream is None or transport is None or transport.is_terminated:
+            return
+        # Bounded: a router held up (a full GET stream) keeps its message a while longer.
+        with (
+            anyio.move_on_after(_RELEASE_WAIT),
+            suppress(anyio.BrokenResourceError, anyio.ClosedResourceError),
+        ):
+            await stream.send(_RELEASE)
 
     def forget_all(self) -> None:
         """Detach every session still counted (the manager stopped)."""
@@ -438,6 +481,9 @@ class _AgentApps:
             await served.manager.handle_request(scope, receive, send)
         finally:
             served.busy -= counted
+        if scope.get("method") == "POST":
+            session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+            await served.manager.release(session_id)
         return True
 
     async def _for(self, name: str) -> _Served | None:
@@ -673,16 +719,23 @@ async def serve_endpoint(
     sock: socket.socket,
     *,
     log_level: str = "info",
+    wrap: Callable[[ASGIApp], ASGIApp] | None = None,
 ) -> None:
     """Serve ``servers`` on ``sock`` until cancelled, then stop uvicorn gracefully.
+
+    ``wrap``, when given, wraps the endpoint's app (``serve`` mounts the status surface so).
 
     Raises:
         RuntimeError: the app did not start (uvicorn has logged why).
     """
+    app = endpoint_app(servers, plan)
     config = uvicorn.Config(
-        endpoint_app(servers, plan),
+        app if wrap is None else wrap(app),
         log_config=None,
         log_level=log_level.lower(),
+        # The C parser (httptools): Switchboard's CPU per inbox call is about a third lower
+        # than with the pure-Python h11 (2.5 against 3.8 ms, bench/bench_agents.py's clients).
+        http="httptools",
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
