@@ -80,7 +80,13 @@ from switchboard.channels.prose.route import (
     TargetCheck,
 )
 from switchboard.channels.prose.stream import Piece, StreamingRouter
-from switchboard.channels.records import Authorizer, ChannelEntry, ItemResult, RegistryChange
+from switchboard.channels.records import (
+    Authorizer,
+    BatchAuthorizer,
+    ChannelEntry,
+    ItemResult,
+    RegistryChange,
+)
 from switchboard.channels.ref import ChannelRef, qualified_name
 from switchboard.channels.registry import ChannelRegistry
 from switchboard.channels.tuneouts.epochs import TuneOutBook, TuneOutTerms
@@ -98,6 +104,7 @@ __all__ = [
     "AmbiguousName",
     "Append",
     "Authorizer",
+    "BatchAuthorizer",
     "Caller",
     "ChannelEntry",
     "ChannelFacts",

@@ -12,12 +12,13 @@ What it deliberately does not know: what the keys mean or how they were normaliz
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TypeAlias
 
 from switchboard.channels.records import ChannelEntry
 from switchboard.channels.ref import ChannelRef
 
-__all__ = ["Bucket", "Index", "add", "discard", "find", "grow"]
+__all__ = ["Bucket", "Index", "add", "add_many", "discard", "find", "grow"]
 
 Bucket: TypeAlias = ChannelEntry | dict[ChannelRef, ChannelEntry]
 Index: TypeAlias = dict[str, Bucket]
@@ -30,6 +31,27 @@ def add(index: Index, key: str, entry: ChannelEntry) -> None:
         index[key] = entry
     else:
         grow(index, key, held, entry)
+
+
+def add_many(index: Index, keys: list[str], entries: Sequence[ChannelEntry]) -> None:
+    """:func:`add` each entry under its key, in order.
+
+    The common case of a large registration, keys new to the index and distinct, is one
+    C-level ``dict.update``; anything else goes key by key.
+    """
+    before = len(index)
+    if index.keys().isdisjoint(keys):
+        index.update(zip(keys, entries, strict=True))
+        if len(index) == before + len(keys):
+            return
+        for key in keys:  # a key twice in the batch: undo, then key by key
+            index.pop(key, None)
+    for key, entry in zip(keys, entries, strict=True):
+        held = index.get(key)
+        if held is None:
+            index[key] = entry
+        else:
+            grow(index, key, held, entry)
 
 
 def grow(index: Index, key: str, held: Bucket, entry: ChannelEntry) -> None:

@@ -49,8 +49,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
+from operator import attrgetter, eq, methodcaller
 
-from switchboard.channels.buckets import Index, add, discard, find, grow
+from switchboard.channels.buckets import Index, add, add_many, discard, find, grow
 from switchboard.channels.descriptor import (
     DescriptorLike,
     bare_label_key,
@@ -64,6 +67,41 @@ from switchboard.channels.ref import ChannelRef
 __all__ = ["ChannelIndex", "IndexStatistics"]
 
 _EMPTY: Mapping[str, ChannelEntry] = {}
+_new_ref = partial(tuple.__new__, ChannelRef)
+_label = attrgetter("label")
+_address = attrgetter("address")
+_metadata = attrgetter("metadata")
+_drop_hash = methodcaller("removeprefix", "#")
+_ends_in_paren = methodcaller("endswith", ")")
+
+
+_channel_id_of = methodcaller("get", "channelId")
+
+
+def _raw_ids(addresses: list[Mapping[str, object] | None]) -> list[str | None]:
+    """:func:`raw_channel_id` of each address; in C when every address is a dict whose
+    ``channelId`` is a non-empty string or absent."""
+    if set(map(type, addresses)) == {dict}:
+        raws = list(map(_channel_id_of, addresses))
+        if set(map(type, raws)) <= _STR_OR_NONE and "" not in raws:
+            return raws
+    return [raw_channel_id(a) if a else None for a in addresses]
+
+
+_STR_OR_NONE = frozenset((str, type(None)))
+
+
+def _plain_label_keys(labels: list[str]) -> list[str] | None:
+    """:func:`label_key` of every label, computed in C, when each gives one key and no bare
+    key (no label is empty, or just ``"#"``, or ends in ``")"``); else None."""
+    if set(map(type, labels)) != {str} or "" in labels:
+        return None
+    keys = list(map(str.casefold, map(_drop_hash, labels)))
+    if "" in keys or any(map(_ends_in_paren, keys)):
+        return None
+    if any(map(eq, keys, labels)):  # keep no copy of an already-normal label
+        keys = [label if key == label else key for key, label in zip(keys, labels, strict=True)]
+    return keys
 
 
 def _label_key_of(entry: ChannelEntry) -> str | None:
@@ -123,17 +161,114 @@ class ChannelIndex:
         return old
 
     def register_many(
-        self, server_id: str, descriptors: Sequence[DescriptorLike], first_serial: int
+        self,
+        server_id: str,
+        descriptors: Sequence[DescriptorLike],
+        first_serial: int,
+        ids: list[str] | None = None,
     ) -> list[ChannelRef]:
         """Store a new entry for each descriptor of ``server_id`` (ids already validated).
 
         The bulk path of a large ``channels/register``: the same effect as :meth:`put` of
         ``ChannelEntry(ref, descriptor, False, first_serial + i, raw id)`` for each descriptor
-        in order, with the common case (every key new) inlined and locals bound once.
+        in order. When the batch's ids are distinct and new to this server (a first
+        registration), every derived key is computed first and each index takes its keys in
+        one C-level update (:func:`~switchboard.channels.buckets.add_many`); otherwise the
+        descriptors are stored one by one.
+
+        Args:
+            server_id: The registering connection.
+            descriptors: The descriptors to store, in order.
+            first_serial: The registration serial of the first one.
+            ids: ``[d.id for d in descriptors]``, when the caller has it already.
 
         Returns:
             The refs of the new entries, in order.
         """
+        if ids is None:
+            ids = [d.id for d in descriptors]
+        if not ids:
+            return []
+        channels = self._servers.get(server_id)
+        if channels is not None and not channels.keys().isdisjoint(ids):
+            return self._register_each(server_id, descriptors, first_serial)
+        size = len(ids)
+        # Everything derived first: nothing below the first update can fail half-way.
+        refs = list(map(_new_ref, zip(repeat(server_id, size), ids, strict=True)))
+        raws: list[str | None] | None = None
+        addresses = list(map(_address, descriptors))
+        if any(addresses):
+            raws = _raw_ids(addresses)
+        entries = list(
+            map(
+                ChannelEntry,
+                refs,
+                descriptors,
+                repeat(False, size),
+                range(first_serial, first_serial + size),
+                repeat(None, size) if raws is None else raws,
+            )
+        )
+        labels = list(map(_label, descriptors))
+        keyed = _plain_label_keys(labels)
+        if keyed is not None:
+            label_keys, label_entries = keyed, entries
+        else:
+            label_keys, label_entries = self._label_keys(labels, entries)
+        dms = [e for e, m in zip(entries, map(_metadata, descriptors), strict=True) if m]
+        # One update of the server's channels also tells whether the ids are distinct.
+        if channels is None:
+            channels = self._open_server(server_id)
+        before = len(channels)
+        channels.update(zip(ids, entries, strict=True))
+        if len(channels) != before + size:  # an id twice in the batch: undo, one by one
+            for channel_id in ids:
+                channels.pop(channel_id, None)
+            return self._register_each(server_id, descriptors, first_serial)
+        self._count += size
+        add_many(self._by_id, ids, entries)
+        if raws is not None:
+            with_raw = [(raw, e) for raw, e in zip(raws, entries, strict=True) if raw is not None]
+            add_many(self._by_raw, [raw for raw, _ in with_raw], [e for _, e in with_raw])
+        add_many(self._by_label, label_keys, label_entries)
+        for entry in dms:
+            descriptor = entry.descriptor
+            self._dms.add(entry, descriptor.label, descriptor.metadata or {})
+        return refs
+
+    @staticmethod
+    def _label_keys(
+        labels: list[str], entries: list[ChannelEntry]
+    ) -> tuple[list[str], list[ChannelEntry]]:
+        """The by_label keys of each entry, in order: its label key, then its bare key."""
+        label_keys: list[str] = []
+        label_entries: list[ChannelEntry] = []
+        key_of, entry_of = label_keys.append, label_entries.append
+        for label, entry in zip(labels, entries, strict=True):
+            if label:
+                # label_key and bare_label_key, inlined
+                key = (label[1:] if label[0] == "#" else label).casefold()
+                if key == label:
+                    key = label  # keep no copy of an already-normal label
+                if key:
+                    key_of(key)
+                    entry_of(entry)
+                    if key[-1] == ")":
+                        cut = key.rfind(" (")
+                        if cut > 0 and key.find(")", cut + 2, -1) < 0:
+                            bare = key[:cut]
+                            if bare[-1] == " ":
+                                bare = bare.rstrip()
+                            if bare:
+                                key_of(bare)
+                                entry_of(entry)
+        return label_keys, label_entries
+
+    def _register_each(
+        self, server_id: str, descriptors: Sequence[DescriptorLike], first_serial: int
+    ) -> list[ChannelRef]:
+        """:meth:`register_many` one descriptor at a time: for a batch that re-registers
+        ids of this server or repeats an id (the common case inlined, locals bound once)."""
         channels = self._servers.get(server_id)
         if channels is None:
             channels = self._open_server(server_id)

@@ -9,8 +9,11 @@ and anything about the wire (the host turns :class:`ItemResult` into the JSON re
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
+from typing import NamedTuple
 
 from switchboard.channels.descriptor import DescriptorLike
 from switchboard.channels.ref import ChannelRef
@@ -20,10 +23,12 @@ __all__ = [
     "NOT_REGISTERED",
     "UPDATE_UNREGISTERED",
     "Authorizer",
+    "BatchAuthorizer",
     "ChannelEntry",
     "ItemResult",
     "RegistryChange",
     "accepted_result",
+    "accepted_results",
 ]
 
 INVALID_ID = "invalid descriptor: missing id"
@@ -39,6 +44,12 @@ channel that registration would have had to authorize."""
 Authorizer = Callable[[DescriptorLike], str | None]
 """Decides one descriptor alone: None accepts it, a string (``"capability_denied"``) is the
 reason it is rejected. It must not raise and must not look at the other items."""
+
+BatchAuthorizer = Callable[[Sequence[DescriptorLike]], Sequence[str | None] | None]
+"""Decides the valid descriptors of one call at once, in order: None accepts them all, else
+one entry per descriptor as an :data:`Authorizer` would answer it. Its answers must be those of
+deciding each descriptor in turn (a limit on new channels counts them in order); it must not
+raise."""
 
 
 @dataclass(slots=True, eq=False)
@@ -65,9 +76,11 @@ class ChannelEntry:
     raw_id: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class ItemResult:
+class ItemResult(NamedTuple):
     """The outcome of one submitted item, in submission order.
+
+    A named tuple, so that the registry builds one per channel in a single C call (a
+    registration of 100,000 channels builds 100,000 of them).
 
     Attributes:
         id: The item's id as a string (a missing id is ``""``; a numeric removal id becomes
@@ -81,23 +94,18 @@ class ItemResult:
     reason: str | None = None
 
 
-_set_id = ItemResult.__dict__["id"].__set__
-_set_accepted = ItemResult.__dict__["accepted"].__set__
-_set_reason = ItemResult.__dict__["reason"].__set__
+_new_result = partial(tuple.__new__, ItemResult)
 
 
 def accepted_result(item_id: str) -> ItemResult:
-    """``ItemResult(item_id, True)``, built through the slot descriptors.
-
-    A frozen dataclass's generated ``__init__`` sets each field through
-    ``object.__setattr__``; setting the slots directly costs about half as much, which matters
-    once per registered channel. Keep it in step with the fields of :class:`ItemResult`.
-    """
-    result: ItemResult = object.__new__(ItemResult)
-    _set_id(result, item_id)
-    _set_accepted(result, True)
-    _set_reason(result, None)
+    """``ItemResult(item_id, True)``, without the Python-level ``__new__`` of a named tuple."""
+    result: ItemResult = _new_result((item_id, True, None))
     return result
+
+
+def accepted_results(item_ids: Iterable[str]) -> list[ItemResult]:
+    """``[ItemResult(i, True) for i in item_ids]``, built in C."""
+    return list(map(_new_result, zip(item_ids, repeat(True), repeat(None))))
 
 
 @dataclass(frozen=True, slots=True)

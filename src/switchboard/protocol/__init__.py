@@ -25,6 +25,7 @@ from .capabilities import (
     unknown_advertised_members,
     validate_path_charset,
 )
+from .descriptor_check import FastDescriptor, fast_descriptors
 from .digest import (
     IDENTIFIER_PATTERN,
     DigestError,
@@ -77,6 +78,8 @@ __all__ = [
     "DigestErrorCode",
     "canonical_manifest_bytes",
     "incoming_is_valid",
+    "FastDescriptor",
+    "fast_descriptors",
     "is_identifier",
     "manifest_digest",
     "set_order",

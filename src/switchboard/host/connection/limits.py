@@ -167,6 +167,20 @@ class RegistrationBudget:
         self._taken = taken + 1
         return None
 
+    def admit_many(self, n: int) -> tuple[int, str | None]:
+        """:meth:`admit` ``n`` times at once: how many take a place (always the first ones),
+        and the reason the others are refused (None when there are none)."""
+        if n <= 0:
+            return 0, None
+        if self._room < 0:
+            self._room = max(0, self._max - self._registered())
+        taken = self._taken
+        admitted = max(0, min(n, self._room - taken, self._tokens - taken))
+        self._taken = taken + admitted
+        if admitted == n:
+            return n, None
+        return admitted, self._cap_reason if self._taken >= self._room else self._rate_reason
+
     def finish(self) -> int:
         """Take the rate's tokens for what was admitted; returns how many were admitted."""
         if self._bucket is not None and self._taken:

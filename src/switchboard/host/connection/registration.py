@@ -14,18 +14,31 @@ readiness, or what happens to a channel after it is registered.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import structlog
 
-from switchboard.channels import ChannelRef, ChannelRegistry, DescriptorLike, Rejected
+from switchboard.channels import (
+    Authorizer,
+    BatchAuthorizer,
+    ChannelRegistry,
+    DescriptorLike,
+    ItemResult,
+    Rejected,
+)
 from switchboard.gcpause import gc_paused
 from switchboard.host.connection.limits import RegistrationBudget, RegistrationLimits
 from switchboard.host.events import ChannelsChanged, ChannelsRegistered, EventBus
-from switchboard.protocol import ChangedParams, RegisterParams, validate_descriptors
-from switchboard.protocol.messages import ChannelDescriptor, DescriptorProblem
+from switchboard.protocol import (
+    ChangedParams,
+    RegisterParams,
+    fast_descriptors,
+    validate_descriptors,
+)
+from switchboard.protocol.messages import DescriptorProblem
 
 __all__ = ["RegistrationHandler"]
 
@@ -42,7 +55,7 @@ class RegistrationHandler:
         registry: where channels are kept.
         events: where :class:`ChannelsRegistered` and :class:`ChannelsChanged` are emitted.
         allows: whether the grant in force allows a capability path, asked per descriptor.
-        permits: the per-channel narrowing of the config.
+        permits: the per-channel narrowing of the config; None when there is none.
         limits: the cap on channels and the rate of new registrations; None for neither.
     """
 
@@ -53,7 +66,7 @@ class RegistrationHandler:
         registry: ChannelRegistry,
         events: EventBus,
         allows: Callable[[str], bool],
-        permits: Callable[[str], bool],
+        permits: Callable[[str], bool] | None,
         limits: RegistrationLimits | None = None,
     ) -> None:
         self._limits = limits
@@ -67,53 +80,97 @@ class RegistrationHandler:
     def _authorize(self, descriptor: DescriptorLike) -> str | None:
         if not self._allows("channels.register"):
             return _DENIED
-        if not self._permits(descriptor.id):
+        permits = self._permits
+        if permits is not None and not permits(descriptor.id):
             return _DENIED
         return None
 
-    def _limited(self) -> tuple[Callable[[DescriptorLike], str | None], RegistrationBudget | None]:
-        """The authorizer of one request: :meth:`_authorize`, then, for a channel this
-        connection has not registered yet, a place within the limits."""
-        limits = self._limits
+    def _deciders(
+        self,
+    ) -> tuple[Authorizer | None, BatchAuthorizer | None, RegistrationBudget | None]:
+        """How one request is decided: the per-descriptor authorizer of its updates
+        (:meth:`_authorize`: an update takes no new place), the batch authorizer of its new
+        registrations (:meth:`_authorize`, then, for a channel this connection has not
+        registered yet, a place within the limits, in order), and the budget to finish.
+
+        The grant is read once, here: a request is decided against the grant as it stands
+        when it arrives, and nothing can change it while the registry calls back (the calls
+        are synchronous). None for an authorizer means "every valid descriptor is accepted".
+        """
+        if not self._allows("channels.register"):
+            return _deny, _deny_batch, None
+        permits, limits = self._permits, self._limits
+        one: Authorizer | None = None
+        if permits is not None:
+            one = partial(_permitted, permits)
         if limits is None:
-            return self._authorize, None
-        server_id, registry, base = self._server_id, self._registry, self._authorize
+            if permits is None:
+                return None, None, None
+            return one, None, None
+        server_id, registry = self._server_id, self._registry
         budget = limits.budget(partial(registry.server_size, server_id))
-        admit = budget.admit
 
-        def authorize(descriptor: DescriptorLike) -> str | None:
-            reason = base(descriptor)
-            if reason is not None or registry.get(ChannelRef(server_id, descriptor.id)):
-                return reason  # refused already, or an update: it takes no new place
-            return admit()
+        def batch(descriptors: Sequence[DescriptorLike]) -> Sequence[str | None] | None:
+            n = len(descriptors)
+            reasons: list[str | None] | None = None
+            if permits is not None:
+                reasons = [None if permits(d.id) else _DENIED for d in descriptors]
+                if _DENIED not in reasons:
+                    reasons = None
+            # This connection's channels as they stand now (after the removals of a
+            # channels/changed): an id among them is an update, and takes no new place.
+            known = registry.server_channels(server_id)
+            if reasons is None and known.keys().isdisjoint(map(_id, descriptors)):
+                taken, why = budget.admit_many(n)
+                return None if why is None else [None] * taken + [why] * (n - taken)
+            fresh = [
+                i
+                for i, d in enumerate(descriptors)
+                if (reasons is None or reasons[i] is None) and d.id not in known
+            ]
+            taken, why = budget.admit_many(len(fresh))
+            if why is None:
+                return reasons
+            if reasons is None:
+                reasons = [None] * n
+            for i in fresh[taken:]:
+                reasons[i] = why
+            return reasons
 
-        return authorize, budget
+        return one, batch, budget
 
     @staticmethod
-    def _items(raw: list[Any]) -> list[ChannelDescriptor | Rejected]:
-        items: list[ChannelDescriptor | Rejected] = []
-        for v in validate_descriptors(raw):
-            if isinstance(v, DescriptorProblem):
-                items.append(Rejected(v.id, v.reason))
-            else:
-                items.append(v)
-        return items
+    def _items(raw: list[Any]) -> list[DescriptorLike | Rejected]:
+        """Each item as a descriptor, or :class:`Rejected` with the model's reason: the
+        common shape through :func:`fast_descriptors`, every other item through the model."""
+        if not isinstance(raw, list):
+            raise TypeError(f"expected a list, got {type(raw).__name__}")
+        fast, odd = fast_descriptors(raw)
+        items: list[DescriptorLike | Rejected | None] = list(fast)
+        if odd:
+            for n, v in zip(odd, validate_descriptors([raw[n] for n in odd]), strict=True):
+                items[n] = Rejected(v.id, v.reason) if isinstance(v, DescriptorProblem) else v
+        return items  # type: ignore[return-value]  # every None was replaced
 
     async def register(self, params: Any) -> dict[str, Any]:
         p = RegisterParams.model_validate(params)
         # One pause over validation, registry and answer of a large request: they allocate
         # long-lived objects that a collection would only walk and promote (issue #14).
         with gc_paused(len(p.channels) >= _GC_PAUSE_MIN_ITEMS):
-            authorize, budget = self._limited()
+            authorize, batch, budget = self._deciders()
             change = self._registry.register(
-                self._server_id, self._items(p.channels), authorize=authorize
+                self._server_id,
+                self._items(p.channels),
+                authorize=authorize,
+                authorize_batch=batch,
             )
             if budget is not None:
                 budget.finish()
-            results = [_item(r) for r in change.results]
-        self._events.emit(
-            ChannelsRegistered(self._server_id, tuple(r.channel_id for r in change.added))
-        )
+            results = _wire_results(change.results)
+            added = tuple(map(_channel_id, change.added))
+            # Freed while the collector is off, the per-item results never reach a collection.
+            del change
+        self._events.emit(ChannelsRegistered(self._server_id, added))
         return {"results": results}
 
     async def changed_request(self, params: Any) -> dict[str, Any]:
@@ -122,17 +179,18 @@ class RegistrationHandler:
     async def changed(self, params: Any, *, notification: bool) -> dict[str, Any]:
         p = ChangedParams.model_validate(params)
         removed = p.removed or []  # itemized one by one: a number or a bad item fails alone
-        authorize, budget = self._limited()
+        authorize, batch, budget = self._deciders()
         change = self._registry.change(
             self._server_id,
             added=self._items(p.added or []),
             removed=removed,
             updated=self._items(p.updated or []),
             authorize=authorize,
+            authorize_batch=batch,
         )
         if budget is not None:
             budget.finish()
-        results = [_item(r) for r in change.results]
+        results = _wire_results(change.results)
         for result, raw in zip(results, removed, strict=False):
             if type(raw) is not str:  # answered with its id as sent (T53): 123, not "123"
                 result["id"] = raw
@@ -182,11 +240,32 @@ class RegistrationHandler:
 _GC_PAUSE_MIN_ITEMS = 1000
 
 
-def _item(r: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": r.id, "accepted": r.accepted}
-    if r.reason is not None:
-        out["reason"] = r.reason
-    return out
+_channel_id = itemgetter(1)
+
+
+_id = attrgetter("id")
+
+
+def _deny(descriptor: DescriptorLike) -> str | None:
+    return _DENIED
+
+
+def _deny_batch(descriptors: Sequence[DescriptorLike]) -> Sequence[str | None]:
+    return [_DENIED] * len(descriptors)
+
+
+def _permitted(permits: Callable[[str], bool], descriptor: DescriptorLike) -> str | None:
+    return None if permits(descriptor.id) else _DENIED
+
+
+def _wire_results(results: Sequence[ItemResult]) -> list[dict[str, Any]]:
+    """The wire form of each result: ``{id, accepted}``, and ``reason`` when there is one."""
+    return [
+        {"id": r.id, "accepted": r.accepted}
+        if r.reason is None
+        else {"id": r.id, "accepted": r.accepted, "reason": r.reason}
+        for r in results
+    ]
 
 
 def _descriptor_wire(descriptor: Any) -> dict[str, Any]:
