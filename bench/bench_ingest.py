@@ -151,12 +151,12 @@ async def minimal_host(
 # -- switchboard run ------------------------------------------------------------------------
 
 
-def _write_config(tmp: Path, connector: list[str]) -> Path:
+def _write_config(tmp: Path, connector: list[str], settings: str = "") -> Path:
     command = ", ".join(json.dumps(part) for part in connector)
     config = tmp / "switchboard.toml"
     config.write_text(
         f"[store]\npath = {json.dumps(str(tmp / 'store.sqlite'))}\n\n"
-        f'[[connectors]]\nid = "bench"\ncommand = [{command}]\nrestart = false\n'
+        f'[[connectors]]\nid = "bench"\ncommand = [{command}]\nrestart = false\n{settings}'
     )
     return config
 
@@ -176,13 +176,16 @@ async def switchboard_run(
     env: dict[str, str] | None = None,
     timeout: float = 600,
     during: Callable[[int], Any] | None = None,
+    settings: str = "",
 ) -> tuple[dict[str, Any], float, int]:
     """Spawn ``switchboard run`` serving ``connector`` until it writes ``out``; then stop it.
+
+    ``settings`` are extra TOML lines of the connector's table (``max_channels = ...``).
 
     Returns what the connector wrote, the host's CPU seconds while the connector sent (for an
     ``incoming`` connector, from its start marker), and the messages found in the store.
     """
-    config = _write_config(tmp, connector)
+    config = _write_config(tmp, connector, settings)
     stderr = (tmp / "switchboard.log").open("wb")
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -327,7 +330,7 @@ async def bench(args: argparse.Namespace) -> int:
             return sub
 
         for rnd in range(args.rounds):
-            for window in (1, 16):
+            for window in () if args.register_only else (1, 16):
                 opts = {"messages": args.messages, "window": window, "channels": CHANNELS}
                 sub = fresh()
                 out = sub / "min.json"
@@ -352,19 +355,34 @@ async def bench(args: argparse.Namespace) -> int:
             if args.ingest_only:
                 print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
                 continue
-            sub = fresh()
-            add("publish bare", await publishes_bare(sub, args.publishes, 32))
-            add("publish switchboard", await publishes_switchboard(sub, args.publishes, 32))
+            if not args.register_only:
+                sub = fresh()
+                add("publish bare", await publishes_bare(sub, args.publishes, 32))
+                add("publish switchboard", await publishes_switchboard(sub, args.publishes, 32))
             sub = fresh()
             opts = {"channels": args.register}
             out = sub / "reg-min.json"
             got, _ = await minimal_host(_connector_argv("register", out, **opts), out)
             add("register minimal", got["seconds"])
             out = sub / "reg-sb.json"
-            got, _, _ = await switchboard_run(sub, _connector_argv("register", out, **opts), out)
+            # The default max_channels (10,000) would refuse 90% of them: raise it, as a user
+            # registering that many channels must.
+            got, _, _ = await switchboard_run(
+                sub,
+                _connector_argv("register", out, **opts),
+                out,
+                settings=f"max_channels = {max(args.register, 1)}\n",
+            )
             add("register switchboard", got["seconds"])
             print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
 
+    if args.register_only:
+        print(
+            f"register {args.register:,} channels in one request (s), {args.rounds} round(s): "
+            f"switchboard {_fmt(rows['register switchboard'])}, "
+            f"minimal host {_fmt(rows['register minimal'])}"
+        )
+        return 0
     print(
         f"ingest: {args.messages:,} messages of ~220 B, batches of {BATCH}, {CHANNELS} channels, "
         f"{args.rounds} interleaved round(s); medians (range)"
@@ -499,6 +517,7 @@ def main() -> int:
         help="also run switchboard with Python's stock collector settings (SWITCHBOARD_GC=stock)",
     )
     p.add_argument("--ingest-only", action="store_true", help="leave out publishes, register")
+    p.add_argument("--register-only", action="store_true", help="only the registration rounds")
     p.add_argument("--quick", action="store_true", help="a small run for a smoke test")
     p.add_argument("--soak", type=float, metavar="SECONDS", help="a steady soak instead")
     p.add_argument("--rate", type=float, default=2000.0, help="msgs/s of the soak")

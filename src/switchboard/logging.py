@@ -13,7 +13,9 @@ its logger's name ``logger``. In JSON mode an exception is rendered into the lin
 (``exception``, a string with ``\\n`` escaped), so every line parses as JSON.
 
 Switchboard's own events do not pass through the stdlib: structlog writes each one to stderr
-in a single ``write`` (the hot paths pay only for the renderer).
+in a single ``write`` (the hot paths pay only for the renderer). Loggers are not cached on first
+use (tests reconfigure structlog), so even a call filtered out costs a ``bind`` (~5 µs); a hot
+path asks :func:`enabled_for` first (~0.5 µs, and it follows a reconfiguration).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Final, Literal
 
 import structlog
 
-__all__ = ["LOG_FORMATS", "LogFormat", "configure"]
+__all__ = ["LOG_FORMATS", "LogFormat", "configure", "enabled_for"]
 
 LogFormat = Literal["console", "json"]
 
@@ -84,3 +86,27 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+_LEVELS: Final = (
+    logging.NOTSET,
+    logging.DEBUG,
+    logging.INFO,
+    logging.WARNING,
+    logging.ERROR,
+    logging.CRITICAL,
+)
+_FILTERING: dict[object, int] = {}
+
+
+def enabled_for(level: int) -> bool:
+    """Whether an event at ``level`` would pass structlog's configured level filter now.
+
+    For a hot path, to skip a filtered call cheaply. It reads the configuration each time, so
+    it follows ``structlog.configure`` (tests that capture debug events). A wrapper class other
+    than :func:`structlog.make_filtering_bound_logger`'s is not known to filter: True.
+    """
+    if not _FILTERING:
+        _FILTERING.update({structlog.make_filtering_bound_logger(lv): lv for lv in _LEVELS})
+    floor = _FILTERING.get(structlog.get_config()["wrapper_class"])
+    return floor is None or level >= floor

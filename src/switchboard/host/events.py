@@ -44,12 +44,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from logging import DEBUG
 from typing import Any, assert_never
 
 import structlog
 
 from switchboard.host.connection.manifest_diff import Impact
 from switchboard.host.outcome import PublishOutcome
+from switchboard.logging import enabled_for
 
 __all__ = [
     "ChannelsChanged",
@@ -412,10 +414,20 @@ def log_event(event: HostEvent) -> None:
 
     Connection, channel and lifecycle events are INFO (a connector that went MCP-only is a
     warning). Traffic (:class:`MessagesAccepted`, :class:`PushAccepted`, :class:`Published`)
-    is DEBUG, one line per batch and never one per message, so the hot paths pay only for a
-    filtered call.
+    is DEBUG, one line per batch and never one per message, asked for with
+    :func:`~switchboard.logging.enabled_for` first, so the hot paths pay only for that check.
     """
+    # Traffic first: the hot paths' events match at the first cases.
     match event:
+        case MessagesAccepted(server_id=sid, messages=messages):
+            if enabled_for(DEBUG):
+                log.debug("messages_accepted", server_id=sid, count=len(messages))
+        case PushAccepted(server_id=sid, message=message):
+            if enabled_for(DEBUG):
+                log.debug("push_accepted", server_id=sid, message_id=message.get("messageId"))
+        case Published(server_id=sid, channel_id=cid, outcome=outcome):
+            if enabled_for(DEBUG):
+                log.debug("published", server_id=sid, channel_id=cid, status=outcome.status.value)
         case ConnectorReady(server_id=sid, grant=grant, legacy_policy=legacy):
             log.info(
                 "connector_connected",
@@ -466,12 +478,6 @@ def log_event(event: HostEvent) -> None:
             log.info("channels_changed", server_id=sid, added=len(added), removed=len(removed))
         case ChannelsRemoved(server_id=sid, channel_ids=ids):
             log.info("channels_removed", server_id=sid, removed=len(ids))
-        case MessagesAccepted(server_id=sid, messages=messages):
-            log.debug("messages_accepted", server_id=sid, count=len(messages))
-        case PushAccepted(server_id=sid, message=message):
-            log.debug("push_accepted", server_id=sid, message_id=message.get("messageId"))
-        case Published(server_id=sid, channel_id=cid, outcome=outcome):
-            log.debug("published", server_id=sid, channel_id=cid, status=outcome.status.value)
         case LifecycleStep(server_id=sid, kind=kind, channel_id=cid, detail=detail):
             log.info(
                 "channel_lifecycle",

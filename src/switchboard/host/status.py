@@ -12,17 +12,18 @@ What this module knows (docs/operations.md, "Status, health and metrics"):
 - **The store**: file and WAL bytes (two ``stat`` calls per snapshot), the writer's backlog
   (jobs queued and not yet taken: the store's lag, O(1)), the highest committed seq, and
   what the storage said while it refuses writes (``StorageFailed`` until ``StorageRecovered``).
-- **Recent traffic and recent refusals**: two bounded rings (:data:`RING` entries each) with
-  text cut to :data:`TEXT_CUT` characters, for the live page.
+- **Recent traffic and recent refusals**: two bounded rings (the last :data:`RING` rows each;
+  the traffic ring holds a batch in as one entry) with text cut to :data:`TEXT_CUT`
+  characters, for the live page.
 - **Readiness** (:meth:`HostStatus.readiness`): the store is open and every configured
   connector has arrived somewhere: connected, or stopped for good (``failed``, or ``stopped``
   with ``restart = false``), and the storage takes writes. A connector still starting or
   restarting, or a store refusing writes, is a reason for 503.
 
 Cost: :meth:`HostStatus.observe` (a bus listener) is O(1) per event: a batch adds its size to a
-counter and only its last :data:`RING` messages to the ring. What needs a pass over channels
-(counts per connector, the channel table) happens when a snapshot is asked for, bounded by
-``channel_limit`` rows.
+counter and itself, as one entry, to the ring (shaped into rows at a snapshot). What needs a
+pass over channels (counts per connector, the channel table) happens when a snapshot is asked
+for, bounded by ``channel_limit`` rows.
 
 What it deliberately does not know: HTTP, JSON encoding, Prometheus (``switchboard.status_http``
 reads :meth:`HostStatus.snapshot`), and how any part decides what it reports.
@@ -143,15 +144,18 @@ def _transport(config: ConnectorConfig) -> str:
     return url.partition("://")[0] or "unknown"
 
 
-#: A message in, as the traffic ring keeps it: (accepted at, connector, wire message).
-_Arrived = tuple[float, str, Mapping[str, Any]]
+#: A batch of messages in, as the traffic ring keeps it: (accepted at, connector, the wire
+#: messages). One entry per batch, whatever its size; shaped into rows at a snapshot.
+_Arrived = tuple[float, str, Sequence[Mapping[str, Any]]]
 
 
-def _traffic_row(entry: dict[str, Any] | _Arrived) -> dict[str, Any]:
-    """One row of ``recent_traffic``: an entry of the ring, a message in shaped now."""
-    if isinstance(entry, dict):
-        return entry
-    now, sid, message = entry
+def _traffic_rows(entry: dict[str, Any] | _Arrived) -> int:
+    """How many rows of ``recent_traffic`` one entry of the ring stands for."""
+    return 1 if isinstance(entry, dict) else len(entry[2])
+
+
+def _arrived_row(now: float, sid: str, message: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of ``recent_traffic`` for a message in, shaped now."""
     return {
         "at": now,
         "direction": "in",
@@ -233,8 +237,10 @@ class HostStatus:
             c.id: ConnectorStatus(c.id, _transport(c), c.restart, since=self.started_at)
             for c in configs
         }
-        self.traffic: deque[dict[str, Any] | _Arrived] = deque(maxlen=ring)
-        """Rows of recent traffic; a message in is kept as it came until a snapshot."""
+        self.traffic: deque[dict[str, Any] | _Arrived] = deque()
+        """Recent traffic: a row, or a batch of messages in kept as it came until a snapshot
+        (see :meth:`_keep_traffic`; :meth:`recent_traffic` gives the last :data:`RING` rows)."""
+        self._traffic_held = 0
         self.refusals: deque[dict[str, Any]] = deque(maxlen=ring)
         self._ring = ring
         #: Raised by one on every event: a watcher sends a new snapshot when it moved.
@@ -261,6 +267,30 @@ class HostStatus:
             status.state = state
             status.since = now
 
+    def _keep_traffic(self, entry: dict[str, Any] | _Arrived) -> None:
+        """Add one entry to the traffic ring; drop the oldest while the rest hold a full ring.
+
+        O(1) amortized per entry, whatever a batch's size: the ring holds at most :data:`RING`
+        rows plus one entry's worth.
+        """
+        ring = self.traffic
+        ring.append(entry)
+        held = self._traffic_held + _traffic_rows(entry)
+        while len(ring) > 1 and held - _traffic_rows(ring[0]) >= self._ring:
+            held -= _traffic_rows(ring.popleft())
+        self._traffic_held = held
+
+    def recent_traffic(self) -> list[dict[str, Any]]:
+        """The last :data:`RING` rows of traffic, oldest first, messages in shaped now."""
+        rows: list[dict[str, Any]] = []
+        for entry in self.traffic:
+            if isinstance(entry, dict):
+                rows.append(entry)
+            else:
+                now, sid, messages = entry
+                rows.extend(_arrived_row(now, sid, m) for m in messages[-self._ring :])
+        return rows[-self._ring :]
+
     def observe(self, event: HostEvent) -> None:
         """Take one host event into the model: O(1) (a bus listener; never blocks)."""
         self.version += 1
@@ -270,15 +300,14 @@ class HostStatus:
                 status = self._connector(sid)
                 status.messages_in += len(messages)
                 self.messages_in += len(messages)
-                # The hot ingest path: the messages are kept as they are and shaped into rows
-                # only when a snapshot is taken (issue #14).
-                start = max(0, len(messages) - self._ring)
-                self.traffic.extend((now, sid, messages[i]) for i in range(start, len(messages)))
+                # The hot ingest path: the batch is kept as it is, one entry, and shaped into
+                # rows only when a snapshot is taken (issue #14).
+                self._keep_traffic((now, sid, messages))
             case PushAccepted(server_id=sid, message=message):
                 status = self._connector(sid)
                 status.messages_in += 1
                 self.messages_in += 1
-                self.traffic.append(
+                self._keep_traffic(
                     {
                         "at": now,
                         "direction": "push",
@@ -293,7 +322,7 @@ class HostStatus:
                 key = outcome.status.value
                 status.publishes[key] = status.publishes.get(key, 0) + 1
                 self.publishes_out += 1
-                self.traffic.append(
+                self._keep_traffic(
                     {
                         "at": now,
                         "direction": "out",
@@ -515,6 +544,6 @@ class HostStatus:
                 "publishes_out": self.publishes_out,
                 "refusals": self.refusals_total,
             },
-            "recent_traffic": [_traffic_row(e) for e in self.traffic],
+            "recent_traffic": self.recent_traffic(),
             "recent_refusals": list(self.refusals),
         }

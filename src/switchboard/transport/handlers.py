@@ -44,29 +44,45 @@ class Deferred:
     store commit): the answer is written from the future's done-callback, with no task.
     """
 
-    __slots__ = ("_then", "_work", "future")
+    __slots__ = ("_failed", "_then", "_work", "future")
 
     def __init__(self, work: Awaitable[Any] | Callable[[], Awaitable[Any]]) -> None:
         self._work = work
         self.future: FutureLike | None = None
         self._then: Callable[[Any], Any] | None = None
+        self._failed: Callable[[Exception], Exception] | None = None
 
     @classmethod
-    def on_future(cls, future: FutureLike, then: Callable[[Any], Any]) -> Deferred:
+    def on_future(
+        cls,
+        future: FutureLike,
+        then: Callable[[Any], Any],
+        *,
+        failed: Callable[[Exception], Exception] | None = None,
+    ) -> Deferred:
         """Answer with ``then(future.result())`` once ``future`` is done.
 
         ``then`` runs in the event loop's callback; it must not block. If the future failed,
-        or ``then`` raises, the exception becomes the error object.
+        or ``then`` raises, the exception becomes the error object; ``failed``, if given, first
+        turns the future's exception into the one answered with (no second future needed).
         """
         deferred = cls(_never)
         deferred.future = future
         deferred._then = then
+        deferred._failed = failed
         return deferred
 
     def settle(self, future: FutureLike) -> Any:
         """The result for a finished :attr:`future` (raises what the work raised)."""
         assert self._then is not None
-        return self._then(future.result())
+        failed = self._failed
+        if failed is None:
+            return self._then(future.result())
+        try:
+            value = future.result()
+        except Exception as exc:
+            raise failed(exc) from None
+        return self._then(value)
 
     def __repr__(self) -> str:
         return f"Deferred({self._work!r})"

@@ -5,6 +5,11 @@ waiter per request, resolves a waiter from a response by the exact id value, and
 timeouts with a single timer task (:meth:`PendingRequests.watch_deadlines`) that cancels the
 waiting caller's scope, so a request times out even while its frame is stuck in a write.
 
+A waiter is a bare asyncio future of the running loop rather than an ``anyio.Event``: the
+peer runs on anyio's asyncio backend only (like ``stdio_server``), and the event cost a
+backend lookup to make and a checkpoint to wait, on every request (issue #14: confirmed
+publishes).
+
 This module knows the outbound half of JSON-RPC matching; it does not send frames (the
 caller passes a ``send`` function) and does not read them (the peer's reader calls
 :meth:`PendingRequests.resolve`).
@@ -12,6 +17,7 @@ caller passes a ``send`` function) and does not read them (the peer's reader cal
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import math
 from collections.abc import Awaitable, Callable, Mapping
@@ -38,12 +44,17 @@ Timeout = float | Literal[_Default.USE_DEFAULT] | None
 
 
 class _Waiter:
-    __slots__ = ("error", "event", "method", "on_response", "result", "scope", "timed_out")
+    __slots__ = ("done", "error", "method", "on_response", "result", "scope", "timed_out")
 
-    def __init__(self, method: str, on_response: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        method: str,
+        done: asyncio.Future[None],
+        on_response: Callable[[Any], None] | None = None,
+    ) -> None:
         self.method = method
         self.on_response = on_response
-        self.event = anyio.Event()
+        self.done = done
         self.result: Any = None
         self.error: Exception | None = None
         self.scope: anyio.CancelScope | None = None
@@ -94,21 +105,22 @@ class PendingRequests:
         request_id = self._next_id
         self._next_id = request_id + 1
         frame = encode(request_id)
-        waiter = _Waiter(method, on_response)
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(method, loop.create_future(), on_response)
         self._waiters[request_id] = waiter
         try:
             if timeout is None:
                 await send(frame)
-                await waiter.event.wait()
+                await waiter.done
             else:
                 # The timer task cancels this scope on expiry: a bare scope costs far less
                 # than a scope with a deadline of its own (which schedules a loop timer).
                 waiter.scope = scope = anyio.CancelScope()
-                if self._deadlines.add(request_id, anyio.current_time() + timeout):
+                if self._deadlines.add(request_id, loop.time() + timeout):
                     self._timer_wake.set()
                 with scope:
                     await send(frame)
-                    await waiter.event.wait()
+                    await waiter.done
                 if waiter.timed_out:
                     raise RequestTimeoutError(
                         f"no response to {method!r} (id {request_id}) from "
@@ -151,7 +163,7 @@ class PendingRequests:
                     waiter.error = exc
         else:
             waiter.error = self._read_error(response.error)
-        waiter.event.set()
+        _wake(waiter)
         return True
 
     def fail_all(self) -> None:
@@ -161,7 +173,7 @@ class PendingRequests:
                 f"link {self._description} closed before the response to {waiter.method!r} "
                 f"(id {request_id}) arrived; the request may or may not have been processed"
             )
-            waiter.event.set()
+            _wake(waiter)
         self._waiters.clear()
 
     async def watch_deadlines(self) -> None:
@@ -177,3 +189,9 @@ class PendingRequests:
             deadline = self._deadlines.next_deadline()
             with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
                 await wake.wait()
+
+
+def _wake(waiter: _Waiter) -> None:
+    """Let the caller waiting on ``waiter`` go on (its future may be cancelled already)."""
+    if not waiter.done.done():
+        waiter.done.set_result(None)

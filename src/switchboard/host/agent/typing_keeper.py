@@ -304,7 +304,8 @@ class TypingKeeper:
                 for ref in [r for r in self._typing if r.server_id == server_id]:
                     self.forget(ref)
             case Published(server_id=server_id, channel_id=channel_id, outcome=outcome):
-                if outcome.status is not PublishStatus.FAILED:
+                # Nothing typing (the common case): no ref to build on every publish.
+                if outcome.status is not PublishStatus.FAILED and (self._typing or self._metadata):
                     self.stop_soon(ChannelRef(server_id, channel_id))
 
     # -- internals -----------------------------------------------------------------------

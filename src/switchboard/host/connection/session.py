@@ -188,7 +188,7 @@ class ConnectorSession:
             registry=registry,
             events=events,
             allows=self._grant_allows,
-            permits=self.channel_permitted,
+            permits=None if config.channels is None else self.channel_permitted,
             limits=RegistrationLimits(config.max_channels, config.max_registrations_per_second),
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {

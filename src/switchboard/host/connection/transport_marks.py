@@ -71,17 +71,21 @@ class TransportMarks:
     def traffic(self, server_id: str, channel_ids: Iterable[str]) -> None:
         """The server sent messages on these channels: they are open at the transport.
 
-        Once per incoming batch: a channel whose learnt state is already open costs two dict
-        lookups (issue #14)."""
+        Once per incoming batch: a channel whose learnt state is already open costs a registry
+        lookup and a dict lookup (issue #14); its :class:`ChannelRef` is the one kept with the
+        learnt state, not a new one."""
         lookup = self._registry.get
+        learnt = self._by_server.get(server_id, _NONE)
         for channel_id in channel_ids:
-            entry = lookup(ChannelRef(server_id, channel_id))
+            held = learnt.get(channel_id)
+            ref = held[0].ref if held is not None else ChannelRef(server_id, channel_id)
+            entry = lookup(ref)
             if entry is None:
                 continue
-            held = self._by_server.get(server_id, _NONE).get(channel_id)
             state = held[1] if held is not None and held[0] is entry else self.get(entry)
             if not state.open or state.unconfirmed or state.failed_close:
                 self.set(entry, state.traffic())
+                learnt = self._by_server.get(server_id, _NONE)
 
     def drop_server(self, server_id: str) -> None:
         """Forget a server's registrations (its connection ended; they are gone)."""
