@@ -47,14 +47,11 @@ the agent.
 from __future__ import annotations
 
 import hmac
-import os
 import socket
-import stat
 import uuid
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 import anyio
@@ -81,7 +78,15 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from switchboard.config import AgentConfig, AgentEntry, Config, ConfigError, token_problem
+from switchboard.config import AgentConfig, AgentEntry, Config
+from switchboard.listening import (
+    bare_host,
+    bind_listener,
+    default_hosts,
+    host_allowed,
+    read_token_file,
+    serve_on,
+)
 from switchboard.ratelog import RateLimitedLog
 
 __all__ = [
@@ -149,48 +154,6 @@ class EndpointPlan:
         return f"http://{host}:{self.port if port is None else port}{MCP_PATH}"
 
 
-def _read_token_file(path_text: str, table: str) -> str:
-    path = Path(path_text)
-    where = f"{table} token_file = {path_text!r}"
-    try:
-        info = path.stat()
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            f"{where}: the file does not exist (relative paths are from the directory "
-            f"switchboard runs in, {Path.cwd()}); write the token into it"
-        ) from exc
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc}") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{where}: it is not a regular file")
-    if os.name == "posix" and info.st_mode & 0o077:
-        raise ConfigError(
-            f"{where}: its mode is {stat.S_IMODE(info.st_mode):o}, so other users may read or "
-            f"replace the token; run `chmod 600 {path_text}`"
-        )
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc}") from exc
-    problem = token_problem(token)
-    if problem:
-        raise ConfigError(f"{where}: the file does not hold a usable bearer token: {problem}")
-    return token
-
-
-def _bare(host: str) -> str:
-    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
-
-
-def _default_hosts(bare: str) -> tuple[str, ...]:
-    names = [f"[{bare}]" if ":" in bare else bare]
-    if bare in ("127.0.0.1", "::1"):
-        names.append("localhost")
-    elif bare.lower() == "localhost":
-        names += ["127.0.0.1", "[::1]"]
-    return tuple(form for name in names for form in (name, f"{name}:*"))
-
-
 def plan_endpoint(agent: AgentConfig, agents: Sequence[AgentEntry] | None = None) -> EndpointPlan:
     """Decide the endpoint (``[agent]``, ``transport = "http"``) of ``agents`` before binding.
 
@@ -213,11 +176,13 @@ def plan_endpoint(agent: AgentConfig, agents: Sequence[AgentEntry] | None = None
             tokens[entry.name] = entry.token.get_secret_value()
             sources[entry.name] = f"{table} token"
         elif entry.token_file is not None:
-            tokens[entry.name] = _read_token_file(entry.token_file, table)
+            tokens[entry.name] = read_token_file(
+                entry.token_file, f"{table} token_file = {entry.token_file!r}"
+            )
             sources[entry.name] = f"{table} token_file {entry.token_file}"
     anonymous = agents[0].name if len(agents) == 1 and not tokens else None
-    host = _bare(agent.host)
-    hosts = tuple(agent.allowed_hosts) if agent.allowed_hosts else _default_hosts(host)
+    host = bare_host(agent.host)
+    hosts = tuple(agent.allowed_hosts) if agent.allowed_hosts else default_hosts(host)
     origins = (
         tuple(agent.allowed_origins)
         if agent.allowed_origins is not None
@@ -332,18 +297,6 @@ class AgentTokenVerifier:
             scopes=[],
             subject=str(identity.incarnation),
         )
-
-
-def _matches(value: str, allowed: Sequence[str]) -> bool:
-    """Whether ``value`` is an entry of ``allowed``, or ``name:PORT`` for an entry ``name:*``."""
-    for entry in allowed:
-        if value == entry:
-            return True
-        if entry.endswith(":*"):
-            stem = entry[:-1]
-            if value.startswith(stem) and value[len(stem) :].isdigit():
-                return True
-    return False
 
 
 #: What a session's message router is handed so that it drops the last message it routed: a
@@ -594,7 +547,7 @@ class _Refusals:
             return
         headers = Headers(scope=scope)
         host = headers.get("host", "")
-        if not _matches(host, self._plan.allowed_hosts):
+        if not host_allowed(host, self._plan.allowed_hosts):
             self._log.note(
                 ("host", host), "agent_http_refused", reason="host_not_allowed", host=host
             )
@@ -606,7 +559,7 @@ class _Refusals:
             await answer(scope, receive, send)
             return
         origin = headers.get("origin")
-        if origin is not None and not _matches(origin, self._plan.allowed_origins):
+        if origin is not None and not host_allowed(origin, self._plan.allowed_origins):
             self._log.note(
                 ("origin", origin), "agent_http_refused", reason="origin_not_allowed", origin=origin
             )
@@ -683,34 +636,7 @@ def bind_endpoint(plan: EndpointPlan) -> socket.socket:
     Raises:
         ConfigError: the address cannot be bound (in use, not local, unknown name).
     """
-    where = f"[agent] host = {plan.host!r}, port = {plan.port}"
-    try:
-        infos = socket.getaddrinfo(
-            plan.host or None, plan.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot listen there: {exc}") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(
-            f"{where}: cannot listen there: {exc}; choose another port or address"
-        ) from exc
-    return sock
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own SIGINT/SIGTERM handlers: the caller owns signals (``switchboard
-    run`` cancels the host on them), and uvicorn would otherwise re-raise them as it stops."""
-
-    @contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
+    return bind_listener(plan.host, plan.port, f"[agent] host = {plan.host!r}, port = {plan.port}")
 
 
 async def serve_endpoint(
@@ -740,24 +666,10 @@ async def serve_endpoint(
         lifespan="on",
         timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
     )
-    uv = _QuietServer(config)
-
-    async def run(done: Callable[[], None]) -> None:
-        # Shielded: a cancelled serve would leave the SDK's session managers half torn down.
-        # Cancellation sets should_exit instead, and uvicorn stops within a tick.
-        with anyio.CancelScope(shield=True):
-            await uv.serve(sockets=[sock])
-        done()
-
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(run, group.cancel_scope.cancel)
-            try:
-                await anyio.sleep_forever()
-            finally:
-                uv.should_exit = True
+        started = await serve_on(config, sock)
     finally:
         sock.close()
     # Here only when uvicorn stopped by itself: a failed start.
-    if not uv.started:
+    if not started:
         raise RuntimeError("the agent's HTTP endpoint stopped at start-up; the log above says why")

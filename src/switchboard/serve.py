@@ -50,10 +50,10 @@ from switchboard.status_http import (
     StatusPlan,
     beside,
     bind_status,
-    default_hosts,
     plan_status,
     serve_status,
     status_app,
+    status_hosts,
 )
 from switchboard.tools import build_server
 
@@ -229,7 +229,7 @@ async def _own_status(
         yield
         return
     host = status.own[0]
-    app = status_app(board.status, token=status.token, hosts=default_hosts(host))
+    app = status_app(board.status, token=status.token, hosts=status_hosts(host))
     bare = host[1:-1] if host.startswith("[") else host
     shown = f"[{bare}]" if ":" in bare else bare
     log.info(

@@ -26,14 +26,10 @@ What it deliberately does not know: how the host keeps the model, MCP, and the a
 from __future__ import annotations
 
 import hmac
-import os
 import socket
-import stat
-from collections.abc import AsyncIterator, Callable, Generator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
 from typing import Any, Final
 
 import anyio
@@ -56,8 +52,16 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from switchboard.config import Config, ConfigError, is_loopback, token_problem
+from switchboard.config import Config, is_loopback
 from switchboard.host.status import HostStatus
+from switchboard.listening import (
+    bare_host,
+    bind_listener,
+    default_hosts,
+    host_allowed,
+    read_token_file,
+    serve_on,
+)
 
 __all__ = [
     "COOKIE",
@@ -67,7 +71,6 @@ __all__ = [
     "StatusUnavailable",
     "beside",
     "bind_status",
-    "default_hosts",
     "fetch_status",
     "is_status_path",
     "metrics_registry",
@@ -75,6 +78,7 @@ __all__ = [
     "render_tables",
     "serve_status",
     "status_app",
+    "status_hosts",
     "status_url",
 ]
 
@@ -112,29 +116,6 @@ class StatusPlan:
     agents_loopback: bool
 
 
-def _read_token_file(path_text: str) -> str:
-    path = Path(path_text)
-    where = f"[status] token_file = {path_text!r}"
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{where}: it is not a regular file")
-        if os.name == "posix" and info.st_mode & 0o077:
-            raise ConfigError(
-                f"{where}: its mode is {stat.S_IMODE(info.st_mode):o}, so other users may read "
-                f"it; run `chmod 600 {path_text}`"
-            )
-        token = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{where}: the file does not exist") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc}") from exc
-    problem = token_problem(token)
-    if problem:
-        raise ConfigError(f"{where}: the file does not hold a usable token: {problem}")
-    return token
-
-
 def plan_status(config: Config) -> StatusPlan:
     """Decide where the status surface is served (see the module docstring).
 
@@ -146,7 +127,7 @@ def plan_status(config: Config) -> StatusPlan:
     if table.token is not None:
         token = table.token.get_secret_value()
     elif table.token_file is not None:
-        token = _read_token_file(table.token_file)
+        token = read_token_file(table.token_file, f"[status] token_file = {table.token_file!r}")
     return StatusPlan(
         token=token,
         own=None if table.port is None else (table.host, table.port),
@@ -175,26 +156,9 @@ def _url_host(host: str) -> str:
     return f"[{bare}]" if ":" in bare else bare
 
 
-def default_hosts(host: str) -> tuple[str, ...]:
+def status_hosts(host: str) -> tuple[str, ...]:
     """The Host header values a listener on ``host`` answers to (as the agents' endpoint)."""
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    names = [f"[{bare}]" if ":" in bare else bare]
-    if bare in ("127.0.0.1", "::1"):
-        names.append("localhost")
-    elif bare.lower() == "localhost":
-        names += ["127.0.0.1", "[::1]"]
-    return tuple(form for name in names for form in (name, f"{name}:*"))
-
-
-def _host_allowed(value: str, allowed: Sequence[str]) -> bool:
-    for entry in allowed:
-        if value == entry:
-            return True
-        if entry.endswith(":*"):
-            stem = entry[:-1]
-            if value.startswith(stem) and value[len(stem) :].isdigit():
-                return True
-    return False
+    return default_hosts(bare_host(host))
 
 
 # -- metrics ---------------------------------------------------------------------------------
@@ -315,7 +279,7 @@ class _Guard:
             return
         headers = Headers(scope=scope)
         host = headers.get("host", "")
-        if not _host_allowed(host, self._hosts):
+        if not host_allowed(host, self._hosts):
             answer: Response = PlainTextResponse(
                 f"Host {host!r} is not one this Switchboard answers to", status_code=421
             )
@@ -457,40 +421,13 @@ def beside(status: ASGIApp) -> Callable[[ASGIApp], ASGIApp]:
     return wrap
 
 
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: the caller owns SIGINT and SIGTERM."""
-
-    @contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-
 def bind_status(host: str, port: int) -> socket.socket:
     """A listening socket for the own status listener (port 0: any free port).
 
     Raises:
         ConfigError: the address cannot be bound (in use, not local, unknown name).
     """
-    where = f"[status] host = {host!r}, port = {port}"
-    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-    try:
-        infos = socket.getaddrinfo(
-            bare or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-        )
-        family, kind, proto, _, address = infos[0]
-        sock = socket.socket(family, kind, proto)
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot listen there: {exc}") from exc
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(64)
-    except OSError as exc:
-        sock.close()
-        raise ConfigError(
-            f"{where}: cannot listen there: {exc}; choose another port or address"
-        ) from exc
-    return sock
+    return bind_listener(host, port, f"[status] host = {host!r}, port = {port}", backlog=64)
 
 
 async def serve_status(app: ASGIApp, sock: socket.socket, *, log_level: str = "warning") -> None:
@@ -503,19 +440,7 @@ async def serve_status(app: ASGIApp, sock: socket.socket, *, log_level: str = "w
         lifespan="off",
         timeout_graceful_shutdown=1,
     )
-    server = _QuietServer(config)
-
-    async def run(done: Callable[[], None]) -> None:
-        with anyio.CancelScope(shield=True):
-            await server.serve(sockets=[sock])
-        done()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run, group.cancel_scope.cancel)
-        try:
-            await anyio.sleep_forever()
-        finally:
-            server.should_exit = True
+    await serve_on(config, sock)
 
 
 # -- the command line's view -----------------------------------------------------------------
