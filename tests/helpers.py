@@ -72,3 +72,25 @@ async def running_board(
     )
     async with Switchboard.started(config, listener=recorder or Recorder()) as board:
         yield board
+
+
+@asynccontextmanager
+async def serving(config: Config) -> AsyncIterator[str]:
+    """``serve(config)`` running (the agents' HTTP endpoint); yields the URL it listens on."""
+    from switchboard.serve import serve
+
+    urls: list[str] = []
+    listening = anyio.Event()
+
+    def heard(url: str) -> None:
+        urls.append(url)
+        listening.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: serve(config, on_listening=heard))
+        with anyio.fail_after(30):
+            await listening.wait()
+        try:
+            yield urls[0]
+        finally:
+            group.cancel_scope.cancel()

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from switchboard.agent_http import MCP_PATH, bind_endpoint, plan_endpoint
 from switchboard.config import AgentConfig, Config, ConfigError, StoreConfig, load_config
-from switchboard.serve import serve
+from tests.helpers import serving
 
 pytestmark = pytest.mark.anyio
 
@@ -49,26 +48,6 @@ def _config(tmp_path: Path, **agent: Any) -> Config:
     )
 
 
-@asynccontextmanager
-async def _serving(config: Config) -> AsyncIterator[str]:
-    """``serve(config)`` running; yields the endpoint URL it listens on."""
-    urls: list[str] = []
-    listening = anyio.Event()
-
-    def heard(url: str) -> None:
-        urls.append(url)
-        listening.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(lambda: serve(config, on_listening=heard))
-        with anyio.fail_after(30):
-            await listening.wait()
-        try:
-            yield urls[0]
-        finally:
-            group.cancel_scope.cancel()
-
-
 async def _initialize(url: str, headers: Mapping[str, str]) -> httpx2.Response:
     async with httpx2.AsyncClient(timeout=30) as http:
         return await http.post(url, json=dict(INITIALIZE), headers={**MCP_HEADERS, **headers})
@@ -77,7 +56,7 @@ async def _initialize(url: str, headers: Mapping[str, str]) -> httpx2.Response:
 async def test_a_request_without_a_token_is_refused_with_401_and_a_bearer_challenge(
     tmp_path: Path,
 ) -> None:
-    async with _serving(_config(tmp_path, token=TOKEN)) as url:
+    async with serving(_config(tmp_path, token=TOKEN)) as url:
         with anyio.fail_after(30):
             answer = await _initialize(url, {})
     assert answer.status_code == 401
@@ -88,7 +67,7 @@ async def test_a_request_without_a_token_is_refused_with_401_and_a_bearer_challe
 async def test_a_request_with_a_wrong_token_is_refused_with_401_and_invalid_token(
     tmp_path: Path,
 ) -> None:
-    async with _serving(_config(tmp_path, token=TOKEN)) as url:
+    async with serving(_config(tmp_path, token=TOKEN)) as url:
         with anyio.fail_after(30):
             wrong = await _initialize(url, {"Authorization": f"Bearer {TOKEN}x"})
             not_bearer = await _initialize(url, {"Authorization": f"Basic {TOKEN}"})
@@ -99,7 +78,7 @@ async def test_a_request_with_a_wrong_token_is_refused_with_401_and_invalid_toke
 
 
 async def test_the_right_token_lets_an_mcp_client_list_the_tools(tmp_path: Path) -> None:
-    async with _serving(_config(tmp_path, token=TOKEN)) as url:
+    async with serving(_config(tmp_path, token=TOKEN)) as url:
         assert url.endswith(MCP_PATH)
         with anyio.fail_after(30):
             async with (
@@ -112,7 +91,7 @@ async def test_the_right_token_lets_an_mcp_client_list_the_tools(tmp_path: Path)
 
 @pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.2"])
 async def test_a_forged_host_is_refused_on_every_loopback_bind(tmp_path: Path, bind: str) -> None:
-    async with _serving(_config(tmp_path, host=bind, token=TOKEN)) as url:
+    async with serving(_config(tmp_path, host=bind, token=TOKEN)) as url:
         port = url.rsplit(":", 1)[1].split("/")[0]
         auth = {"Authorization": f"Bearer {TOKEN}"}
         with anyio.fail_after(30):
@@ -127,7 +106,7 @@ async def test_a_forged_host_is_refused_on_every_loopback_bind(tmp_path: Path, b
 
 @pytest.mark.parametrize("bind", ["127.0.0.1", "127.0.0.2"])
 async def test_a_forged_origin_is_refused_on_every_loopback_bind(tmp_path: Path, bind: str) -> None:
-    async with _serving(_config(tmp_path, host=bind, token=TOKEN)) as url:
+    async with serving(_config(tmp_path, host=bind, token=TOKEN)) as url:
         port = url.rsplit(":", 1)[1].split("/")[0]
         auth = {"Authorization": f"Bearer {TOKEN}"}
         with anyio.fail_after(30):
@@ -145,7 +124,7 @@ async def test_allowed_hosts_and_origins_replace_the_defaults(tmp_path: Path) ->
         allowed_hosts=["switchboard.test:*"],
         allowed_origins=["https://app.test"],
     )
-    async with _serving(config) as url:
+    async with serving(config) as url:
         port = url.rsplit(":", 1)[1].split("/")[0]
         auth = {"Authorization": f"Bearer {TOKEN}"}
         with anyio.fail_after(30):
@@ -162,7 +141,7 @@ async def test_allowed_hosts_and_origins_replace_the_defaults(tmp_path: Path) ->
 async def test_without_a_token_a_loopback_endpoint_serves_and_warns(
     tmp_path: Path, logs: list[dict[str, Any]]
 ) -> None:
-    async with _serving(_config(tmp_path)) as url:
+    async with serving(_config(tmp_path)) as url:
         with anyio.fail_after(30):
             answer = await _initialize(url, {})
     assert answer.status_code == 200

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gc
 import types
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import JSONRPCResponse
 
 from switchboard.config import AgentConfig, Config, StoreConfig
-from switchboard.serve import serve
+from tests.helpers import serving
 
 __all__: list[str] = []
 
@@ -48,26 +46,6 @@ def _config(tmp_path: Path) -> Config:
     )
 
 
-@asynccontextmanager
-async def _serving(config: Config) -> AsyncIterator[str]:
-    """``serve(config)`` running; yields the endpoint URL it listens on."""
-    urls: list[str] = []
-    listening = anyio.Event()
-
-    def heard(url: str) -> None:
-        urls.append(url)
-        listening.set()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(lambda: serve(config, on_listening=heard))
-        with anyio.fail_after(30):
-            await listening.wait()
-        try:
-            yield urls[0]
-        finally:
-            group.cancel_scope.cancel()
-
-
 def _routed_tool_lists() -> int:
     """How many of the SDK's session message routers still hold a ``tools/list`` answer."""
     gc.collect()
@@ -86,7 +64,7 @@ def _routed_tool_lists() -> int:
 async def test_a_request_is_answered_with_one_json_body_not_an_event_stream(
     tmp_path: Path,
 ) -> None:
-    async with _serving(_config(tmp_path)) as url, httpx2.AsyncClient(timeout=30) as http:
+    async with serving(_config(tmp_path)) as url, httpx2.AsyncClient(timeout=30) as http:
         with anyio.fail_after(30):
             answer = await http.post(
                 url,
@@ -106,7 +84,7 @@ async def test_an_idle_session_does_not_keep_the_tool_list_it_was_last_answered(
     tmp_path: Path,
 ) -> None:
     async with (
-        _serving(_config(tmp_path)) as url,
+        serving(_config(tmp_path)) as url,
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http,
         Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
     ):
