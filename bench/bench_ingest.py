@@ -8,8 +8,10 @@ Measures, in ONE run, interleaved round by round (issue #14):
   the child's stdin/stdout, no validation, no storage). Both drive the same connector program,
   ``ingest_connector.py``: 100 channels, ~220 B messages in batches of 50. After each
   Switchboard round the SQLite file is opened and its messages counted: every one must be there.
-  With ``MCPL_HARNESS_DIR`` set, the TypeScript reference host would be added: that driver is
-  not written yet, and the bench says so.
+  With ``MCPL_HARNESS_DIR`` naming a locally built mcpl-harness (the TypeScript reference host,
+  built by hand, never committed), each round also runs that host on the same connector through
+  our driver ``harness_driver.mjs`` (``node`` on PATH, or ``NODE``), and its row and ratios are
+  printed too.
 * confirmed publishes/s, 32 in flight: ``Switchboard.publish`` in process (as ``bench_host.py``
   does) against a bare asyncio loop sending the same ``channels/publish`` requests to the same
   connector over the same stdio transport.
@@ -30,6 +32,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -44,6 +47,8 @@ __all__ = ["main"]
 
 HERE = Path(__file__).parent
 CONNECTOR = str(HERE / "ingest_connector.py")
+HARNESS_DRIVER = str(HERE / "harness_driver.mjs")
+REFERENCE = "reference host"
 BATCH = 50
 CHANNELS = 100
 
@@ -216,6 +221,50 @@ async def switchboard_run(
     return json.loads(text.splitlines()[-1]), cpu, stored_messages(tmp / "store.sqlite")
 
 
+# -- the reference host (mcpl-harness) -----------------------------------------------------
+
+
+def _harness_node(harness_dir: str) -> str:
+    """The node binary to run the driver with, after checking the harness is built."""
+    engine = Path(harness_dir) / "dist" / "src" / "session.js"
+    if not engine.is_file():
+        raise SystemExit(
+            f"MCPL_HARNESS_DIR={harness_dir}: {engine} is missing; build the harness first"
+        )
+    node = os.environ.get("NODE") or shutil.which("node")
+    if node is None:
+        raise SystemExit("MCPL_HARNESS_DIR is set but node is not on PATH (or set NODE)")
+    return node
+
+
+async def reference_host(
+    node: str, harness_dir: str, connector: list[str], out: Path, timeout: float = 600
+) -> tuple[dict[str, Any], float]:
+    """Serve ``connector`` with the mcpl-harness host engine (through ``harness_driver.mjs``)
+    until it writes ``out``; returns what it wrote and the host's CPU seconds from the
+    connector's start marker to ``out`` (the node process, all its threads)."""
+    proc = await asyncio.create_subprocess_exec(
+        node,
+        HARNESS_DRIVER,
+        str(out),
+        "--",
+        *connector,
+        stdin=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "MCPL_HARNESS_DIR": harness_dir},
+    )
+    try:
+        await _wait_file(out.with_suffix(".start"), proc, timeout)
+        cpu0 = _cpu_seconds(proc.pid)
+        text = await _wait_file(out, proc, timeout)
+        cpu = _cpu_seconds(proc.pid) - cpu0
+        await asyncio.wait_for(proc.wait(), 10)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return json.loads(text), cpu
+
+
 # -- publishes ------------------------------------------------------------------------------
 
 
@@ -312,12 +361,8 @@ async def bench(args: argparse.Namespace) -> int:
     variants: list[tuple[str, dict[str, str]]] = [("switchboard", {})]
     if args.stock_gc:
         variants.append(("switchboard, stock gc", {"SWITCHBOARD_GC": "stock"}))
-    if os.environ.get("MCPL_HARNESS_DIR"):
-        print(
-            "MCPL_HARNESS_DIR is set, but the driver for the reference host is not written yet: "
-            "its rows are left out",
-            file=sys.stderr,
-        )
+    harness_dir = os.environ.get("MCPL_HARNESS_DIR", "")
+    node = _harness_node(harness_dir) if harness_dir and not args.register_only else ""
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
         n = 0
@@ -351,6 +396,19 @@ async def bench(args: argparse.Namespace) -> int:
                         failures.append(
                             f"round {rnd + 1}, {label} W={window}: sent {got['messages']}, "
                             f"accepted {got['accepted']}, stored {stored}"
+                        )
+                if node:
+                    sub = fresh()
+                    out = sub / "ref.json"
+                    argv = _connector_argv("incoming", out, **opts)
+                    got, cpu = await reference_host(node, harness_dir, argv, out)
+                    add(f"{REFERENCE} W={window}", got["messages"] / got["seconds"])
+                    add(f"{REFERENCE} cpu W={window}", cpu / got["messages"] * 1e6)
+                    add(f"{REFERENCE} rtt W={window}", got["rtt_median_us"])
+                    if got["accepted"] != got["messages"]:
+                        failures.append(
+                            f"round {rnd + 1}, {REFERENCE} W={window}: sent {got['messages']}, "
+                            f"accepted {got['accepted']}"
                         )
             if args.ingest_only:
                 print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
@@ -388,7 +446,8 @@ async def bench(args: argparse.Namespace) -> int:
         f"{args.rounds} interleaved round(s); medians (range)"
     )
     print(f"{'host':28} {'W=1 msgs/s':>26} {'W=16 msgs/s':>26} {'rtt W=1':>16} {'cpu W=16':>20}")
-    for label in ["minimal", *(v for v, _ in variants)]:
+    labels = ["minimal", *(v for v, _ in variants), *([REFERENCE] if node else [])]
+    for label in labels:
         print(
             f"{label:28} {_fmt(rows[f'{label} W=1']):>26} {_fmt(rows[f'{label} W=16']):>26} "
             f"{_fmt(rows[f'{label} rtt W=1'], ' us'):>16} "
@@ -401,6 +460,9 @@ async def bench(args: argparse.Namespace) -> int:
         if args.stock_gc:
             stock = statistics.median(rows[f"switchboard, stock gc W={window}"])
             print(f"ratio switchboard / switchboard with stock gc at W={window}: {sb / stock:.2f}")
+        if node:
+            ref = statistics.median(rows[f"{REFERENCE} W={window}"])
+            print(f"ratio switchboard / {REFERENCE} at W={window}: {sb / ref:.2f}")
     if args.ingest_only:
         return _store_check(failures)
     pub = statistics.median(rows["publish switchboard"])
