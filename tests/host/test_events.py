@@ -138,3 +138,13 @@ async def test_an_incoming_batch_is_one_log_line_however_many_messages_it_holds(
         await fake.call("channels/incoming", batch)
     (line,) = [e for e in logs if e["event"] == "messages_accepted"]
     assert (line["server_id"], line["count"], line["log_level"]) == ("s1", 5, "debug")
+
+
+def test_a_batch_event_names_each_of_its_channels_once_given_or_worked_out() -> None:
+    batch = [
+        {"channelId": "a", "messageId": "1"},
+        {"channelId": "b", "messageId": "2"},
+        {"channelId": "a", "messageId": "3"},
+    ]
+    assert sorted(MessagesAccepted("s", batch).channels) == ["a", "b"]
+    assert sorted(MessagesAccepted("s", batch, ["b", "a"]).channels) == ["a", "b"]

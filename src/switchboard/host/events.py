@@ -41,7 +41,7 @@ wire mappings the store took: a batch is one event object, never one object per 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from logging import DEBUG
@@ -263,10 +263,21 @@ class MessagesAccepted:
     Attributes:
         messages: The accepted wire messages that were new (duplicates left out), in arrival
             order; never empty.
+        channel_ids: The distinct ``channelId`` values of ``messages`` when the sender already
+            had them (the ingest path does), else None: see :attr:`channels`.
     """
 
     server_id: str
     messages: Sequence[Mapping[str, Any]]
+    channel_ids: Collection[str] | None = None
+
+    @property
+    def channels(self) -> Collection[str]:
+        """The distinct channel ids of :attr:`messages` (given, or worked out now)."""
+        given = self.channel_ids
+        if given is not None:
+            return given
+        return {m["channelId"] for m in self.messages}
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,13 +44,14 @@ class Deferred:
     store commit): the answer is written from the future's done-callback, with no task.
     """
 
-    __slots__ = ("_failed", "_then", "_work", "future")
+    __slots__ = ("_after", "_failed", "_then", "_work", "future")
 
     def __init__(self, work: Awaitable[Any] | Callable[[], Awaitable[Any]]) -> None:
         self._work = work
         self.future: FutureLike | None = None
         self._then: Callable[[Any], Any] | None = None
         self._failed: Callable[[Exception], Exception] | None = None
+        self._after: Callable[[Any], None] | None = None
 
     @classmethod
     def on_future(
@@ -59,17 +60,21 @@ class Deferred:
         then: Callable[[Any], Any],
         *,
         failed: Callable[[Exception], Exception] | None = None,
+        after: Callable[[Any], None] | None = None,
     ) -> Deferred:
         """Answer with ``then(future.result())`` once ``future`` is done.
 
         ``then`` runs in the event loop's callback; it must not block. If the future failed,
         or ``then`` raises, the exception becomes the error object; ``failed``, if given, first
         turns the future's exception into the one answered with (no second future needed).
+        ``after``, if given, gets the same value once the answer has been handed to the link
+        (work the answer need not wait for); what it raises is logged, never answered.
         """
         deferred = cls(_never)
         deferred.future = future
         deferred._then = then
         deferred._failed = failed
+        deferred._after = after
         return deferred
 
     def settle(self, future: FutureLike) -> Any:
@@ -83,6 +88,12 @@ class Deferred:
         except Exception as exc:
             raise failed(exc) from None
         return self._then(value)
+
+    def run_after(self, future: FutureLike) -> None:
+        """Run ``after`` (see :meth:`on_future`) with the value of a future that succeeded."""
+        after = self._after
+        if after is not None:
+            after(future.result())
 
     def __repr__(self) -> str:
         return f"Deferred({self._work!r})"

@@ -4,9 +4,12 @@ Frames reach the link three ways. A caller of ``request``/``notify`` writes its 
 once when nothing is queued and no write is under way (no task switch); otherwise its frame
 is queued. The dispatcher queues its answers without waking anyone and flushes when its
 inbox runs dry, so the answers to a burst of requests leave in one write. The writer task
-flushes whatever is queued whenever it is woken.
+flushes whatever is queued whenever it is woken. An answer settled from a callback while
+nothing else is in flight is written from that callback (``write_now``) when the link can
+write without waiting.
 
-Theory of operation: only the writer task and the dispatcher ever write queued frames, and
+Theory of operation: only the writer task, the dispatcher and ``write_now`` (synchronous,
+never while a flush holds the lock) ever write queued frames, and
 neither is cancelled while the peer runs, so a frame once queued is never lost to somebody
 else's cancellation; a caller writing directly writes only its own frame. ``flush`` takes
 the whole queue and writes it with ``send_many`` when the link has it.
@@ -36,6 +39,7 @@ class Outbox:
         self._send_many: Callable[[list[bytes]], Awaitable[None]] | None = getattr(
             link, "send_many", None
         )
+        self._try_write: Callable[[list[bytes]], bool] | None = getattr(link, "try_write", None)
         self._frames: list[bytes] = []
         self._lock = anyio.Lock(fast_acquire=True)
         self._ready = anyio.Event()
@@ -49,6 +53,22 @@ class Outbox:
         self._frames.append(frame)
         if wake:
             self._ready.set()
+
+    def write_now(self) -> bool:
+        """Write what is queued from the caller, with no task switch, if the link can and no
+        write is under way; True if the queue was written. Otherwise nothing happens and the
+        caller wakes the writer."""
+        frames = self._frames
+        try_write = self._try_write
+        if not frames or try_write is None or self._lock.locked():
+            return False
+        if not try_write(frames):
+            return False
+        self._frames = []
+        drained = self._drained
+        self._drained = anyio.Event()
+        drained.set()
+        return True
 
     def wake(self) -> None:
         """Let the writer task send what is queued."""

@@ -359,7 +359,16 @@ class Peer:
         except BaseException as exc:  # a cancelled future: answer, never leave it hanging
             self._answer_exception(call, RuntimeError(f"the work was cancelled: {exc!r}"))
         else:
-            self._answer_result(call, result)
+            self._answer_result(call, result, wake=False)
+            # Nothing else in flight (one request at a time): the answer leaves from here,
+            # before the work that need not hold it up. With requests in flight, answers
+            # wait for the writer and leave together in one write.
+            if self._unanswered or self._inbox or not self._outbox.write_now():
+                self._outbox.wake()
+            try:
+                deferred.run_after(done)
+            except Exception:
+                self._log.exception("after_answer_failed", method=call.method)
 
     async def _complete_deferred(self, call: InboundCall, deferred: Deferred) -> None:
         self._not_started.discard(deferred)

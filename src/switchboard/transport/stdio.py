@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -45,6 +46,11 @@ STDERR_BURST_BYTES = 64 * 1024
 """Bytes of a connector's stderr logged in a burst; beyond it, lines are counted instead."""
 STDERR_BYTES_PER_SECOND = 8 * 1024
 """Bytes of a connector's stderr logged per second after a burst."""
+PIPE_BYTES = 1 << 20
+"""Bytes asked of the kernel for each of a connector's stdin and stdout pipes (Linux's default
+is 64 KiB, and 1 MiB is what an unprivileged process may ask). A large answer (the results of
+100,000 channels registered at once are about 4 MB) then leaves in a few writes, each one a
+turn of the event loop, instead of sixty (issue #14)."""
 # How long the stderr forwarder may keep draining after the child is gone (a grandchild
 # that inherited stderr could hold it open forever).
 _STDERR_DRAIN_GRACE = 0.5
@@ -140,6 +146,11 @@ class StdioLink:
     async def send_many(self, frames: Sequence[bytes]) -> None:
         """Write several frames to the child's stdin in one write."""
         await self._stream.send_many(frames)
+
+    def try_write(self, frames: Sequence[bytes]) -> bool:
+        """Write frames to the child's stdin now if the pipe takes them without waiting
+        (see :meth:`NdjsonStreamLink.try_write`)."""
+        return self._stream.try_write(frames)
 
     async def receive(self) -> bytes:
         """Return the next frame from the child's stdout."""
@@ -269,6 +280,8 @@ async def spawn_stdio(
         )
     except OSError as exc:
         raise SpawnError.of(exc, argv, cwd) from exc
+    _grow_pipe(process.stdin)
+    _grow_pipe(process.stdout)
     link = StdioLink(process, name=name, max_frame=max_frame)
     _log.debug("process_spawned", name=name, pid=process.pid, argv=list(argv))
     stderr_done = anyio.Event()
@@ -293,3 +306,20 @@ async def spawn_stdio(
             await link.aclose()
             await process.aclose()
         _log.debug("process_exited", name=name, pid=process.pid, code=process.returncode)
+
+
+def _grow_pipe(stream: object) -> None:
+    """Ask for a :data:`PIPE_BYTES` pipe under ``stream``; best effort, never an error.
+
+    The file descriptor is reached through the asyncio transport anyio wraps (its
+    ``get_extra_info("pipe")`` is public; the wrapper's ``_stream`` is not, hence the guard).
+    Where the platform or the user's pipe quota says no, the pipe keeps its size.
+    """
+    inner = getattr(stream, "_stream", None)
+    transport = getattr(inner, "transport", None) or getattr(inner, "_transport", None)
+    pipe = transport.get_extra_info("pipe") if transport is not None else None
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if pipe is None or set_size is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(pipe.fileno(), set_size, PIPE_BYTES)

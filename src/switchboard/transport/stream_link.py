@@ -11,9 +11,10 @@ streams they own.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -65,6 +66,7 @@ class NdjsonStreamLink:
         self._ready: deque[bytes | FrameTooLarge] = deque()
         self._eof = False
         self._closed = False
+        self._write_now = _sync_writer(send_stream)
 
     @property
     def description(self) -> str:
@@ -105,6 +107,20 @@ class NdjsonStreamLink:
         if frames:
             await self._write(encode_frames(tuple(frames)))
 
+    def try_write(self, frames: Sequence[bytes]) -> bool:
+        """Write ``frames`` now, without a task switch, if the stream allows it.
+
+        Only where the send stream is an asyncio stream (a child's stdin) and nothing written
+        earlier is still buffered: one answer then leaves from the caller's callback instead
+        of a turn of the event loop later, and the buffer never grows past that answer, so
+        the flow control of :meth:`send` still holds. Returns False (nothing written) when
+        the caller must use :meth:`send_many` instead.
+        """
+        write_now = self._write_now
+        if write_now is None or self._closed or not frames:
+            return False
+        return write_now(encode_frames(tuple(frames)))
+
     async def _write(self, data: bytes) -> None:
         if self._closed:
             raise self._closed_error("closed locally")
@@ -122,3 +138,26 @@ class NdjsonStreamLink:
             for stream in (self._tx, self._rx):
                 with contextlib.suppress(*_STREAM_ENDED):
                     await stream.aclose()
+
+
+def _sync_writer(stream: object) -> Callable[[bytes], bool] | None:
+    """A function writing to ``stream``'s asyncio transport at once, or None.
+
+    anyio wraps an asyncio :class:`~asyncio.StreamWriter` for a subprocess pipe (its
+    ``_stream`` attribute, not public, hence the checks); any other stream gets None.
+    """
+    writer = getattr(stream, "_stream", None)
+    if not isinstance(writer, asyncio.StreamWriter):
+        return None
+    transport = writer.transport
+
+    def write_now(data: bytes) -> bool:
+        if transport.is_closing() or transport.get_write_buffer_size():
+            return False
+        try:
+            transport.write(data)
+        except (RuntimeError, OSError):  # closed under us: the async path reports it
+            return False
+        return True
+
+    return write_now

@@ -125,14 +125,23 @@ class IncomingHandler:
         sid = self._server_id
         committed = self._store.submit_wire(sid, accepted, received_at=self._clock())
         emit = self._events.emit
+        answer = {"results": results}
 
         def after_commit(stored: list[AppendResult]) -> dict[str, Any]:
-            fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
-            if fresh:
-                emit(MessagesAccepted(sid, fresh))
-            return {"results": results}
+            return answer
 
-        return _deferred(committed, after_commit)
+        def announce(stored: list[AppendResult]) -> None:
+            # After the answer left: the connector's ack waits for the commit, not for the
+            # listeners (issue #14).
+            fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
+            if len(fresh) == len(accepted):
+                # The channels admitted above are exactly the batch's (each once).
+                channels = [cid for cid, why in verdicts.items() if why is None]
+                emit(MessagesAccepted(sid, fresh, channels))
+            elif fresh:
+                emit(MessagesAccepted(sid, fresh))
+
+        return _deferred(committed, after_commit, announce)
 
     def _count_refused(self, results: list[dict[str, Any]]) -> None:
         """One refusal series per reason, with the count and a sample message id."""
@@ -237,21 +246,27 @@ async def _ready(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _deferred(
-    committed: Awaitable[list[AppendResult]], then: Callable[[list[AppendResult]], dict[str, Any]]
+    committed: Awaitable[list[AppendResult]],
+    then: Callable[[list[AppendResult]], dict[str, Any]],
+    after: Callable[[list[AppendResult]], None] | None = None,
 ) -> Deferred:
     """Answer once the store committed: from the future's callback when it is one (no task).
 
-    A commit the store's disk refused is answered with :func:`storage_unavailable_error`.
+    ``after`` runs once the answer has been handed over (with the future: see
+    :meth:`Deferred.on_future`; otherwise just before, in the same task). A commit the store's
+    disk refused is answered with :func:`storage_unavailable_error`.
     """
     if asyncio.isfuture(committed):  # cheap; a runtime Protocol check costs ~30 µs here
         # The peer settles from the store's own future: no second future, no extra hop.
-        return Deferred.on_future(committed, then, failed=_answered_error)
+        return Deferred.on_future(committed, then, failed=_answered_error, after=after)
 
     async def wait() -> dict[str, Any]:
         try:
             stored = await committed
         except StorageUnavailableError as exc:
             raise storage_unavailable_error(exc.cause) from None
+        if after is not None:
+            after(stored)
         return then(stored)
 
     return Deferred(wait())

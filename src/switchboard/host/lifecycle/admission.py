@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
+from anyio.lowlevel import checkpoint
 
 from switchboard.channels import ChannelRef, ChannelRegistry, LifecycleBook
 from switchboard.channels.lifecycle.decisions import Append
@@ -33,6 +34,12 @@ from switchboard.host.lifecycle.queue import DecisionGate
 from switchboard.host.lifecycle.reconcile import Reconciler
 
 __all__ = ["Admission"]
+
+#: Channels given their initial record between two turns of the event loop. Admitting 100,000
+#: channels takes seconds; in slices the registration's answer, other connectors' traffic and
+#: the agents keep moving meanwhile (issue #14: the answer to a large ``channels/register``
+#: waited behind the whole admission).
+ADMIT_SLICE = 512
 
 log = structlog.get_logger(__name__)
 
@@ -107,7 +114,9 @@ class Admission:
             now = self._clock()
             ensure = self._book.ensure_initial
             registry = self._registry
-            for ref in refs:
+            for n, ref in enumerate(refs):
+                if n and not n % ADMIT_SLICE:
+                    await checkpoint()
                 entry = registry.get(ref)
                 if entry is None:
                     continue

@@ -258,8 +258,8 @@ class LifecycleHost:
     def observe(self, event: HostEvent) -> None:
         """A host event listener: admit and reconcile new channels, follow traffic and exits."""
         match event:
-            case MessagesAccepted(server_id=server_id, messages=messages):
-                self.marks.traffic(server_id, {m["channelId"] for m in messages})
+            case MessagesAccepted(server_id=server_id):
+                self.marks.traffic(server_id, event.channels)
             case ChannelsRegistered(server_id=server_id, channel_ids=accepted):
                 self.background.spawn(server_id, self.admission.admit, server_id, list(accepted))
             case ChannelsChanged(server_id=server_id, added=added) if added:

@@ -43,6 +43,7 @@ from typing import Any
 
 import anyio
 import structlog
+from anyio.lowlevel import checkpoint
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, Convergence
 from switchboard.channels.lifecycle.book import LifecycleBook
@@ -77,6 +78,8 @@ log = structlog.get_logger(__name__)
 RECONCILE_CONCURRENCY = 32
 """The most lifecycle runs (each at most one ``channels/open`` or ``channels/close`` in
 flight) one :meth:`Reconciler.reconcile` call keeps going at once."""
+# Channels checked for a needed run between two turns of the event loop.
+CHECK_SLICE = 512
 
 #: Failures that report themselves (or mean the channel is gone): reconcile does not re-report.
 _QUIET = frozenset(
@@ -371,7 +374,9 @@ class Reconciler:
         if not refs or self.lifecycle_session(refs[0].server_id) is None:
             return 0
         todo: list[ChannelRef] = []
-        for ref in refs:
+        for n, ref in enumerate(refs):
+            if n and not n % CHECK_SLICE:
+                await checkpoint()  # a large registration must not hold the loop (issue #14)
             entry = self._registry.get(ref)
             if entry is not None and self.needs_run(entry):
                 todo.append(ref)
