@@ -173,7 +173,7 @@ class ConnectorSession:
             store=store,
             events=events,
             clock=clock,
-            permits=self.channel_permitted,
+            permits=None if config.channels is None else self.channel_permitted,
             refusals=self.refusals,
             rate=(
                 None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, TransportState
+from switchboard.channels import ChannelEntry, ChannelRegistry, TransportState
 
 __all__ = ["TransportMarks", "may_be_open_at_start"]
 
@@ -71,17 +71,15 @@ class TransportMarks:
     def traffic(self, server_id: str, channel_ids: Iterable[str]) -> None:
         """The server sent messages on these channels: they are open at the transport.
 
-        Once per incoming batch: a channel whose learnt state is already open costs a registry
-        lookup and a dict lookup (issue #14); its :class:`ChannelRef` is the one kept with the
-        learnt state, not a new one."""
-        lookup = self._registry.get
+        Once per incoming batch: a channel whose learnt state is already open costs two dict
+        lookups (its entry among the server's, and its learnt state; issue #14)."""
+        channels = self._registry.server_channels(server_id)
         learnt = self._by_server.get(server_id, _NONE)
         for channel_id in channel_ids:
-            held = learnt.get(channel_id)
-            ref = held[0].ref if held is not None else ChannelRef(server_id, channel_id)
-            entry = lookup(ref)
+            entry = channels.get(channel_id)
             if entry is None:
                 continue
+            held = learnt.get(channel_id)
             state = held[1] if held is not None and held[0] is entry else self.get(entry)
             if not state.open or state.unconfirmed or state.failed_close:
                 self.set(entry, state.traffic())
