@@ -43,6 +43,26 @@ Timeout = float | Literal[_Default.USE_DEFAULT] | None
 """Seconds, ``None`` for no timeout, or ``USE_DEFAULT``."""
 
 
+_SCOPE_CLASS: type[anyio.CancelScope] | None = None
+
+
+def _new_scope() -> anyio.CancelScope:
+    """A bare cancel scope of the running backend.
+
+    ``anyio.CancelScope()`` looks the backend up on every call (a quarter of what a scope
+    costs); the class it returns is remembered and called directly, which makes the same
+    object. The peer runs on asyncio only (see the module docstring), so the class is the same
+    on every later call.
+    """
+    global _SCOPE_CLASS
+    cls = _SCOPE_CLASS
+    if cls is None:
+        scope = anyio.CancelScope()
+        _SCOPE_CLASS = type(scope)
+        return scope
+    return cls()
+
+
 class _Waiter:
     __slots__ = ("done", "error", "method", "on_response", "result", "scope", "timed_out")
 
@@ -115,7 +135,7 @@ class PendingRequests:
             else:
                 # The timer task cancels this scope on expiry: a bare scope costs far less
                 # than a scope with a deadline of its own (which schedules a loop timer).
-                waiter.scope = scope = anyio.CancelScope()
+                waiter.scope = scope = _new_scope()
                 if self._deadlines.add(request_id, loop.time() + timeout):
                     self._timer_wake.set()
                 with scope:

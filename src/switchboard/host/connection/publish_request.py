@@ -126,7 +126,8 @@ def _error_answer(sid: str, channel_id: str, exc: RpcError) -> PublishOutcome:
 
 def _receipt(sid: str, channel_id: str, result: Any) -> PublishOutcome:
     """A result answer: only a well-formed receipt is ``delivered`` or ``failed``."""
-    if not isinstance(result, Mapping):
+    # type() first: an ABC isinstance costs a microsecond on every confirmed publish.
+    if type(result) is not dict and not isinstance(result, Mapping):
         return _unconfirmed(sid, channel_id, "the connector's answer is not a delivery receipt")
     delivered = result.get("delivered")
     message_id = result.get("messageId")
