@@ -47,10 +47,15 @@ STDERR_BURST_BYTES = 64 * 1024
 STDERR_BYTES_PER_SECOND = 8 * 1024
 """Bytes of a connector's stderr logged per second after a burst."""
 PIPE_BYTES = 1 << 20
-"""Bytes asked of the kernel for each of a connector's stdin and stdout pipes (Linux's default
-is 64 KiB, and 1 MiB is what an unprivileged process may ask). A large answer (the results of
-100,000 channels registered at once are about 4 MB) then leaves in a few writes, each one a
-turn of the event loop, instead of sixty (issue #14)."""
+"""Bytes asked of the kernel for a connector's stdin pipe (Linux's default is 64 KiB, and
+1 MiB is what an unprivileged process may ask). A large answer (the results of 100,000
+channels registered at once are about 4 MB) then leaves in a few writes, each one a turn of
+the event loop, instead of sixty (issue #14)."""
+GROWN_PIPES_MAX = 16
+"""At most this many connector pipes are grown at once. The kernel counts grown pipes against
+the user's pipe quota (``fs.pipe-user-pages-soft``, 64 MiB by default); a user at the quota
+gets one-page pipes everywhere, so Switchboard keeps to a quarter of the default."""
+_grown = [0]  # connector pipes grown and still open, in this process
 # How long the stderr forwarder may keep draining after the child is gone (a grandchild
 # that inherited stderr could hold it open forever).
 _STDERR_DRAIN_GRACE = 0.5
@@ -280,8 +285,7 @@ async def spawn_stdio(
         )
     except OSError as exc:
         raise SpawnError.of(exc, argv, cwd) from exc
-    _grow_pipe(process.stdin)
-    _grow_pipe(process.stdout)
+    grown = _grow_pipe(process.stdin)
     link = StdioLink(process, name=name, max_frame=max_frame)
     _log.debug("process_spawned", name=name, pid=process.pid, argv=list(argv))
     stderr_done = anyio.Event()
@@ -305,21 +309,32 @@ async def spawn_stdio(
         with anyio.CancelScope(shield=True):
             await link.aclose()
             await process.aclose()
+        if grown:
+            _grown[0] -= 1
         _log.debug("process_exited", name=name, pid=process.pid, code=process.returncode)
 
 
-def _grow_pipe(stream: object) -> None:
+def _grow_pipe(stream: object) -> bool:
     """Ask for a :data:`PIPE_BYTES` pipe under ``stream``; best effort, never an error.
 
+    Only the host's writing side is grown: answers and publishes from the host can be large,
+    while what a connector sends is read in chunks of up to 256 KiB whatever the pipe's size.
     The file descriptor is reached through the asyncio transport anyio wraps (its
     ``get_extra_info("pipe")`` is public; the wrapper's ``_stream`` is not, hence the guard).
-    Where the platform or the user's pipe quota says no, the pipe keeps its size.
+    Where the platform, :data:`GROWN_PIPES_MAX` or the user's pipe quota says no, the pipe
+    keeps its size. Returns whether it was grown (the caller gives the place back).
     """
+    if _grown[0] >= GROWN_PIPES_MAX:
+        return False
     inner = getattr(stream, "_stream", None)
-    transport = getattr(inner, "transport", None) or getattr(inner, "_transport", None)
+    transport = getattr(inner, "transport", None)
     pipe = transport.get_extra_info("pipe") if transport is not None else None
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
     if pipe is None or set_size is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
+        return False
+    try:
         fcntl.fcntl(pipe.fileno(), set_size, PIPE_BYTES)
+    except (OSError, ValueError):
+        return False
+    _grown[0] += 1
+    return True

@@ -1,0 +1,87 @@
+"""A connector's stdin pipe is grown to 1 MiB where the kernel allows it, and only so many.
+
+Large answers (the results of registering 100,000 channels are about 4 MB) then leave in a few
+writes rather than sixty (issue #14). The child here asks the kernel for the size of its own
+stdin and stdout, which are the same pipes the host holds the other ends of.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from switchboard.transport import spawn_stdio, stdio
+from switchboard.transport.stdio import PIPE_BYTES
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are a Linux feature"),
+]
+
+_CHILD = textwrap.dedent(
+    """
+    import fcntl, json, sys
+    sizes = {
+        "stdin": fcntl.fcntl(0, fcntl.F_GETPIPE_SZ),
+        "stdout": fcntl.fcntl(1, fcntl.F_GETPIPE_SZ),
+    }
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "sizes", "params": sizes}) + "\\n")
+    sys.stdout.flush()
+    sys.stdin.read()
+    """
+)
+
+
+def _default() -> int:
+    """The size of a new pipe on this machine (64 KiB with 4 KiB pages)."""
+    read, write = os.pipe()
+    try:
+        return int(fcntl.fcntl(write, fcntl.F_GETPIPE_SZ))
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def _allowed() -> int:
+    """What an unprivileged process may ask for (``/proc/sys/fs/pipe-max-size``)."""
+    try:
+        return int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except OSError:
+        return PIPE_BYTES
+
+
+async def test_a_spawned_connectors_pipes_hold_a_mebibyte(tmp_path: Path) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(_CHILD)
+    with anyio.fail_after(10):
+        async with spawn_stdio([sys.executable, str(child)], name="sizes") as link:
+            frame = await link.receive()
+    sizes = orjson.loads(frame)["params"]
+    expected = min(PIPE_BYTES, _allowed())
+    assert sizes == {"stdin": expected, "stdout": _default()}
+
+
+async def test_no_more_pipes_are_grown_than_the_cap_and_a_place_comes_back_on_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    child = tmp_path / "child.py"
+    child.write_text(_CHILD)
+    monkeypatch.setattr(stdio, "GROWN_PIPES_MAX", 1)
+    with anyio.fail_after(10):
+        async with (
+            spawn_stdio([sys.executable, str(child)], name="first") as first,
+            spawn_stdio([sys.executable, str(child)], name="second") as second,
+        ):
+            one = orjson.loads(await first.receive())["params"]["stdin"]
+            two = orjson.loads(await second.receive())["params"]["stdin"]
+        async with spawn_stdio([sys.executable, str(child)], name="third") as third:
+            three = orjson.loads(await third.receive())["params"]["stdin"]
+    grown = min(PIPE_BYTES, _allowed())
+    assert (one, two, three) == (grown, _default(), grown)
