@@ -7,9 +7,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from switchboard.store import IncomingRecord
+from switchboard.store.wire import decode_body
 
 
 def build_record(n: int, **overrides: Any) -> IncomingRecord:
@@ -51,4 +50,4 @@ def batch_rows(db_path: Path) -> list[tuple[int, int, str, float, list[dict[str,
             "SELECT first_seq, count, server_id, received_at, body FROM batches ORDER BY first_seq"
         ).fetchall()
     check.close()
-    return [(f, c, s, r, orjson.loads(b)) for f, c, s, r, b in rows]
+    return [(f, c, s, r, decode_body(b)) for f, c, s, r, b in rows]

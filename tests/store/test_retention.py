@@ -3,6 +3,7 @@ that ingest goes on while it runs, and the ``[store]`` settings that configure i
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from collections.abc import MutableMapping
 from pathlib import Path
@@ -47,11 +48,22 @@ class Cursors:
 async def fill(
     store: MessageStore, batches: int, *, at: float, per: int = 10, start: int = 0
 ) -> None:
-    """``batches`` batches of ``per`` messages each, received at ``at``."""
+    """``batches`` batches of ``per`` messages each, received at ``at``.
+
+    Each text carries 48 pseudo-random bytes (as hex), so packed bodies still take room in
+    proportion to the messages, as real chat does, and the size cap has something to cut.
+    """
     for b in range(batches):
         first = start + b * per
-        wire = [build_wire(n) for n in range(first, first + per)]
+        wire = [
+            build_wire(n, content=[{"type": "text", "text": _noise(n)}])
+            for n in range(first, first + per)
+        ]
         await store.submit_wire("demo", wire, received_at=at)
+
+
+def _noise(n: int) -> str:
+    return f"message {n} " + random.Random(n).randbytes(48).hex()
 
 
 def policy(**overrides: object) -> RetentionPolicy:

@@ -9,7 +9,7 @@ duplicate index).
 What it deliberately does not know: threads, the event loop, group commit, duplicates, or who
 calls it. Every function here is synchronous and runs on whatever thread calls it.
 
-Schema version 2::
+Schema version 3::
 
     batches(first_seq INTEGER PRIMARY KEY, count, server_id, received_at, body)
     cursors(agent TEXT PRIMARY KEY, seq, delivered)
@@ -19,7 +19,9 @@ Schema version 2::
 so a message at or below it that is read again is known to be a redelivery.
 
 One row per submitted batch: ``body`` is the orjson encoding of the JSON array of the batch's
-new messages in MCPL wire form (see :mod:`switchboard.store.wire`), and they hold the seqs
+new messages in MCPL wire form (see :mod:`switchboard.store.wire`), compressed with zlib when
+that is smaller and the encoding is at least 2 KiB (version 3 added packed bodies; a body
+starting with ``[`` is plain, one starting with ``0x78`` packed), and they hold the seqs
 ``first_seq .. first_seq + count - 1``. Rows cover the sequence without gaps or overlaps, so
 the batch holding a seq is the one with the largest ``first_seq`` not above it (a primary-key
 range search). A batch with no new message has no row. Uniqueness of message keys is not
@@ -77,6 +79,9 @@ _MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         "CREATE TABLE cursors (agent TEXT PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID",
     ),
     ("ALTER TABLE cursors ADD COLUMN delivered INTEGER NOT NULL DEFAULT 0",),
+    # Version 3 changes no table: bodies may now be packed (zlib), which older code cannot
+    # read, so the version tells it to refuse the file instead of failing on a batch.
+    (),
 )
 SCHEMA_VERSION: Final = len(_MIGRATIONS)
 

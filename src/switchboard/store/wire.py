@@ -3,7 +3,8 @@
 What this module knows: the shape of one ``channels/incoming`` message on the wire
 (``channelId``, ``messageId``, ``threadId?``, ``author{id,name}``, ``timestamp``, ``content``,
 ``metadata?``, ``tags?``, and whatever else the connector sent), how a batch of them is
-encoded (one orjson document: the list of messages, unknown fields kept as given), the key
+encoded (one orjson document: the list of messages, unknown fields kept as given; stored
+packed with zlib when that is smaller, see :func:`pack_body`), the key
 that identifies a message for de-duplication, and how an :class:`IncomingRecord` becomes a wire
 message and a wire message becomes a :class:`StoredMessage`.
 
@@ -14,6 +15,7 @@ what it cannot encode or key.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -22,11 +24,13 @@ import orjson
 from switchboard.store.records import IncomingRecord, StoredMessage, StoreError
 
 __all__ = [
+    "PACK_MIN_BYTES",
     "Key",
     "WireMessage",
     "decode_body",
     "encode_body",
     "keys_of",
+    "pack_body",
     "runs_by_server",
     "to_stored",
     "to_wire",
@@ -38,6 +42,14 @@ Key = tuple[str, str, str]
 
 _DUMPS: Final = orjson.dumps
 _LOADS: Final = orjson.loads
+_compress: Final = zlib.compress
+_decompress: Final = zlib.decompress
+# The first byte of a zlib stream with the default window (CMF 0x78); never the first byte of
+# a JSON array.
+_ZLIB_FIRST: Final = b"\x78"
+
+#: Bodies shorter than this are stored as they are (a row of one page either way).
+PACK_MIN_BYTES: Final = 2048
 
 
 def encode_body(messages: Sequence[WireMessage]) -> bytes:
@@ -52,12 +64,33 @@ def encode_body(messages: Sequence[WireMessage]) -> bytes:
         raise StoreError(f"a message cannot be encoded as JSON: {exc}") from exc
 
 
+def pack_body(body: bytes) -> bytes:
+    """What is stored for ``body``: the body compressed with zlib (level 1) when it is at least
+    :data:`PACK_MIN_BYTES` and compressing makes it smaller, else the body as it is.
+
+    Why: one commit of a 12 KB batch spans two 8 KiB pages and costs about 250 µs on the
+    development VM, one of 1 KB about 45 µs; deflate at level 1 takes about 35 µs for 12 KB
+    and runs without the GIL (issue #14). The stored row shrinks 3 to 15 times with it. zlib is
+    the standard library's: no new dependency, and its own header and checksum mark and guard a
+    packed body (a JSON array starts with ``[``, a zlib stream with ``0x78``).
+    """
+    if len(body) < PACK_MIN_BYTES or body[:1] != b"[":  # short, or packed already
+        return body
+    packed = _compress(body, 1)
+    return packed if len(packed) < len(body) else body
+
+
 def decode_body(body: bytes) -> list[WireMessage]:
-    """The messages of one stored batch, in seq order.
+    """The messages of one stored batch, in seq order (packed or not, see :func:`pack_body`).
 
     Raises:
         StoreError: the body is not a JSON array (the file was damaged or written by others).
     """
+    if body[:1] == _ZLIB_FIRST:
+        try:
+            body = _decompress(body)
+        except zlib.error as exc:
+            raise StoreError(f"a stored batch cannot be unpacked: {exc}") from exc
     try:
         messages = _LOADS(body)
     except ValueError as exc:  # orjson.JSONDecodeError is a ValueError

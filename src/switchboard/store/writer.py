@@ -44,7 +44,7 @@ from switchboard.store.dedupe import DedupeIndex
 from switchboard.store.group_thread import GroupThread, write_isolated
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
 from switchboard.store.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
-from switchboard.store.wire import Key, WireMessage, encode_body
+from switchboard.store.wire import Key, WireMessage, encode_body, pack_body
 
 __all__ = ["AppendJob", "CallJob", "CursorJob", "GroupWriter", "Job"]
 
@@ -63,7 +63,8 @@ class AppendJob(Generic[W]):
         keys: each message's ``(server_id, channelId, messageId)``, in order.
         messages: the messages themselves; read again only to re-encode a batch that held
             duplicates.
-        body: ``encode_body(messages)``.
+        body: ``encode_body(messages)``; once written, what was stored for it
+            (``pack_body``, set by the writer thread).
         received_at: unix seconds at which the host accepted the batch.
     """
 
@@ -171,6 +172,8 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
                     count, body = len(fresh), encode_body([job.messages[i] for i in fresh])
                 else:
                     continue
+                # Packed here, on this thread, with the GIL released while deflate runs.
+                job.body = body = pack_body(body)
                 rows.append((seq, count, job.server_id, job.received_at, body))
                 seq += count
             if rows:
