@@ -88,6 +88,9 @@ class Outbox:
     async def send_own(self, frame: bytes) -> None:
         """Write a caller's frame now if the way is clear, else queue it for the writer."""
         if not self._frames and not self._lock.locked():
+            try_write = self._try_write
+            if try_write is not None and try_write([frame]):
+                return  # written at once: no lock, no task switch
             async with self._lock:
                 await self._link.send(frame)
             return
@@ -101,6 +104,9 @@ class Outbox:
             while self._frames:
                 frames = self._frames
                 self._frames = []
+                try_write = self._try_write
+                if try_write is not None and try_write(frames):
+                    continue  # the link took them without waiting
                 if len(frames) > 1 and self._send_many is not None:
                     await self._send_many(frames)
                 else:
