@@ -17,7 +17,7 @@ import anyio
 import orjson
 import pytest
 
-from switchboard.transport import spawn_stdio, stdio
+from switchboard.transport import Peer, spawn_stdio, stdio
 from switchboard.transport.stdio import PIPE_BYTES
 
 pytestmark = [
@@ -85,3 +85,37 @@ async def test_no_more_pipes_are_grown_than_the_cap_and_a_place_comes_back_on_ex
             three = orjson.loads(await third.receive())["params"]["stdin"]
     grown = min(PIPE_BYTES, _allowed())
     assert (one, two, three) == (grown, _default(), grown)
+
+
+_DEAF_CHILD = "import time\ntime.sleep(60)\n"
+
+
+async def test_a_connector_that_reads_nothing_holds_the_peer_back_after_one_frame(
+    tmp_path: Path,
+) -> None:
+    # A frame is written at once only while nothing is buffered: once the pipe is full one
+    # frame waits in the transport and the next sender waits for the drain, as without it.
+    child = tmp_path / "deaf.py"
+    child.write_text(_DEAF_CHILD)
+    text = "x" * (256 * 1024)
+    sent: list[int] = []
+    with anyio.fail_after(20):
+        async with spawn_stdio([sys.executable, str(child)], name="deaf") as link:
+            peer = Peer(link, name="host")
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(peer.run)
+
+                async def flood() -> None:
+                    for n in range(64):  # 16 MiB: far more than the pipe holds
+                        await peer.notify("note", {"text": text})
+                        sent.append(n)
+
+                tg.start_soon(flood)
+                await anyio.wait_all_tasks_blocked()
+                writer = link._stream._tx._stream  # type: ignore[attr-defined]
+                buffered = writer.transport.get_write_buffer_size()
+                tg.cancel_scope.cancel()
+    frame = len(text) + 64
+    assert 0 < len(sent) < 64
+    assert len(sent) * frame <= min(PIPE_BYTES, _allowed()) + 2 * frame
+    assert buffered <= 2 * frame
