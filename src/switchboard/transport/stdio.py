@@ -28,7 +28,7 @@ from anyio.abc import ByteReceiveStream, Process
 from switchboard.ratelog import LineJoiner, RateLimitedLog, VolumeBudget
 from switchboard.transport.errors import TransportError
 from switchboard.transport.framing import DEFAULT_MAX_FRAME, FrameTooLarge, NdjsonDecoder
-from switchboard.transport.stream_link import NdjsonStreamLink
+from switchboard.transport.stream_link import NdjsonStreamLink, asyncio_write_transport
 
 __all__ = ["SpawnError", "StdioLink", "spawn_stdio"]
 
@@ -319,15 +319,15 @@ def _grow_pipe(stream: object) -> bool:
 
     Only the host's writing side is grown: answers and publishes from the host can be large,
     while what a connector sends is read in chunks of up to 256 KiB whatever the pipe's size.
-    The file descriptor is reached through the asyncio transport anyio wraps (its
-    ``get_extra_info("pipe")`` is public; the wrapper's ``_stream`` is not, hence the guard).
-    Where the platform, :data:`GROWN_PIPES_MAX` or the user's pipe quota says no, the pipe
-    keeps its size. Returns whether it was grown (the caller gives the place back).
+    The file descriptor is reached through the asyncio transport anyio wraps
+    (:func:`~switchboard.transport.stream_link.asyncio_write_transport`, then its public
+    ``get_extra_info("pipe")``). Where the platform, :data:`GROWN_PIPES_MAX` or the user's
+    pipe quota says no, the pipe keeps its size. Returns whether it was grown (the caller gives
+    the place back).
     """
     if _grown[0] >= GROWN_PIPES_MAX:
         return False
-    inner = getattr(stream, "_stream", None)
-    transport = getattr(inner, "transport", None)
+    transport = asyncio_write_transport(stream)
     pipe = transport.get_extra_info("pipe") if transport is not None else None
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
     if pipe is None or set_size is None:

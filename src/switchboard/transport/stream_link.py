@@ -27,7 +27,7 @@ from switchboard.transport.framing import (
     encode_frames,
 )
 
-__all__ = ["NdjsonStreamLink"]
+__all__ = ["NdjsonStreamLink", "asyncio_write_transport"]
 
 _READ_SIZE = 256 * 1024
 
@@ -140,16 +140,25 @@ class NdjsonStreamLink:
                     await stream.aclose()
 
 
-def _sync_writer(stream: object) -> Callable[[bytes], bool] | None:
-    """A function writing to ``stream``'s asyncio transport at once, or None.
+def asyncio_write_transport(stream: object) -> asyncio.WriteTransport | None:
+    """The asyncio transport under an anyio send stream, or None.
 
     anyio wraps an asyncio :class:`~asyncio.StreamWriter` for a subprocess pipe (its
-    ``_stream`` attribute, not public, hence the checks); any other stream gets None.
+    ``_stream`` attribute, not public, hence the checks); any other stream (a socket, a
+    memory stream) gets None. The one place Switchboard reaches under anyio's wrapper.
     """
     writer = getattr(stream, "_stream", None)
     if not isinstance(writer, asyncio.StreamWriter):
         return None
     transport = writer.transport
+    return transport if isinstance(transport, asyncio.WriteTransport) else None
+
+
+def _sync_writer(stream: object) -> Callable[[bytes], bool] | None:
+    """A function writing to ``stream``'s asyncio transport at once, or None."""
+    transport = asyncio_write_transport(stream)
+    if transport is None:
+        return None
 
     def write_now(data: bytes) -> bool:
         if transport.is_closing() or transport.get_write_buffer_size():
