@@ -43,6 +43,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from baseline_loop import answer_everything
+
 __all__ = ["main"]
 
 HERE = Path(__file__).parent
@@ -106,23 +108,7 @@ async def minimal_host(
         w.write(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
 
     async def read() -> None:
-        while line := await r.readline():
-            msg = json.loads(line)
-            method = msg.get("method")
-            if method == "channels/incoming":
-                results = [
-                    {"messageId": m["messageId"], "accepted": True}
-                    for m in msg["params"]["messages"]
-                ]
-                send({"jsonrpc": "2.0", "id": msg["id"], "result": {"results": results}})
-            elif method == "channels/register":
-                results = [{"id": c["id"], "accepted": True} for c in msg["params"]["channels"]]
-                send({"jsonrpc": "2.0", "id": msg["id"], "result": {"results": results}})
-                registered.set()
-            elif method is None:
-                fut = answers.pop(msg["id"], None)
-                if fut is not None:
-                    fut.set_result(msg)
+        await answer_everything(r, json.loads, send, answers, registered)
 
     async def call(i: Any, method: str, params: dict[str, Any]) -> Any:
         fut: asyncio.Future[Any] = loop.create_future()
