@@ -18,10 +18,12 @@ def test_the_store_package_exports_exactly_its_public_api() -> None:
     assert sorted(switchboard.store.__all__) == [
         "AppendResult",
         "DecisionLog",
+        "FreshResults",
         "IncomingRecord",
         "LoadedLog",
         "MessageStore",
         "MessageStoreProtocol",
+        "RawMessages",
         "Snapshot",
         "StorageUnavailableError",
         "StoreClosedError",

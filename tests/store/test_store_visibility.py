@@ -27,8 +27,11 @@ def _rows_committed(db_path: Path) -> int:
 async def test_a_read_sees_no_commit_before_the_store_reported_it(db_path: Path) -> None:
     """The writer has committed the second batch to SQLite, but the event loop has not yet run
     the callback that reports it (the loop is held here, without yielding). A read called now
-    returns only what ``latest_seq`` covers, and a cursor set from it is in range."""
-    async with await MessageStore.open(db_path) as store:
+    returns only what ``latest_seq`` covers, and a cursor set from it is in range.
+
+    With ``synchronous="full"`` every batch goes through the writer thread (with "normal" a
+    batch submitted while the writer is idle is committed and reported at once)."""
+    async with await MessageStore.open(db_path, synchronous="full") as store:
         await store.append([build_record(n) for n in range(5)], received_at=1.0)
         pending = store.submit([build_record(n) for n in range(5, 10)], received_at=2.0)
         deadline = time.monotonic() + 10

@@ -50,7 +50,7 @@ from .errors import (
     from_rpc,
     read_error,
 )
-from .fastpath import incoming_is_valid
+from .fastpath import CheckedMessage, CheckedMessages, incoming_is_valid, read_incoming_params
 from .featuresets import (
     REASON_CAPABILITY_DENIED,
     REASON_DISABLED,
@@ -78,6 +78,7 @@ __all__ = [
     "DigestErrorCode",
     "canonical_manifest_bytes",
     "incoming_is_valid",
+    "read_incoming_params",
     "FastDescriptor",
     "fast_descriptors",
     "is_identifier",
@@ -93,6 +94,8 @@ __all__ = [
     "CapabilityDenied",
     "ChannelNotPermitted",
     "ChannelOpenFailed",
+    "CheckedMessage",
+    "CheckedMessages",
     "CheckpointNotFound",
     "ErrorCode",
     "FeatureSetDecl",

@@ -14,9 +14,11 @@ model stays the single definition of what is valid.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Final
 
-__all__ = ["incoming_is_valid"]
+import msgspec
+
+__all__ = ["CheckedMessage", "CheckedMessages", "incoming_is_valid", "read_incoming_params"]
 
 
 def incoming_is_valid(m: Any) -> bool:
@@ -58,3 +60,83 @@ def incoming_is_valid(m: Any) -> bool:
             if type(tag) is not str:
                 return False
     return True
+
+
+# -- reading a whole batch straight from the frame's bytes ------------------------------------
+#
+# Why msgspec: it decodes JSON into typed structs in C and checks the types as it goes, so one
+# pass both reads and validates a message, allocating one struct where orjson builds a dict of
+# dicts; and ``msgspec.Raw`` keeps each message's own bytes (a view into the frame, no copy),
+# which the store keeps as they came instead of encoding the message again (issue #14).
+
+
+class _Author(msgspec.Struct, gc=False):
+    id: str
+    name: str
+
+
+class _Text(msgspec.Struct, tag_field="type", tag="text", gc=False):
+    text: str
+
+
+_NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+_NULL: Final = msgspec.Raw(b"null")
+
+
+class CheckedMessage(msgspec.Struct, gc=False):
+    """The members of one incoming message the host reads, as checked while decoding.
+
+    Accepted only when :func:`incoming_is_valid` would accept the message (text content only);
+    members not named here are skipped, and kept in the message's raw bytes.
+    """
+
+    channelId: _NonEmpty
+    messageId: _NonEmpty
+    author: _Author
+    timestamp: _NonEmpty
+    content: list[_Text]
+    threadId: str | None = None
+    metadata: msgspec.Raw = _NULL  # an object or null, checked after decoding
+    tags: list[str] | None = None
+
+
+class _Params(msgspec.Struct):
+    messages: list[msgspec.Raw]
+
+
+class CheckedMessages(list[CheckedMessage]):
+    """The messages of one ``channels/incoming`` request, every one checked, in order.
+
+    ``raws`` holds each message's bytes exactly as the connector sent them (same order).
+    """
+
+    __slots__ = ("raws",)
+
+    def __init__(self, messages: list[CheckedMessage], raws: list[msgspec.Raw]) -> None:
+        super().__init__(messages)
+        self.raws = raws
+
+
+_read_params: Final = msgspec.json.Decoder(_Params).decode
+_read_message: Final = msgspec.json.Decoder(CheckedMessage).decode
+_OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
+
+
+def read_incoming_params(params: bytes | msgspec.Raw) -> dict[str, Any] | None:
+    """The params of a ``channels/incoming`` request read straight from their JSON bytes, as
+    ``{"messages": CheckedMessages}``, or None unless every message is well formed with text
+    content only (the caller then reads the frame the general way, which also says what is
+    wrong with a message).
+
+    The bytes must be valid UTF-8 (the caller checks the frame): members this skips are not
+    checked for it.
+    """
+    try:
+        raws = _read_params(params).messages
+        messages = [_read_message(raw) for raw in raws]
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    for m in messages:
+        if m.metadata is not _NULL and memoryview(m.metadata)[0] not in _OBJECT_OR_NULL:
+            return None
+    return {"messages": CheckedMessages(messages, raws)}

@@ -30,20 +30,24 @@ from switchboard.store.interface import MessageStoreProtocol
 from switchboard.store.message_store import MessageStore
 from switchboard.store.records import (
     AppendResult,
+    FreshResults,
     IncomingRecord,
     StorageUnavailableError,
     StoreClosedError,
     StoredMessage,
     StoreError,
 )
+from switchboard.store.wire import RawMessages
 
 __all__ = [
     "AppendResult",
     "DecisionLog",
+    "FreshResults",
     "IncomingRecord",
     "LoadedLog",
     "MessageStore",
     "MessageStoreProtocol",
+    "RawMessages",
     "Snapshot",
     "StorageUnavailableError",
     "StoreClosedError",

@@ -28,7 +28,7 @@ from functools import partial
 from itertools import repeat
 from typing import Final
 
-from switchboard.store.records import AppendResult
+from switchboard.store.records import AppendResult, FreshResults
 from switchboard.store.wire import Key
 
 __all__ = ["DEFAULT_WINDOW", "DedupeIndex"]
@@ -101,7 +101,7 @@ class DedupeIndex:
         if len(seqs) - before == count:  # every key was new (and none repeats in the batch)
             self._order.extend(keys)
             self._pending += count
-            return list(map(_result_of_pair, zip(found, repeat(False)))), None
+            return FreshResults(map(_result_of_pair, zip(found, repeat(False)))), None
         for position, key in enumerate(keys):  # undo what was inserted, then go key by key
             if found[position] == first_seq + position:
                 del seqs[key]

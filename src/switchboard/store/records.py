@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "AppendResult",
+    "FreshResults",
     "IncomingRecord",
     "StorageUnavailableError",
     "StoreClosedError",
@@ -129,3 +130,13 @@ class AppendResult(NamedTuple):
 
     seq: int
     duplicate: bool
+
+
+class FreshResults(list[AppendResult]):
+    """The results of a batch whose every message was new (none a duplicate).
+
+    A plain list of :class:`AppendResult` in every way; its type tells a caller that no
+    result needs looking at for duplicates (the common case, on the hot ingest path).
+    """
+
+    __slots__ = ()

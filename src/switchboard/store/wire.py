@@ -3,9 +3,10 @@
 What this module knows: the shape of one ``channels/incoming`` message on the wire
 (``channelId``, ``messageId``, ``threadId?``, ``author{id,name}``, ``timestamp``, ``content``,
 ``metadata?``, ``tags?``, and whatever else the connector sent), how a batch of them is
-encoded (one orjson document: the list of messages, unknown fields kept as given; stored
-packed with zlib when that is smaller, see :func:`pack_body`), the key
-that identifies a message for de-duplication, and how an :class:`IncomingRecord` becomes a wire
+encoded (one JSON array of the messages, unknown fields kept as given: orjson's encoding of
+wire dicts, or the connector's own bytes joined, see :class:`RawMessages`; stored packed with
+zlib when that is smaller, see :func:`pack_body`), the key that identifies a message for
+de-duplication, and how an :class:`IncomingRecord` becomes a wire
 message and a wire message becomes a :class:`StoredMessage`.
 
 What it deliberately does not know: SQLite, threads, the event loop, or whether a message is
@@ -15,9 +16,11 @@ what it cannot encode or key.
 
 from __future__ import annotations
 
+import json
+import math
 import zlib
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Iterator, Sequence
+from typing import Any, Final, overload
 
 import orjson
 
@@ -26,10 +29,12 @@ from switchboard.store.records import IncomingRecord, StoredMessage, StoreError
 __all__ = [
     "PACK_MIN_BYTES",
     "Key",
+    "RawMessages",
     "WireMessage",
     "decode_body",
     "encode_body",
     "keys_of",
+    "load_json",
     "pack_body",
     "runs_by_server",
     "to_stored",
@@ -70,9 +75,13 @@ def pack_body(body: bytes) -> bytes:
 
     Why: one commit of a 12 KB batch spans two 8 KiB pages and costs about 250 µs on the
     development VM, one of 1 KB about 45 µs; deflate at level 1 takes about 35 µs for 12 KB
-    and runs without the GIL (issue #14). The stored row shrinks 3 to 15 times with it. zlib is
-    the standard library's: no new dependency, and its own header and checksum mark and guard a
-    packed body (a JSON array starts with ``[``, a zlib stream with ``0x78``).
+    and runs without the GIL (issue #14). The stored row shrinks 3 to 15 times with it.
+
+    The store packs a batch on the submitting thread: on the writer thread, taking the GIL back
+    after deflate meant waiting for the event loop's next system call, about 200 µs a batch
+    under load (a py-spy profile of the writer thread). zlib is the standard library's: no new
+    dependency, and its own header and checksum mark and guard a packed body (a JSON array
+    starts with ``[``, a zlib stream with ``0x78``).
     """
     if len(body) < PACK_MIN_BYTES or body[:1] != b"[":  # short, or packed already
         return body
@@ -92,12 +101,101 @@ def decode_body(body: bytes) -> list[WireMessage]:
         except zlib.error as exc:
             raise StoreError(f"a stored batch cannot be unpacked: {exc}") from exc
     try:
-        messages = _LOADS(body)
-    except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+        messages = load_json(body)
+    except ValueError as exc:
         raise StoreError(f"a stored batch is not valid JSON: {exc}") from exc
     if not isinstance(messages, list):
         raise StoreError("a stored batch is not a JSON array")
     return messages
+
+
+def _finite_or_none(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def load_json(data: Any) -> Any:
+    """``data`` read as JSON: by orjson, or by the standard library when orjson cannot read
+    it but it is JSON all the same (a number beyond a double's range such as ``1e999``, read
+    as null, which is how orjson would have written it).
+
+    Why the second reader: a batch the host stored as the connector's own bytes
+    (:class:`RawMessages`) was checked as JSON by msgspec, which reads a few texts orjson
+    refuses; those must still read back.
+
+    ``data``: bytes, or any object with the buffer protocol (a ``msgspec.Raw`` ...).
+
+    Raises:
+        ValueError: ``data`` is not JSON.
+    """
+    if type(data) is not bytes:
+        data = memoryview(data)
+    try:
+        return _LOADS(data)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(bytes(data), parse_float=_finite_or_none)
+        except RecursionError as exc:
+            raise ValueError(f"nested too deeply: {exc}") from None
+
+
+class RawMessages(Sequence[WireMessage]):
+    """Wire messages kept as the bytes they came in (one buffer each), read when looked at.
+
+    The hot ingest path hands these to the store, which writes the bytes as they are (no
+    encoding), and to the host's listeners, most of which never look at a message, or only at
+    the last one: each message is read (with :func:`load_json`) when first asked for, and
+    kept. The bytes must be one valid JSON object each.
+    """
+
+    __slots__ = ("_raws", "_read")
+
+    def __init__(self, raws: Sequence[Any]) -> None:
+        self._raws = raws
+        self._read: list[WireMessage | None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    @overload
+    def __getitem__(self, index: int) -> WireMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[WireMessage]: ...
+    def __getitem__(self, index: int | slice) -> WireMessage | list[WireMessage]:
+        if isinstance(index, slice):
+            return [self._one(i) for i in range(*index.indices(len(self._raws)))]
+        count = len(self._raws)
+        if index < 0:
+            index += count
+        if not 0 <= index < count:
+            raise IndexError("message index out of range")
+        return self._one(index)
+
+    def __iter__(self) -> Iterator[WireMessage]:
+        return (self._one(i) for i in range(len(self._raws)))
+
+    def __reversed__(self) -> Iterator[WireMessage]:
+        return (self._one(i) for i in range(len(self._raws) - 1, -1, -1))
+
+    def _one(self, index: int) -> WireMessage:
+        read = self._read
+        if read is None:
+            read = self._read = [None] * len(self._raws)
+        message = read[index]
+        if message is None:
+            message = read[index] = load_json(self._raws[index])
+        return message
+
+    def body(self, positions: Sequence[int] | None = None) -> bytes:
+        """The JSON array of the messages (or of those at ``positions``), from their bytes."""
+        raws = self._raws
+        if positions is not None:
+            raws = [raws[i] for i in positions]
+        return b"[" + b",".join(raws) + b"]"
+
+    def pick(self, positions: Sequence[int]) -> RawMessages:
+        """The messages at ``positions``, in that order (sharing what was read already)."""
+        return RawMessages([self._raws[i] for i in positions])
 
 
 def keys_of(server_id: str, messages: Sequence[WireMessage]) -> list[Key]:

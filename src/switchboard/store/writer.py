@@ -34,7 +34,7 @@ Theory of operation:
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeAlias, TypeVar
 
@@ -44,7 +44,7 @@ from switchboard.store.dedupe import DedupeIndex
 from switchboard.store.group_thread import GroupThread, write_isolated
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
 from switchboard.store.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
-from switchboard.store.wire import Key, WireMessage, encode_body, pack_body
+from switchboard.store.wire import Key, RawMessages, WireMessage, encode_body, pack_body
 
 __all__ = ["AppendJob", "CallJob", "CursorJob", "GroupWriter", "Job"]
 
@@ -63,14 +63,15 @@ class AppendJob(Generic[W]):
         keys: each message's ``(server_id, channelId, messageId)``, in order.
         messages: the messages themselves; read again only to re-encode a batch that held
             duplicates.
-        body: ``encode_body(messages)``; once written, what was stored for it
-            (``pack_body``, set by the writer thread).
+        body: ``pack_body(encode_body(messages))``, made by the caller; once written, what
+            was stored for it (the writer thread encodes it again for a batch that held
+            duplicates).
         received_at: unix seconds at which the host accepted the batch.
     """
 
     server_id: str
     keys: list[Key]
-    messages: list[WireMessage]
+    messages: Sequence[WireMessage]
     body: bytes
     received_at: float
     waiter: W
@@ -135,6 +136,12 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
         self._latest = latest_seq
         self._on_group_done = on_group_done
 
+    @property
+    def latest_seq(self) -> int:
+        """The highest seq committed by this writer (read it only while the thread is idle,
+        such as right after :meth:`run_here`)."""
+        return self._latest
+
     def _weight(self, job: Job[W]) -> int:
         return len(job.keys) if isinstance(job, AppendJob) else 1
 
@@ -166,14 +173,18 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
             for job in jobs:
                 results, fresh = index.claim(job.keys, seq)
                 answers.append(results)
-                if fresh is None:  # all new: the body encoded by the caller stands
+                if fresh is None:  # all new: the body encoded and packed by the caller stands
                     count, body = len(results), job.body
                 elif fresh:  # some duplicates: keep only the new messages (rare)
-                    count, body = len(fresh), encode_body([job.messages[i] for i in fresh])
+                    messages = job.messages
+                    if isinstance(messages, RawMessages):
+                        body = messages.body(fresh)
+                    else:
+                        body = encode_body([messages[i] for i in fresh])
+                    count = len(fresh)
+                    job.body = body = pack_body(body)
                 else:
                     continue
-                # Packed here, on this thread, with the GIL released while deflate runs.
-                job.body = body = pack_body(body)
                 rows.append((seq, count, job.server_id, job.received_at, body))
                 seq += count
             if rows:

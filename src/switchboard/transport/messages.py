@@ -22,15 +22,24 @@ Rules kept here (JSON-RPC 2.0):
 - A frame that is not JSON is a parse error when it looks like JSON (starts with ``{`` or
   ``[``) and otherwise junk to be skipped: connectors print banners on stdout.
 
+A caller may pass :data:`ParamsReaders`: for a request naming one of their methods, the frame
+is first read as an envelope with its params left as bytes, and the method's reader turns those
+bytes into the params (issue #14: the hot ``channels/incoming`` path reads and checks its
+messages in one pass, see :func:`switchboard.protocol.fastpath.read_incoming_params`). Any
+frame that does not fit (a batch, an odd id, a reader that says None ...) is read the general
+way, so the rules above hold whatever the readers do.
+
 This module knows the JSON-RPC envelope only: not what methods mean, not links, not tasks.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
+import msgspec
 import orjson
 
 from switchboard.transport.errors import ParamProblem, invalid_params, invalid_request, parse_error
@@ -43,6 +52,7 @@ __all__ = [
     "InboundCall",
     "InboundNotification",
     "InboundResponse",
+    "ParamsReaders",
     "RequestId",
     "decode_frame",
     "encode_error",
@@ -309,8 +319,55 @@ def _attempts_json_rpc(frame: bytes) -> bool:
     return text[:1] == b"[" and text[1:].lstrip()[:1] in (b"{", b"]")
 
 
-def decode_frame(frame: bytes) -> list[Inbound]:
-    """Classify one inbound frame into the events it carries, in order."""
+ParamsReaders = dict[str, Callable[[msgspec.Raw], Any | None]]
+"""Per method, a reader of a request's params from their JSON bytes: the params, or None to
+have the frame read the general way."""
+
+
+class _Envelope(msgspec.Struct, gc=False):
+    jsonrpc: str
+    method: str
+    id: int | str
+    params: msgspec.Raw
+
+
+_read_envelope: Final = msgspec.json.Decoder(_Envelope).decode
+# How far into a frame its method is looked for: encoders write jsonrpc, id, method, params.
+_HEAD: Final = 160
+
+
+def _read_request(frame: bytes, readers: ParamsReaders) -> InboundCall | None:
+    """One request read through its method's params reader, or None to read it in full."""
+    head = frame[:_HEAD]
+    if not any(f'"{method}"'.encode() in head for method in readers):
+        return None
+    if not frame.isascii():
+        try:  # a reader skips members, so the whole frame is checked to be UTF-8 here
+            frame.decode()
+        except UnicodeDecodeError:
+            return None
+    try:
+        envelope = _read_envelope(frame)
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    reader = readers.get(envelope.method)
+    if reader is None or envelope.jsonrpc != "2.0":
+        return None
+    params = reader(envelope.params)
+    if params is None:
+        return None
+    return InboundCall(envelope.id, envelope.method, params)
+
+
+def decode_frame(frame: bytes, readers: ParamsReaders | None = None) -> list[Inbound]:
+    """Classify one inbound frame into the events it carries, in order.
+
+    ``readers``: see :data:`ParamsReaders` (the module's docstring).
+    """
+    if readers:
+        call = _read_request(frame, readers)
+        if call is not None:
+            return [call]
     try:
         obj, exact = _loads(frame)
     except orjson.JSONDecodeError:

@@ -55,6 +55,7 @@ from switchboard.transport.messages import (
     InboundCall,
     InboundNotification,
     InboundResponse,
+    ParamsReaders,
     decode_frame,
     encode_error,
     encode_notification,
@@ -104,6 +105,8 @@ class Peer:
         read_error: turns an error object the remote answered with into the exception
             :meth:`request` raises; the default gives a plain :class:`RpcError`, a layer
             with its own error classes passes its table (``switchboard.protocol.read_error``).
+        params_readers: per method, a reader of a request's params straight from their JSON
+            bytes (see ``messages.ParamsReaders``); a frame a reader declines is read in full.
     """
 
     def __init__(
@@ -115,8 +118,10 @@ class Peer:
         name: str = "peer",
         default_timeout: float | None = 30.0,
         read_error: Callable[[Mapping[str, Any]], RpcError] = RpcError.from_wire,
+        params_readers: ParamsReaders | None = None,
     ) -> None:
         self._link = link
+        self._readers = params_readers
         self._on_request = on_request
         self._on_notification = on_notification
         self._name = name
@@ -262,6 +267,7 @@ class Peer:
     async def _read_loop(self) -> None:
         receive = self._link.receive
         inbox = self._inbox
+        readers = self._readers
         while True:
             try:
                 frame = await receive()
@@ -275,7 +281,7 @@ class Peer:
             except Exception:
                 self._log.exception("link_read_failed")
                 return
-            for event in decode_frame(frame):
+            for event in decode_frame(frame, readers):
                 if isinstance(event, InboundCall):
                     self._unanswered[event] = None
                     inbox.append(event)

@@ -28,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
 from switchboard.host.connection.diagnostics import INCOMING_REFUSED, RefusalLog
 from switchboard.host.connection.limits import (
     TokenBucket,
@@ -37,9 +37,15 @@ from switchboard.host.connection.limits import (
 )
 from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
-from switchboard.protocol.fastpath import incoming_is_valid
+from switchboard.protocol.fastpath import CheckedMessages, incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
-from switchboard.store import AppendResult, MessageStore, StorageUnavailableError
+from switchboard.store import (
+    AppendResult,
+    FreshResults,
+    MessageStore,
+    RawMessages,
+    StorageUnavailableError,
+)
 from switchboard.transport import Deferred, ParamProblem, invalid_params
 
 __all__ = ["IncomingHandler"]
@@ -83,6 +89,8 @@ class IncomingHandler:
         rate = self._rate
         if rate is not None and (wait := rate.take(len(raw))):
             raise message_rate_refusal(rate.rate, wait)
+        if type(raw) is CheckedMessages:
+            return self._handle_checked(raw)
         results: list[dict[str, Any]] = []
         accepted: list[dict[str, Any]] = []
         verdicts: dict[str, str | None] = {}
@@ -109,17 +117,7 @@ class IncomingHandler:
                 mid = checked.message_id
             reason = verdicts.get(cid, _UNSEEN)
             if reason is _UNSEEN:
-                # Why messages for cid are refused right now, or None to admit them.
-                entry = channels.get(cid)
-                if entry is None:
-                    reason = _NOT_REGISTERED
-                elif entry.descriptor.direction == "outbound":
-                    reason = _OUTBOUND_ONLY
-                elif permits is not None and not permits(cid):
-                    reason = _NOT_PERMITTED
-                else:
-                    reason = None
-                verdicts[cid] = reason
+                reason = verdicts[cid] = _verdict(channels.get(cid), cid, permits)
             if reason is None:
                 results.append({"messageId": mid, "accepted": True})
                 accepted.append(item)
@@ -147,6 +145,57 @@ class IncomingHandler:
                 emit(MessagesAccepted(sid, fresh, channels))
             elif fresh:
                 emit(MessagesAccepted(sid, fresh))
+
+        return _deferred(committed, after_commit, announce)
+
+    def _handle_checked(self, checked: CheckedMessages) -> Deferred:
+        """:meth:`handle` for a batch the transport already read and checked (the hot path):
+        the same verdicts, and the accepted messages stored as the bytes they came in."""
+        results: list[dict[str, Any]] = []
+        keys: list[tuple[str, str, str]] = []
+        positions: list[int] = []
+        verdicts: dict[str, str | None] = {}
+        channels = self._registry.server_channels(self._server_id)
+        permits = self._permits
+        sid = self._server_id
+        for position, message in enumerate(checked):
+            cid = message.channelId
+            mid = message.messageId
+            reason = verdicts.get(cid, _UNSEEN)
+            if reason is _UNSEEN:
+                reason = verdicts[cid] = _verdict(channels.get(cid), cid, permits)
+            if reason is None:
+                results.append({"messageId": mid, "accepted": True})
+                keys.append((sid, cid, mid))
+                positions.append(position)
+            else:
+                results.append({"messageId": mid, "accepted": False, "reason": reason})
+        all_in = len(keys) == len(results)
+        if not all_in and self._refusals is not None:
+            self._count_refused(results)
+        if not keys:
+            return Deferred(_ready({"results": results}))
+        batch = RawMessages(checked.raws)
+        accepted = batch if all_in else batch.pick(positions)
+        committed = self._store.submit_raw(keys, accepted, received_at=self._clock())
+        emit = self._events.emit
+        answer = {"results": results}
+
+        def after_commit(stored: list[AppendResult]) -> dict[str, Any]:
+            return answer
+
+        def announce(stored: list[AppendResult]) -> None:
+            if type(stored) is FreshResults:  # none a duplicate: nothing to look through
+                admitted = [cid for cid, why in verdicts.items() if why is None]
+                emit(MessagesAccepted(sid, accepted, admitted))
+                return
+            fresh = [i for i, s in enumerate(stored) if not s.duplicate]
+            if len(fresh) == len(keys):
+                admitted = [cid for cid, why in verdicts.items() if why is None]
+                emit(MessagesAccepted(sid, accepted, admitted))
+            elif fresh:
+                ids = {keys[i][1] for i in fresh}
+                emit(MessagesAccepted(sid, accepted.pick(fresh), ids))
 
         return _deferred(committed, after_commit, announce)
 
@@ -228,6 +277,20 @@ class IncomingHandler:
         if found:
             log.info("push_origin_ambiguous", server_id=sid, native_id=native, candidates=found)
         return ""
+
+
+def _verdict(
+    entry: ChannelEntry | None, cid: str, permits: Callable[[str], bool] | None
+) -> str | None:
+    """Why messages for ``cid`` (this connection's live ``entry`` of it) are refused right
+    now, or None to admit them."""
+    if entry is None:
+        return _NOT_REGISTERED
+    if entry.descriptor.direction == "outbound":
+        return _OUTBOUND_ONLY
+    if permits is not None and not permits(cid):
+        return _NOT_PERMITTED
+    return None
 
 
 async def _ready(value: dict[str, Any]) -> dict[str, Any]:
