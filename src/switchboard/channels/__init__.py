@@ -81,6 +81,7 @@ from switchboard.channels.prose.route import (
 )
 from switchboard.channels.prose.stream import Piece, StreamingRouter
 from switchboard.channels.records import (
+    AllAccepted,
     Authorizer,
     BatchAuthorizer,
     ChannelEntry,
@@ -101,6 +102,7 @@ __all__ = [
     "RUN",
     "SPEECH",
     "UNSENT",
+    "AllAccepted",
     "AmbiguousName",
     "Append",
     "Authorizer",

@@ -96,7 +96,15 @@ def _plain_label_keys(labels: list[str]) -> list[str] | None:
     key (no label is empty, or just ``"#"``, or ends in ``")"``); else None."""
     if set(map(type, labels)) != {str} or "" in labels:
         return None
-    keys = list(map(str.casefold, map(_drop_hash, labels)))
+    keys = list(map(_drop_hash, labels))
+    joined = "".join(keys)
+    if joined.isascii() and joined.casefold() == joined:
+        # ASCII folds character by character: no key changes, so each key is its label, or
+        # its label without the "#" (never a copy of an already-normal label).
+        if "" in keys or ")" in joined:
+            return None
+        return keys
+    keys = list(map(str.casefold, keys))
     if "" in keys or any(map(_ends_in_paren, keys)):
         return None
     if any(map(eq, keys, labels)):  # keep no copy of an already-normal label
@@ -197,7 +205,7 @@ class ChannelIndex:
         refs = list(map(_new_ref, zip(repeat(server_id, size), ids, strict=True)))
         raws: list[str | None] | None = None
         addresses = list(map(_address, descriptors))
-        if any(addresses):
+        if addresses.count(None) != size and any(addresses):
             raws = _raw_ids(addresses)
         entries = list(
             map(
@@ -215,7 +223,12 @@ class ChannelIndex:
             label_keys, label_entries = keyed, entries
         else:
             label_keys, label_entries = self._label_keys(labels, entries)
-        dms = [e for e, m in zip(entries, map(_metadata, descriptors), strict=True) if m]
+        metadata = list(map(_metadata, descriptors))
+        dms = (
+            [e for e, m in zip(entries, metadata, strict=True) if m]
+            if metadata.count(None) != size
+            else []
+        )
         # One update of the server's channels also tells whether the ids are distinct.
         if channels is None:
             channels = self._open_server(server_id)
@@ -226,7 +239,10 @@ class ChannelIndex:
                 channels.pop(channel_id, None)
             return self._register_each(server_id, descriptors, first_serial)
         self._count += size
-        add_many(self._by_id, ids, entries)
+        if before or self._by_id:
+            add_many(self._by_id, ids, entries)
+        else:  # the first server's ids: a copy of its channels (one C-level clone)
+            self._by_id.update(channels)
         if raws is not None:
             with_raw = [(raw, e) for raw, e in zip(raws, entries, strict=True) if raw is not None]
             add_many(self._by_raw, [raw for raw, _ in with_raw], [e for _, e in with_raw])

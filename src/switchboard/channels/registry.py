@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
+from operator import attrgetter
 
 from switchboard.channels.descriptor import DescriptorLike, Rejected
 from switchboard.channels.index import ChannelIndex, IndexStatistics
@@ -31,6 +32,7 @@ from switchboard.channels.records import (
     INVALID_ID,
     NOT_REGISTERED,
     UPDATE_UNREGISTERED,
+    AllAccepted,
     Authorizer,
     BatchAuthorizer,
     ChannelEntry,
@@ -76,6 +78,8 @@ def _distinct(refs: list[ChannelRef], known_distinct: bool) -> tuple[ChannelRef,
     return tuple(refs) if known_distinct else tuple(dict.fromkeys(refs))
 
 
+_id_of = attrgetter("id")
+
 #: Batches at least this large register with the cyclic garbage collector paused.
 _GC_PAUSE_MIN_ITEMS = 256
 
@@ -119,8 +123,11 @@ class ChannelRegistry:
         results: list[ItemResult] = []
         added: list[ChannelRef] = []
         with gc_paused(len(items) >= _GC_PAUSE_MIN_ITEMS):
-            distinct = self._add_items(server_id, items, authorize, results, added, authorize_batch)
-        return RegistryChange(tuple(results), added=_distinct(added, distinct))
+            distinct, every = self._add_items(
+                server_id, items, authorize, results, added, authorize_batch, lazy=True
+            )
+        outcome = tuple(results) if every is None else AllAccepted(every)
+        return RegistryChange(outcome, added=_distinct(added, distinct))
 
     def change(
         self,
@@ -180,7 +187,7 @@ class ChannelRegistry:
             results.append(ItemResult(channel_id, True))
             replaced.append(entry.ref)
         fresh: list[ChannelRef] = []
-        distinct = self._add_items(server_id, added, authorize, results, fresh, authorize_batch)
+        distinct, _ = self._add_items(server_id, added, authorize, results, fresh, authorize_batch)
         return RegistryChange(
             tuple(results),
             added=_distinct(fresh, distinct),
@@ -196,10 +203,14 @@ class ChannelRegistry:
         results: list[ItemResult],
         added: list[ChannelRef],
         authorize_batch: BatchAuthorizer | None = None,
-    ) -> bool:
+        *,
+        lazy: bool = False,
+    ) -> tuple[bool, list[str] | None]:
         """Decide each item alone, then store the accepted ones with one bulk call.
 
-        Returns whether the refs it added to ``added`` are known to be distinct.
+        Returns whether the refs it added to ``added`` are known to be distinct, and, when
+        ``lazy`` and every item was accepted, their ids in place of results appended to
+        ``results`` (the caller answers with :class:`AllAccepted`); else None.
 
         The hot path of a large register: when every item is a descriptor with a valid id
         (the common case, checked with C-level passes), no per-item Python loop runs but the
@@ -208,8 +219,11 @@ class ChannelRegistry:
         """
         items = list(items)
         if not items:
-            return True
-        ids: list[str] = [getattr(item, "id", None) for item in items]  # type: ignore[misc]
+            return True, None
+        try:
+            ids: list[str] = list(map(_id_of, items))
+        except AttributeError:  # an object with no id at all: refused below
+            ids = [getattr(item, "id", None) for item in items]  # type: ignore[misc]
         if Rejected in set(map(type, items)) or set(map(type, ids)) != {str} or "" in ids:
             slots, valid, ids = self._sort_items(items, ids)
         else:
@@ -223,8 +237,12 @@ class ChannelRegistry:
                 reasons = None
         accepted: Sequence[DescriptorLike] = valid
         accepted_ids: list[str] = ids
+        every: list[str] | None = None
         if reasons is None and slots is None:
-            results.extend(accepted_results(ids))
+            if lazy:
+                every = ids
+            else:
+                results.extend(accepted_results(ids))
         else:
             accepted, accepted_ids = [], []
             decided = iter(zip(valid, ids, reasons or repeat(None), strict=False))
@@ -245,8 +263,8 @@ class ChannelRegistry:
             size = len(self._index)
             refs = self._index.register_many(server_id, accepted, first, accepted_ids)
             added.extend(refs)
-            return len(self._index) - size == len(refs)  # each a new channel: all distinct
-        return True
+            return len(self._index) - size == len(refs), every  # each new: all distinct
+        return True, every
 
     @staticmethod
     def _sort_items(

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from switchboard.channels import (
+    AllAccepted,
     Authorizer,
     BatchAuthorizer,
     ChannelRegistry,
@@ -120,7 +121,7 @@ class RegistrationHandler:
             # This connection's channels as they stand now (after the removals of a
             # channels/changed): an id among them is an update, and takes no new place.
             known = registry.server_channels(server_id)
-            if reasons is None and known.keys().isdisjoint(map(_id, descriptors)):
+            if reasons is None and (not known or known.keys().isdisjoint(map(_id, descriptors))):
                 taken, why = budget.admit_many(n)
                 return None if why is None else [None] * taken + [why] * (n - taken)
             fresh = [
@@ -153,14 +154,14 @@ class RegistrationHandler:
         return items  # type: ignore[return-value]  # every None was replaced
 
     async def register(self, params: Any) -> dict[str, Any]:
-        p = RegisterParams.model_validate(params)
+        channels = _register_channels(params)
         # One pause over validation, registry and answer of a large request: they allocate
         # long-lived objects that a collection would only walk and promote (issue #14).
-        with gc_paused(len(p.channels) >= _GC_PAUSE_MIN_ITEMS):
+        with gc_paused(len(channels) >= _GC_PAUSE_MIN_ITEMS):
             authorize, batch, budget = self._deciders()
             change = self._registry.register(
                 self._server_id,
-                self._items(p.channels),
+                self._items(channels),
                 authorize=authorize,
                 authorize_batch=batch,
             )
@@ -258,13 +259,26 @@ def _permitted(permits: Callable[[str], bool], descriptor: DescriptorLike) -> st
     return None if permits(descriptor.id) else _DENIED
 
 
+def _register_channels(params: Any) -> list[Any]:
+    """The ``channels`` of ``channels/register`` params: read straight from the common shape
+    (a JSON object whose ``channels`` is a list), else through :class:`RegisterParams`, which
+    accepts exactly that too (its extra members allowed) and says what is wrong otherwise."""
+    if type(params) is dict:
+        channels = params.get("channels")
+        if type(channels) is list:
+            return channels
+    return RegisterParams.model_validate(params).channels
+
+
 def _wire_results(results: Sequence[ItemResult]) -> list[dict[str, Any]]:
     """The wire form of each result: ``{id, accepted}``, and ``reason`` when there is one."""
+    if isinstance(results, AllAccepted):  # every item accepted: built from the ids alone
+        return [{"id": item_id, "accepted": True} for item_id in results.accepted_ids]
     return [
-        {"id": r.id, "accepted": r.accepted}
-        if r.reason is None
-        else {"id": r.id, "accepted": r.accepted, "reason": r.reason}
-        for r in results
+        {"id": item_id, "accepted": accepted}
+        if reason is None
+        else {"id": item_id, "accepted": accepted, "reason": reason}
+        for item_id, accepted, reason in results
     ]
 
 

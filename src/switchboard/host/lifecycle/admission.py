@@ -39,7 +39,7 @@ __all__ = ["Admission"]
 #: channels takes seconds; in slices the registration's answer, other connectors' traffic and
 #: the agents keep moving meanwhile (issue #14: the answer to a large ``channels/register``
 #: waited behind the whole admission).
-ADMIT_SLICE = 512
+ADMIT_SLICE = 128
 
 log = structlog.get_logger(__name__)
 
@@ -92,8 +92,8 @@ class Admission:
 
     async def admit(self, server_id: str, channel_ids: Iterable[str]) -> None:
         """Give newly registered channels their initial record, then reconcile them."""
-        refs = [ChannelRef(server_id, c) for c in dict.fromkeys(channel_ids)]
-        if not refs:
+        distinct = dict.fromkeys(channel_ids)
+        if not distinct:
             return
         connectors = self._connectors
         if not connectors.directs(server_id):
@@ -107,38 +107,50 @@ class Admission:
         policy = connectors.policy_for(server_id)
         events: list[DesiredStateSet] = []
         announced: list[dict[str, Any]] = []
+        # Each channel's ref is its registration's own (none is built for a channel still
+        # registered); the gate is taken by channel id. Nothing proportional to the batch runs
+        # before the first slice but these C-level passes (issue #14: the answer to a large
+        # channels/register is still being written while this starts).
+        refs: list[ChannelRef] = []
         gate = self._gate
-        await gate.wait_free(refs)
-        gate.take(refs)
+        await gate.wait_free_channels(server_id, distinct)
+        gate.take_channels(server_id, distinct)
         try:
             now = self._clock()
             ensure = self._book.ensure_initial
             registry = self._registry
-            for n, ref in enumerate(refs):
-                if n and not n % ADMIT_SLICE:
+            ids = list(distinct)
+            keep = refs.append
+            for start in range(0, len(ids), ADMIT_SLICE):
+                if start:
                     await checkpoint()
-                entry = registry.get(ref)
-                if entry is None:
-                    continue
-                descriptor = entry.descriptor
-                admission = ensure(
-                    ref,
-                    now,
-                    policy=policy,
-                    initially_open=descriptor.initially_open,
-                    raw_id=entry.raw_id,
-                )
-                if isinstance(admission.decision, Append):
-                    events.append(admission.decision.event)
-                if admission.announce:
-                    announced.append({"channel_id": ref.channel_id, "label": descriptor.label})
+                channels = registry.server_channels(server_id)  # afresh after each await
+                for channel_id in ids[start : start + ADMIT_SLICE]:
+                    entry = channels.get(channel_id)
+                    if entry is None:
+                        keep(ChannelRef(server_id, channel_id))
+                        continue
+                    ref = entry.ref
+                    keep(ref)
+                    descriptor = entry.descriptor
+                    admission = ensure(
+                        ref,
+                        now,
+                        policy=policy,
+                        initially_open=descriptor.initially_open,
+                        raw_id=entry.raw_id,
+                    )
+                    if isinstance(admission.decision, Append):
+                        events.append(admission.decision.event)
+                    if admission.announce:
+                        announced.append({"channel_id": ref.channel_id, "label": descriptor.label})
             if events:
                 await self._journal.record(events)
         except DecisionNotRecorded as exc:
             log.error("admission_not_recorded", server_id=server_id, error=str(exc))
             announced = []
         finally:
-            gate.release(refs)
+            gate.release_channels(server_id, distinct)
         if announced:
             self._step(
                 server_id,

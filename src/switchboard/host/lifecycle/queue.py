@@ -22,8 +22,11 @@ how a run learns it was overtaken.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
+from itertools import repeat
 
 import anyio
 
@@ -84,40 +87,119 @@ class LifecycleQueue:
             await slot.idle.wait()
 
 
+class _Batch:
+    """The channels one take marked busy: how many are still held, and the event set when
+    the last of them is released."""
+
+    __slots__ = ("event", "held")
+
+    def __init__(self, held: int) -> None:
+        self.held = held
+        self.event = anyio.Event()
+
+
 class DecisionGate:
-    """The channels whose decision is between its proposal and its apply."""
+    """The channels whose decision is between its proposal and its apply.
+
+    Kept as ``server id -> {channel id -> batch}``: a batch taken at once shares one
+    :class:`_Batch` (one event for an admission of 100,000 channels, not 100,000), and the
+    admission of one server's channels is taken, waited for and released by their ids
+    (:meth:`take_channels`), whose string hashes are already known, without building a
+    :class:`ChannelRef` for each first (issue #14, item 4). A batch's event is set when its
+    last channel is released.
+    """
 
     __slots__ = ("_busy",)
 
     def __init__(self) -> None:
-        self._busy: dict[ChannelRef, anyio.Event] = {}
+        self._busy: dict[str, dict[str, _Batch]] = {}
 
     def busy(self, ref: ChannelRef) -> bool:
         """Whether a decision on ``ref`` is being recorded."""
-        return ref in self._busy
+        held = self._busy.get(ref[0])
+        return held is not None and ref[1] in held
 
     async def wait_free(self, refs: Iterable[ChannelRef]) -> None:
         """Return once none of ``refs`` is busy; never awaits when none is.
 
         The caller takes them with :meth:`take` before its next await, so nothing can slip in.
         """
-        wanted = tuple(refs)
-        while True:
-            waiting = next((self._busy[r] for r in wanted if r in self._busy), None)
-            if waiting is None:
-                return
-            await waiting.wait()
+        if not self._busy:
+            return
+        wanted = refs if isinstance(refs, list | tuple) else tuple(refs)
+        while (batch := self._holder(wanted)) is not None:
+            await batch.event.wait()
+
+    def _holder(self, refs: Sequence[ChannelRef]) -> _Batch | None:
+        busy = self._busy
+        for server_id, channel_id in refs:
+            held = busy.get(server_id)
+            if held is not None:
+                batch = held.get(channel_id)
+                if batch is not None:
+                    return batch
+        return None
+
+    async def wait_free_channels(self, server_id: str, channel_ids: Collection[str]) -> None:
+        """:meth:`wait_free` of ``server_id``'s ``channel_ids``."""
+        while (held := self._busy.get(server_id)) and not held.keys().isdisjoint(channel_ids):
+            await next(held[c] for c in channel_ids if c in held).event.wait()
 
     def take(self, refs: Iterable[ChannelRef]) -> None:
         """Mark ``refs`` busy (they must be free: see :meth:`wait_free`)."""
-        for ref in refs:
-            if ref in self._busy:
-                raise RuntimeError(f"a decision on {ref!r} is already being recorded")
-            self._busy[ref] = anyio.Event()
+        taken = list(refs)
+        by_server: dict[str, list[str]] = {}
+        for server_id, channel_id in taken:
+            by_server.setdefault(server_id, []).append(channel_id)
+        self._check_free(by_server)
+        batch = _Batch(len(taken))
+        for server_id, channel_ids in by_server.items():
+            self._busy.setdefault(server_id, {}).update(zip(channel_ids, repeat(batch)))
+
+    def take_channels(self, server_id: str, channel_ids: Collection[str]) -> None:
+        """:meth:`take` of ``server_id``'s ``channel_ids`` (distinct, e.g. a dict's keys)."""
+        self._check_free({server_id: channel_ids})
+        batch = _Batch(len(channel_ids))
+        held = self._busy.get(server_id)
+        if held is None:
+            self._busy[server_id] = dict.fromkeys(channel_ids, batch)
+        else:
+            held.update(zip(channel_ids, repeat(batch)))
+
+    def _check_free(self, by_server: Mapping[str, Collection[str]]) -> None:
+        """Raise unless every channel is free and named once."""
+        for server_id, channel_ids in by_server.items():
+            held = self._busy.get(server_id, {})
+            distinct = isinstance(channel_ids, Mapping | AbstractSet)  # e.g. a dict of ids
+            if (distinct or len(set(channel_ids)) == len(channel_ids)) and held.keys().isdisjoint(
+                channel_ids
+            ):
+                continue
+            seen: set[str] = set()
+            for channel_id in channel_ids:
+                if channel_id in held or channel_id in seen:
+                    ref = ChannelRef(server_id, channel_id)
+                    raise RuntimeError(f"a decision on {ref!r} is already being recorded")
+                seen.add(channel_id)
 
     def release(self, refs: Iterable[ChannelRef]) -> None:
-        """Free ``refs`` and wake whoever waits for them."""
-        for ref in refs:
-            event = self._busy.pop(ref, None)
-            if event is not None:
-                event.set()
+        """Free ``refs`` and wake whoever waits for them (once a batch's last one is free)."""
+        by_server: dict[str, list[str]] = {}
+        for server_id, channel_id in refs:
+            by_server.setdefault(server_id, []).append(channel_id)
+        for server_id, channel_ids in by_server.items():
+            self.release_channels(server_id, channel_ids)
+
+    def release_channels(self, server_id: str, channel_ids: Iterable[str]) -> None:
+        """:meth:`release` of ``server_id``'s ``channel_ids``."""
+        held = self._busy.get(server_id)
+        if held is None:
+            return
+        freed = Counter(map(held.pop, channel_ids, repeat(None)))
+        if not held:
+            del self._busy[server_id]
+        for batch, n in freed.items():
+            if batch is not None:
+                batch.held -= n
+                if batch.held <= 0:
+                    batch.event.set()
