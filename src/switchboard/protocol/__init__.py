@@ -25,7 +25,7 @@ from .capabilities import (
     unknown_advertised_members,
     validate_path_charset,
 )
-from .descriptor_check import FastDescriptor, fast_descriptors
+from .descriptor_check import FastDescriptor, fast_descriptors, read_register_params
 from .digest import (
     IDENTIFIER_PATTERN,
     DigestError,
@@ -79,6 +79,7 @@ __all__ = [
     "canonical_manifest_bytes",
     "incoming_is_valid",
     "read_incoming_params",
+    "read_register_params",
     "FastDescriptor",
     "fast_descriptors",
     "is_identifier",

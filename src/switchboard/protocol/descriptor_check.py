@@ -28,11 +28,11 @@ model stays the single definition of what is valid.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-__all__ = ["FastDescriptor", "fast_descriptors"]
+__all__ = ["FastDescriptor", "fast_descriptors", "read_register_params"]
 
 
 class FastDescriptor(
@@ -109,3 +109,26 @@ def _one_by_one(items: list[Any]) -> tuple[list[FastDescriptor | None], list[int
             odd.append(n)
             out.append(None)
     return out, odd
+
+
+class _RegisterParams(msgspec.Struct):
+    channels: list[FastDescriptor]
+
+
+_read_register: Final = msgspec.json.Decoder(_RegisterParams).decode
+
+
+def read_register_params(params: bytes | msgspec.Raw) -> dict[str, Any] | None:
+    """The params of a ``channels/register`` request read straight from their JSON bytes into
+    :class:`FastDescriptor` values, as ``{"channels": [...]}``, or None unless every
+    descriptor has the common shape (the caller then reads the frame the general way, and
+    :func:`fast_descriptors` and the model judge each item).
+
+    Decoding from the bytes skips building a dict per descriptor only to convert it: about
+    80 ms of a 100,000-channel registration (issue #14, item 4). :func:`fast_descriptors`
+    hands these values back as they are. The bytes must be valid UTF-8 (the caller checks).
+    """
+    try:
+        return {"channels": _read_register(params).channels}
+    except (msgspec.DecodeError, RecursionError):
+        return None

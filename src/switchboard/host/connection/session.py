@@ -108,6 +108,7 @@ from switchboard.protocol import (
     parse_receipt,
     read_error,
     read_incoming_params,
+    read_register_params,
 )
 from switchboard.store import MessageStore
 from switchboard.transport import (
@@ -247,8 +248,12 @@ class ConnectorSession:
             name=f"connector:{self.server_id}",
             default_timeout=self.config.request_timeout,
             read_error=read_error,
-            # The hot path: a batch of messages read and checked in one pass (issue #14).
-            params_readers={"channels/incoming": read_incoming_params},
+            # The hot paths: a batch of messages, or of descriptors, read and checked in one
+            # pass from the frame's bytes (issue #14).
+            params_readers={
+                "channels/incoming": read_incoming_params,
+                "channels/register": read_register_params,
+            },
         )
         self._peer = peer
         self.link = link
