@@ -334,12 +334,19 @@ class _Envelope(msgspec.Struct, gc=False):
 _read_envelope: Final = msgspec.json.Decoder(_Envelope).decode
 # How far into a frame its method is looked for: encoders write jsonrpc, id, method, params.
 _HEAD: Final = 160
+_QUOTED: dict[str, bytes] = {}  # a method name as it appears in a frame, quoted
 
 
 def _read_request(frame: bytes, readers: ParamsReaders) -> InboundCall | None:
     """One request read through its method's params reader, or None to read it in full."""
     head = frame[:_HEAD]
-    if not any(f'"{method}"'.encode() in head for method in readers):
+    for method in readers:
+        quoted = _QUOTED.get(method)
+        if quoted is None:
+            quoted = _QUOTED[method] = f'"{method}"'.encode()
+        if quoted in head:
+            break
+    else:
         return None
     if not frame.isascii():
         try:  # a reader skips members, so the whole frame is checked to be UTF-8 here
