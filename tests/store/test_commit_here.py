@@ -16,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from switchboard.store import MessageStore
+from switchboard.store import AppendResult, FreshResults, MessageStore
 from tests.store.storekit import build_wire
 
 pytestmark = pytest.mark.anyio
@@ -85,3 +85,20 @@ async def test_a_duplicate_submitted_while_idle_is_answered_with_the_stored_copy
         again = await store.submit_wire("demo", [build_wire(0), build_wire(1)], received_at=2.0)
         assert [(r.seq, r.duplicate) for r in again] == [(1, True), (2, False)]
         assert _seqs_of(db_path) == [(1, 1), (2, 1)]
+
+
+async def test_the_results_of_an_all_new_batch_read_like_a_list_of_append_results(
+    db_path: Path,
+) -> None:
+    async with await MessageStore.open(db_path) as store:
+        await store.submit_wire("demo", [build_wire(0)], received_at=1.0)
+        results = await store.submit_wire("demo", [build_wire(n) for n in (1, 2, 3)])
+    assert isinstance(results, FreshResults)  # nothing built until read
+    expected = [AppendResult(2, False), AppendResult(3, False), AppendResult(4, False)]
+    assert results == expected
+    assert list(results) == expected
+    assert (len(results), results[0], results[-1], results[1:]) == (3, *expected[::2], expected[1:])
+    assert results != expected[:2]
+    assert repr(results) == repr(expected)
+    with pytest.raises(IndexError):
+        results[3]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import anyio
@@ -127,7 +128,7 @@ async def test_submit_commits_batches_in_the_order_it_was_called(store: MessageS
 async def test_sixteen_concurrent_submitters_all_complete_and_every_row_is_stored_once(
     store: MessageStore,
 ) -> None:
-    answers: dict[int, list[list[AppendResult]]] = {}
+    answers: dict[int, list[Sequence[AppendResult]]] = {}
 
     async def submitter(k: int) -> None:
         answers[k] = []

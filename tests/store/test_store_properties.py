@@ -7,7 +7,7 @@ each against a fresh SQLite file.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -114,7 +114,7 @@ def test_any_record_reads_back_exactly_as_it_was_appended(
 def test_duplicate_answers_match_a_model_of_first_copies(
     batches: list[list[tuple[int, int]]],
 ) -> None:
-    async def body(store: MessageStore) -> list[list[AppendResult]]:
+    async def body(store: MessageStore) -> list[Sequence[AppendResult]]:
         pending = [
             store.submit([build_record(m, channel_id=f"c{c}") for c, m in batch], received_at=1.0)
             for batch in batches

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from functools import partial
-from itertools import repeat
 from typing import Final
 
 from switchboard.store.records import AppendResult, FreshResults
@@ -85,7 +84,7 @@ class DedupeIndex:
 
     def claim(
         self, keys: Sequence[Key], first_seq: int
-    ) -> tuple[list[AppendResult], list[int] | None]:
+    ) -> tuple[Sequence[AppendResult], list[int] | None]:
         """Decide for each key, in order, whether it is new; new keys take consecutive seqs
         from ``first_seq`` and become pending.
 
@@ -101,7 +100,7 @@ class DedupeIndex:
         if len(seqs) - before == count:  # every key was new (and none repeats in the batch)
             self._order.extend(keys)
             self._pending += count
-            return FreshResults(map(_result_of_pair, zip(found, repeat(False)))), None
+            return FreshResults(first_seq, count), None
         for position, key in enumerate(keys):  # undo what was inserted, then go key by key
             if found[position] == first_seq + position:
                 del seqs[key]

@@ -43,21 +43,21 @@ class MessageStoreProtocol(Protocol):
 
     def submit_wire(
         self, server_id: str, messages: list[dict[str, Any]], *, received_at: float | None = None
-    ) -> Awaitable[list[AppendResult]]:
+    ) -> Awaitable[Sequence[AppendResult]]:
         """Queue a batch of validated MCPL wire-form messages now (synchronously, preserving
         call order); the awaitable completes with one result per message once committed."""
         ...
 
     def submit(
         self, records: Sequence[IncomingRecord], *, received_at: float | None = None
-    ) -> Awaitable[list[AppendResult]]:
+    ) -> Awaitable[Sequence[AppendResult]]:
         """Queue a batch now (synchronously, preserving call order); the awaitable completes
         with one result per record once the batch is committed."""
         ...
 
     async def append(
         self, records: Sequence[IncomingRecord], *, received_at: float | None = None
-    ) -> list[AppendResult]:
+    ) -> Sequence[AppendResult]:
         """``await submit(records, received_at=received_at)``."""
         ...
 

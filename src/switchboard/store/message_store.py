@@ -245,7 +245,7 @@ class MessageStore:
 
     def submit_wire(
         self, server_id: str, messages: list[WireMessage], *, received_at: float | None = None
-    ) -> Awaitable[list[AppendResult]]:
+    ) -> Awaitable[Sequence[AppendResult]]:
         """Queue a batch of wire-form messages now and return an awaitable for its commit.
 
         The fast path: the batch is encoded here with one ``orjson.dumps`` and becomes one row.
@@ -271,7 +271,7 @@ class MessageStore:
         """
         if self._closed or self._writer.stopped:
             raise StoreClosedError("the message store is closed")
-        waiter: asyncio.Future[list[AppendResult]] = self._loop.create_future()
+        waiter: asyncio.Future[Sequence[AppendResult]] = self._loop.create_future()
         if not messages:
             waiter.set_result([])
             return waiter
@@ -284,7 +284,7 @@ class MessageStore:
 
     def submit_raw(
         self, keys: list[Key], messages: RawMessages, *, received_at: float | None = None
-    ) -> Awaitable[list[AppendResult]]:
+    ) -> Awaitable[Sequence[AppendResult]]:
         """Queue a batch kept as the connector's bytes; like :meth:`submit_wire`, but nothing
         is encoded: the stored body is the messages' own bytes, joined.
 
@@ -299,7 +299,7 @@ class MessageStore:
         """
         if self._closed or self._writer.stopped:
             raise StoreClosedError("the message store is closed")
-        waiter: asyncio.Future[list[AppendResult]] = self._loop.create_future()
+        waiter: asyncio.Future[Sequence[AppendResult]] = self._loop.create_future()
         if not keys:
             waiter.set_result([])
             return waiter
@@ -326,7 +326,7 @@ class MessageStore:
 
     def submit(
         self, records: Sequence[IncomingRecord], *, received_at: float | None = None
-    ) -> Awaitable[list[AppendResult]]:
+    ) -> Awaitable[Sequence[AppendResult]]:
         """Queue a batch of records now; like :meth:`submit_wire`, which it calls.
 
         Records are converted to wire form. A batch mixing servers is queued as one batch per
@@ -346,9 +346,9 @@ class MessageStore:
             keys_of(server_id, messages)
         when = time.time() if received_at is None else received_at
         parts = [self.submit_wire(sid, run, received_at=when) for sid, run in runs]
-        joined: asyncio.Future[list[AppendResult]] = self._loop.create_future()
+        joined: asyncio.Future[Sequence[AppendResult]] = self._loop.create_future()
 
-        def done(gathered: asyncio.Future[list[list[AppendResult]]]) -> None:
+        def done(gathered: asyncio.Future[list[Sequence[AppendResult]]]) -> None:
             if joined.done():
                 return
             if gathered.cancelled():
@@ -363,7 +363,7 @@ class MessageStore:
 
     async def append(
         self, records: Sequence[IncomingRecord], *, received_at: float | None = None
-    ) -> list[AppendResult]:
+    ) -> Sequence[AppendResult]:
         """Submit a batch and wait until it is committed; see :meth:`submit`."""
         return await self.submit(records, received_at=received_at)
 

@@ -18,8 +18,10 @@ Exception tree::
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from operator import eq
+from typing import Any, NamedTuple, overload
 
 __all__ = [
     "AppendResult",
@@ -132,11 +134,44 @@ class AppendResult(NamedTuple):
     duplicate: bool
 
 
-class FreshResults(list[AppendResult]):
-    """The results of a batch whose every message was new (none a duplicate).
+class FreshResults(Sequence[AppendResult]):
+    """The results of a batch whose every message was new: ``AppendResult(seq, False)`` for
+    ``length`` consecutive seqs from ``first_seq``, made only when read.
 
-    A plain list of :class:`AppendResult` in every way; its type tells a caller that no
-    result needs looking at for duplicates (the common case, on the hot ingest path).
+    The hot ingest path only asks whether any message was a duplicate, so fifty named tuples a
+    batch were built and freed unread (issue #14). Compares equal to any sequence of the same
+    results (a list of :class:`AppendResult` included).
     """
 
-    __slots__ = ()
+    __slots__ = ("first_seq", "length")
+
+    def __init__(self, first_seq: int, count: int) -> None:
+        self.first_seq = first_seq
+        self.length = count
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> AppendResult: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[AppendResult]: ...
+    def __getitem__(self, index: int | slice) -> AppendResult | list[AppendResult]:
+        seqs = range(self.first_seq, self.first_seq + self.length)
+        if isinstance(index, slice):
+            return [AppendResult(seq, False) for seq in seqs[index]]
+        return AppendResult(seqs[index], False)
+
+    def __iter__(self) -> Iterator[AppendResult]:
+        first = self.first_seq
+        return (AppendResult(seq, False) for seq in range(first, first + self.length))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == self.length and all(map(eq, self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # compared like a list, so not hashable
+
+    def __repr__(self) -> str:
+        return repr(list(self))

@@ -75,7 +75,7 @@ class AppendJob(Generic[W]):
     body: bytes
     received_at: float
     waiter: W
-    results: list[AppendResult] | None = None
+    results: Sequence[AppendResult] | None = None
     error: StoreError | None = None
 
 
@@ -168,7 +168,7 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
         index = self._index
         seq = self._latest + 1
         rows: list[BatchRow] = []
-        answers: list[list[AppendResult]] = []
+        answers: list[Sequence[AppendResult]] = []
         try:
             for job in jobs:
                 results, fresh = index.claim(job.keys, seq)

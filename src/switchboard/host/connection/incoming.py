@@ -23,7 +23,7 @@ refused gets ``-32603`` with ``data.reason = "storage-unavailable"`` and the ``d
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -132,10 +132,10 @@ class IncomingHandler:
         emit = self._events.emit
         answer = {"results": results}
 
-        def after_commit(stored: list[AppendResult]) -> dict[str, Any]:
+        def after_commit(stored: Sequence[AppendResult]) -> dict[str, Any]:
             return answer
 
-        def announce(stored: list[AppendResult]) -> None:
+        def announce(stored: Sequence[AppendResult]) -> None:
             # After the answer left: the connector's ack waits for the commit, not for the
             # listeners (issue #14).
             fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
@@ -181,10 +181,10 @@ class IncomingHandler:
         emit = self._events.emit
         answer = {"results": results}
 
-        def after_commit(stored: list[AppendResult]) -> dict[str, Any]:
+        def after_commit(stored: Sequence[AppendResult]) -> dict[str, Any]:
             return answer
 
-        def announce(stored: list[AppendResult]) -> None:
+        def announce(stored: Sequence[AppendResult]) -> None:
             if type(stored) is FreshResults:  # none a duplicate: nothing to look through
                 admitted = [cid for cid, why in verdicts.items() if why is None]
                 emit(MessagesAccepted(sid, accepted, admitted))
@@ -298,9 +298,9 @@ async def _ready(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _deferred(
-    committed: Awaitable[list[AppendResult]],
-    then: Callable[[list[AppendResult]], dict[str, Any]],
-    after: Callable[[list[AppendResult]], None] | None = None,
+    committed: Awaitable[Sequence[AppendResult]],
+    then: Callable[[Sequence[AppendResult]], dict[str, Any]],
+    after: Callable[[Sequence[AppendResult]], None] | None = None,
 ) -> Deferred:
     """Answer once the store committed: from the future's callback when it is one (no task).
 
