@@ -151,26 +151,32 @@ class IncomingHandler:
     def _handle_checked(self, checked: CheckedMessages) -> Deferred:
         """:meth:`handle` for a batch the transport already read and checked (the hot path):
         the same verdicts, and the accepted messages stored as the bytes they came in."""
-        results: list[dict[str, Any]] = []
-        keys: list[tuple[str, str, str]] = []
-        positions: list[int] = []
         verdicts: dict[str, str | None] = {}
         channels = self._registry.server_channels(self._server_id)
         permits = self._permits
         sid = self._server_id
-        for position, message in enumerate(checked):
+        for message in checked:  # each distinct channel judged once
             cid = message.channelId
-            mid = message.messageId
-            reason = verdicts.get(cid, _UNSEEN)
-            if reason is _UNSEEN:
-                reason = verdicts[cid] = _verdict(channels.get(cid), cid, permits)
-            if reason is None:
-                results.append({"messageId": mid, "accepted": True})
-                keys.append((sid, cid, mid))
-                positions.append(position)
-            else:
-                results.append({"messageId": mid, "accepted": False, "reason": reason})
-        all_in = len(keys) == len(results)
+            if cid not in verdicts:
+                verdicts[cid] = _verdict(channels.get(cid), cid, permits)
+        results: list[dict[str, Any]]
+        keys: list[tuple[str, str, str]]
+        positions: list[int] = []
+        all_in = not any(verdicts.values())
+        if all_in:  # the common case, in comprehensions
+            results = [{"messageId": m.messageId, "accepted": True} for m in checked]
+            keys = [(sid, m.channelId, m.messageId) for m in checked]
+        else:
+            results, keys = [], []
+            for position, message in enumerate(checked):
+                cid, mid = message.channelId, message.messageId
+                reason = verdicts[cid]
+                if reason is None:
+                    results.append({"messageId": mid, "accepted": True})
+                    keys.append((sid, cid, mid))
+                    positions.append(position)
+                else:
+                    results.append({"messageId": mid, "accepted": False, "reason": reason})
         if not all_in and self._refusals is not None:
             self._count_refused(results)
         if not keys:
