@@ -102,3 +102,25 @@ async def test_the_results_of_an_all_new_batch_read_like_a_list_of_append_result
     assert repr(results) == repr(expected)
     with pytest.raises(IndexError):
         results[3]
+
+
+async def test_a_batch_finding_the_file_locked_by_another_connection_goes_to_the_writer(
+    db_path: Path,
+) -> None:
+    """The event loop never waits for the database: another connection holds the file's write
+    lock, so the batch is left to the writer thread, which commits it once the lock is free."""
+    async with await MessageStore.open(db_path) as store:
+        other = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the write lock, held by someone else
+            pending = store.submit_wire("demo", [build_wire(0)], received_at=1.0)
+            assert store.latest_seq == 0  # not committed here, and submit did not wait
+            other.execute("COMMIT")
+            with anyio.fail_after(10):
+                assert [r.seq for r in await pending] == [1]
+        finally:
+            other.close()
+        assert _seqs_of(db_path) == [(1, 1)]
+        again = store.submit_wire("demo", [build_wire(1)], received_at=2.0)
+        assert store.latest_seq == 2  # the writer is idle again: committed here
+        assert [r.seq for r in await again] == [2]

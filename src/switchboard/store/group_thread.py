@@ -27,7 +27,14 @@ import structlog
 from switchboard.ratelog import RateLimitedLog
 from switchboard.store.records import StorageUnavailableError, StoreError
 
-__all__ = ["FailableJob", "GroupThread", "as_store_error", "storage_cause", "write_isolated"]
+__all__ = [
+    "FailableJob",
+    "GroupThread",
+    "WriteLater",
+    "as_store_error",
+    "storage_cause",
+    "write_isolated",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +52,12 @@ class FailableJob(Protocol):
 
 J = TypeVar("J")
 F = TypeVar("F", bound=FailableJob)
+
+
+class WriteLater(Exception):
+    """Raised by a write run by :meth:`GroupThread.run_here` that could not take the database's
+    write lock at once (another connection to the file holds it): the job goes to the thread,
+    which waits for the lock, instead of the submitting thread."""
 
 
 class _Stop:
@@ -78,6 +91,8 @@ class GroupThread(ABC, Generic[J]):
         self._queued = 0
         self._finished = 0
         self._busy = threading.Lock()  # held while a group is processed, here or in run_here
+        self._here = False  # True while run_here processes a job on the submitting thread
+        self._lock_wait_ms = int(conn.execute("PRAGMA busy_timeout").fetchone()[0])
         self.stopped = False  # set once the thread no longer takes jobs
 
     def put(self, job: J) -> None:
@@ -95,13 +110,26 @@ class GroupThread(ABC, Generic[J]):
         round trip for a commit of about 100 (issue #14). When nothing else is queued, doing
         the work at once keeps the order (every job put earlier is finished) and saves both
         hand-offs. Call it only from the thread that calls :meth:`put`.
+
+        The submitting thread never waits for the database: while it works here, SQLite's busy
+        timeout is 0, and a write that finds another connection holding the file's write lock
+        raises :class:`WriteLater`, leaving the job to :meth:`put` (False).
         """
         if self._finished != self._queued or self.stopped:
             return False
         if not self._busy.acquire(blocking=False):
             return False
+        conn = self._conn
         try:
-            self._process([job])
+            conn.execute("PRAGMA busy_timeout = 0")
+            self._here = True
+            try:
+                self._process([job])
+            except WriteLater:
+                return False
+            finally:
+                self._here = False
+                conn.execute(f"PRAGMA busy_timeout = {self._lock_wait_ms}")
         finally:
             self._busy.release()
         return True
@@ -201,6 +229,8 @@ def write_isolated(jobs: list[F], write: Callable[[list[F]], None], *, label: st
     try:
         write(jobs)
         return
+    except WriteLater:
+        raise
     except Exception as exc:
         if len(jobs) == 1:
             jobs[0].error = as_store_error(exc, label=label)
@@ -216,6 +246,8 @@ def write_isolated(jobs: list[F], write: Callable[[list[F]], None], *, label: st
     for job in jobs:
         try:
             write([job])
+        except WriteLater:
+            raise
         except Exception as exc:
             job.error = as_store_error(exc, label=label)
 

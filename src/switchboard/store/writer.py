@@ -41,7 +41,7 @@ from typing import Generic, TypeAlias, TypeVar
 import structlog
 
 from switchboard.store.dedupe import DedupeIndex
-from switchboard.store.group_thread import GroupThread, write_isolated
+from switchboard.store.group_thread import GroupThread, WriteLater, write_isolated
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
 from switchboard.store.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
 from switchboard.store.wire import Key, RawMessages, WireMessage, encode_body, pack_body
@@ -104,6 +104,14 @@ class CallJob(Generic[W]):
 
 
 Job: TypeAlias = AppendJob[W] | CursorJob[W] | CallJob[W]
+
+
+def _locked_out(exc: BaseException) -> bool:
+    """Whether SQLite refused a write because another connection holds the write lock."""
+    return (
+        isinstance(exc, sqlite3.OperationalError)
+        and exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+    )
 
 
 class GroupWriter(GroupThread["Job[W]"], Generic[W]):
@@ -189,8 +197,10 @@ class GroupWriter(GroupThread["Job[W]"], Generic[W]):
                 seq += count
             if rows:
                 self._inserter.insert(self._conn, rows)
-        except BaseException:
+        except BaseException as exc:
             index.rollback()
+            if self._here and _locked_out(exc):
+                raise WriteLater from exc
             raise
         index.commit()
         self._latest = seq - 1
