@@ -25,7 +25,13 @@ from .capabilities import (
     unknown_advertised_members,
     validate_path_charset,
 )
-from .descriptor_check import FastDescriptor, fast_descriptors, read_register_params
+from .descriptor_check import (
+    FastDescriptor,
+    RegisterFastParams,
+    fast_descriptors,
+    read_register_params,
+    register_channels,
+)
 from .digest import (
     IDENTIFIER_PATTERN,
     DigestError,
@@ -50,7 +56,14 @@ from .errors import (
     from_rpc,
     read_error,
 )
-from .fastpath import CheckedMessage, CheckedMessages, incoming_is_valid, read_incoming_params
+from .fastpath import (
+    CheckedMessage,
+    CheckedMessages,
+    IncomingRawParams,
+    check_incoming_params,
+    incoming_is_valid,
+    read_incoming_params,
+)
 from .featuresets import (
     REASON_CAPABILITY_DENIED,
     REASON_DISABLED,
@@ -72,6 +85,10 @@ from .messages import __all__ as _messages_all
 
 __all__ = [
     "CAPABILITY_PATHS",
+    "IncomingRawParams",
+    "RegisterFastParams",
+    "check_incoming_params",
+    "register_channels",
     "ERROR_CLASSES",
     "IDENTIFIER_PATTERN",
     "DigestError",

@@ -32,7 +32,13 @@ from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
-__all__ = ["FastDescriptor", "fast_descriptors", "read_register_params"]
+__all__ = [
+    "FastDescriptor",
+    "RegisterFastParams",
+    "fast_descriptors",
+    "read_register_params",
+    "register_channels",
+]
 
 
 class FastDescriptor(
@@ -111,11 +117,15 @@ def _one_by_one(items: list[Any]) -> tuple[list[FastDescriptor | None], list[int
     return out, odd
 
 
-class _RegisterParams(msgspec.Struct):
+class RegisterFastParams(msgspec.Struct):
+    """``channels/register`` params whose every descriptor has the common shape: the shape the
+    transport decodes a request's params into, in the same pass as its envelope (see
+    :func:`register_channels`)."""
+
     channels: list[FastDescriptor]
 
 
-_read_register: Final = msgspec.json.Decoder(_RegisterParams).decode
+_read_register: Final = msgspec.json.Decoder(RegisterFastParams).decode
 
 
 def read_register_params(params: bytes | msgspec.Raw) -> dict[str, Any] | None:
@@ -129,6 +139,12 @@ def read_register_params(params: bytes | msgspec.Raw) -> dict[str, Any] | None:
     hands these values back as they are. The bytes must be valid UTF-8 (the caller checks).
     """
     try:
-        return {"channels": _read_register(params).channels}
+        return register_channels(_read_register(params))
     except (msgspec.DecodeError, RecursionError):
         return None
+
+
+def register_channels(params: RegisterFastParams) -> dict[str, Any]:
+    """The params for the host from :class:`RegisterFastParams` the transport decoded
+    (``transport.ParamsReader(RegisterFastParams, register_channels)``)."""
+    return {"channels": params.channels}

@@ -18,7 +18,14 @@ from typing import Annotated, Any, Final
 
 import msgspec
 
-__all__ = ["CheckedMessage", "CheckedMessages", "incoming_is_valid", "read_incoming_params"]
+__all__ = [
+    "CheckedMessage",
+    "CheckedMessages",
+    "IncomingRawParams",
+    "check_incoming_params",
+    "incoming_is_valid",
+    "read_incoming_params",
+]
 
 
 def incoming_is_valid(m: Any) -> bool:
@@ -100,7 +107,11 @@ class CheckedMessage(msgspec.Struct, gc=False):
     tags: list[str] | None = None
 
 
-class _Params(msgspec.Struct):
+class IncomingRawParams(msgspec.Struct):
+    """``channels/incoming`` params with each message kept as its JSON bytes: the shape the
+    transport decodes a request's params into, in the same pass as its envelope (see
+    :func:`check_incoming_params`)."""
+
     messages: list[msgspec.Raw]
 
 
@@ -117,7 +128,7 @@ class CheckedMessages(list[CheckedMessage]):
         self.raws = raws
 
 
-_read_params: Final = msgspec.json.Decoder(_Params).decode
+_read_params: Final = msgspec.json.Decoder(IncomingRawParams).decode
 _read_message: Final = msgspec.json.Decoder(CheckedMessage).decode
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
 
@@ -133,6 +144,20 @@ def read_incoming_params(params: bytes | msgspec.Raw) -> dict[str, Any] | None:
     """
     try:
         raws = _read_params(params).messages
+    except (msgspec.DecodeError, RecursionError):
+        return None
+    return _checked(raws)
+
+
+def check_incoming_params(params: IncomingRawParams) -> dict[str, Any] | None:
+    """:func:`read_incoming_params` for params the transport already decoded as
+    :class:`IncomingRawParams` (``transport.ParamsReader(IncomingRawParams,
+    check_incoming_params)``: one pass over the frame for the envelope and the list)."""
+    return _checked(params.messages)
+
+
+def _checked(raws: list[msgspec.Raw]) -> dict[str, Any] | None:
+    try:
         messages = [_read_message(raw) for raw in raws]
     except (msgspec.DecodeError, RecursionError):
         return None

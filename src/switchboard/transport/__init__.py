@@ -47,6 +47,7 @@ from switchboard.transport.handlers import (
 )
 from switchboard.transport.link import BatchLink, Link, NamedLink
 from switchboard.transport.memory import MemoryLink, memory_link_pair
+from switchboard.transport.messages import ParamsReader, ParamsReaders
 from switchboard.transport.peer import Peer, PeerStatistics
 from switchboard.transport.pending import USE_DEFAULT, Timeout
 from switchboard.transport.stdio import SpawnError, StdioLink, spawn_stdio
@@ -76,6 +77,8 @@ __all__ = [
     "NdjsonStreamLink",
     "NotificationHandler",
     "ParamProblem",
+    "ParamsReader",
+    "ParamsReaders",
     "Peer",
     "PeerStatistics",
     "RequestHandler",

@@ -35,9 +35,9 @@ This module knows the JSON-RPC envelope only: not what methods mean, not links, 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 import msgspec
 import orjson
@@ -52,6 +52,7 @@ __all__ = [
     "InboundCall",
     "InboundNotification",
     "InboundResponse",
+    "ParamsReader",
     "ParamsReaders",
     "RequestId",
     "decode_frame",
@@ -319,19 +320,37 @@ def _attempts_json_rpc(frame: bytes) -> bool:
     return text[:1] == b"[" and text[1:].lstrip()[:1] in (b"{", b"]")
 
 
-ParamsReaders = dict[str, Callable[[msgspec.Raw], Any | None]]
-"""Per method, a reader of a request's params from their JSON bytes: the params, or None to
+P = TypeVar("P")
+
+
+@dataclass(frozen=True, slots=True)
+class ParamsReader:
+    """How to read one method's params straight from a request frame, in one pass.
+
+    ``shape`` is a type msgspec decodes the params into, together with the envelope (one scan
+    of the frame), and ``finish`` turns the decoded value into the params the handler gets, or
+    None to have the frame read the general way.
+    """
+
+    shape: Any
+    finish: Callable[[Any], Any | None]
+
+
+ParamsReaders = Mapping[str, "ParamsReader | Callable[[msgspec.Raw], Any | None]"]
+"""Per method, how to read a request's params from the frame's bytes: a :class:`ParamsReader`,
+or a function of the params' raw JSON (the envelope is then read first). Either says None to
 have the frame read the general way."""
 
 
-class _Envelope(msgspec.Struct, gc=False):
+class _Envelope(msgspec.Struct, Generic[P], gc=False):
     jsonrpc: str
     method: str
     id: int | str
-    params: msgspec.Raw
+    params: P
 
 
-_read_envelope: Final = msgspec.json.Decoder(_Envelope).decode
+_read_envelope: Final = msgspec.json.Decoder(_Envelope[msgspec.Raw]).decode
+_DECODERS: dict[Any, Callable[[bytes], _Envelope[Any]]] = {}  # per params shape
 # How far into a frame its method is looked for: encoders write jsonrpc, id, method, params.
 _HEAD: Final = 160
 _QUOTED: dict[str, bytes] = {}  # a method name as it appears in a frame, quoted
@@ -348,22 +367,33 @@ def _read_request(frame: bytes, readers: ParamsReaders) -> InboundCall | None:
             break
     else:
         return None
+    reader = readers[method]
     if not frame.isascii():
         try:  # a reader skips members, so the whole frame is checked to be UTF-8 here
             frame.decode()
         except UnicodeDecodeError:
             return None
+    if isinstance(reader, ParamsReader):
+        shape = reader.shape
+        decode = _DECODERS.get(shape)
+        if decode is None:
+            decoder: msgspec.json.Decoder[_Envelope[Any]] = msgspec.json.Decoder(
+                _Envelope[shape]  # type: ignore[valid-type]
+            )
+            decode = _DECODERS[shape] = decoder.decode
+        finish = reader.finish
+    else:
+        decode, finish = _read_envelope, reader
     try:
-        envelope = _read_envelope(frame)
+        envelope = decode(frame)
     except (msgspec.DecodeError, RecursionError):
         return None
-    reader = readers.get(envelope.method)
-    if reader is None or envelope.jsonrpc != "2.0":
+    if envelope.method != method or envelope.jsonrpc != "2.0":
         return None
-    params = reader(envelope.params)
+    params = finish(envelope.params)
     if params is None:
         return None
-    return InboundCall(envelope.id, envelope.method, params)
+    return InboundCall(envelope.id, method, params)
 
 
 def decode_frame(frame: bytes, readers: ParamsReaders | None = None) -> list[Inbound]:

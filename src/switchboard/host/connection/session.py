@@ -99,22 +99,25 @@ from switchboard.protocol import (
     CapabilityDenied,
     FeatureSetNotEnabled,
     Grant,
+    IncomingRawParams,
     Manifest,
+    RegisterFastParams,
     UnknownFeatureSet,
+    check_incoming_params,
     derive_enabled,
     effective_grant,
     host_advertisement,
     parse_manifest,
     parse_receipt,
     read_error,
-    read_incoming_params,
-    read_register_params,
+    register_channels,
 )
 from switchboard.store import MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,
     Link,
     LinkClosedError,
+    ParamsReader,
     Peer,
     RequestTimeoutError,
     RpcError,
@@ -251,8 +254,8 @@ class ConnectorSession:
             # The hot paths: a batch of messages, or of descriptors, read and checked in one
             # pass from the frame's bytes (issue #14).
             params_readers={
-                "channels/incoming": read_incoming_params,
-                "channels/register": read_register_params,
+                "channels/incoming": ParamsReader(IncomingRawParams, check_incoming_params),
+                "channels/register": ParamsReader(RegisterFastParams, register_channels),
             },
         )
         self._peer = peer
