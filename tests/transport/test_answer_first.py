@@ -122,3 +122,36 @@ async def test_after_work_does_not_run_when_the_future_failed() -> None:
                 await client.request("work", {})
             tg.cancel_scope.cancel()
     assert ran == []
+
+
+async def test_a_request_whose_future_is_done_already_is_settled_before_the_next_is_handled() -> (
+    None
+):
+    """A store commit made on the event loop's thread hands back a done future: its answer and
+    after-work happen at once, not a turn of the loop later behind the requests read with it."""
+    order: list[str] = []
+
+    async def on_request(method: str, params: Any) -> Any:
+        order.append(f"handle {method}")
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.set_result(method)
+        return Deferred.on_future(
+            fut, lambda v: {"value": v}, after=lambda v: order.append(f"after {v}")
+        )
+
+    a, b = memory_link_pair()
+    server = Peer(a, on_request=on_request, name="server")
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(server.run)
+            # Two requests in one frame (a batch): the dispatcher has both before either is
+            # handled.
+            await b.send(
+                b'[{"jsonrpc":"2.0","id":1,"method":"one","params":{}},'
+                b'{"jsonrpc":"2.0","id":2,"method":"two","params":{}}]'
+            )
+            answer = await b.receive()
+            tg.cancel_scope.cancel()
+    assert order == ["handle one", "after one", "handle two", "after two"]
+    assert b'"result":{"value":"one"}' in answer
+    assert b'"result":{"value":"two"}' in answer

@@ -349,7 +349,10 @@ class Peer:
         if isinstance(result, Deferred):
             future = result.future
             if future is not None:
-                future.add_done_callback(lambda done: self._settle_future(call, result, done))
+                if future.done():  # settled already (a commit made on this thread): answer now
+                    self._settle_future(call, result, future)
+                else:
+                    future.add_done_callback(lambda done: self._settle_future(call, result, done))
                 return
             assert self._task_group is not None
             self._not_started.add(result)
