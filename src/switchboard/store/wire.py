@@ -148,10 +148,12 @@ class RawMessages(Sequence[WireMessage]):
     kept. The bytes must be one valid JSON object each.
     """
 
-    __slots__ = ("_raws", "_read")
+    __slots__ = ("_body", "_raws", "_read")
 
-    def __init__(self, raws: Sequence[Any]) -> None:
+    def __init__(self, raws: Sequence[Any], body: bytes | None = None) -> None:
+        """``body``: the raws joined into a JSON array, when the caller has it already."""
         self._raws = raws
+        self._body = body
         self._read: list[WireMessage | None] | None = None
 
     def __len__(self) -> int:
@@ -189,7 +191,10 @@ class RawMessages(Sequence[WireMessage]):
     def body(self, positions: Sequence[int] | None = None) -> bytes:
         """The JSON array of the messages (or of those at ``positions``), from their bytes."""
         raws = self._raws
-        if positions is not None:
+        if positions is None:
+            if self._body is not None:
+                return self._body
+        else:
             raws = [raws[i] for i in positions]
         return b"[" + b",".join(raws) + b"]"
 

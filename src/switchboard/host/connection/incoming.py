@@ -181,7 +181,7 @@ class IncomingHandler:
             self._count_refused(results)
         if not keys:
             return Deferred(_ready({"results": results}))
-        batch = RawMessages(checked.raws)
+        batch = RawMessages(checked.raws, checked.body)
         accepted = batch if all_in else batch.pick(positions)
         committed = self._store.submit_raw(keys, accepted, received_at=self._clock())
         emit = self._events.emit
