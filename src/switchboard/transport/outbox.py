@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 import anyio
 
 from switchboard.transport.link import Link
+from switchboard.transport.pending import new_event
 
 __all__ = ["Outbox"]
 
@@ -66,7 +67,7 @@ class Outbox:
             return False
         self._frames = []
         drained = self._drained
-        self._drained = anyio.Event()
+        self._drained = new_event()
         drained.set()
         return True
 
@@ -81,7 +82,7 @@ class Outbox:
     async def wait_for_frames(self) -> None:
         """Return once something is queued and the writer was woken for it."""
         while not self._frames:
-            ready = anyio.Event()
+            ready = new_event()
             self._ready = ready
             await ready.wait()
 
@@ -113,5 +114,5 @@ class Outbox:
                     for frame in frames:
                         await self._link.send(frame)
             drained = self._drained
-            self._drained = anyio.Event()
+            self._drained = new_event()
             drained.set()

@@ -63,7 +63,7 @@ from switchboard.transport.messages import (
     encode_result,
 )
 from switchboard.transport.outbox import Outbox
-from switchboard.transport.pending import USE_DEFAULT, PendingRequests, Timeout
+from switchboard.transport.pending import USE_DEFAULT, PendingRequests, Timeout, new_event
 
 __all__ = ["Peer", "PeerStatistics"]
 
@@ -310,7 +310,7 @@ class Peer:
                 if outbox:  # the burst is handled: its answers leave in one write
                     await self._flush_or_shutdown()
                     continue
-                ready = anyio.Event()
+                ready = new_event()
                 self._inbox_ready = ready
                 await ready.wait()
             if outbox:
@@ -471,7 +471,7 @@ class Peer:
         self._pending.fail_all()
         with anyio.move_on_after(_EOF_DRAIN_GRACE):
             while (self._inbox or self._unanswered) and not self._closing:
-                progress = anyio.Event()
+                progress = new_event()
                 self._progress = progress
                 await progress.wait()
 

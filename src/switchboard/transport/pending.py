@@ -29,7 +29,7 @@ from switchboard.transport.deadlines import DeadlineQueue
 from switchboard.transport.errors import LinkClosedError, RequestTimeoutError, RpcError
 from switchboard.transport.messages import InboundResponse
 
-__all__ = ["USE_DEFAULT", "PendingRequests", "Timeout"]
+__all__ = ["USE_DEFAULT", "PendingRequests", "Timeout", "new_event"]
 
 
 class _Default(enum.Enum):
@@ -60,6 +60,22 @@ def _new_scope() -> anyio.CancelScope:
         scope = anyio.CancelScope()
         _SCOPE_CLASS = type(scope)
         return scope
+    return cls()
+
+
+_EVENT_CLASS: type[anyio.Event] | None = None
+
+
+def new_event() -> anyio.Event:
+    """A fresh event of the running backend, made as :func:`_new_scope` makes scopes:
+    ``anyio.Event()`` looks the backend up each time (about a microsecond, several times per
+    request on the hot paths); the class it returns is remembered and called directly."""
+    global _EVENT_CLASS
+    cls = _EVENT_CLASS
+    if cls is None:
+        event = anyio.Event()
+        _EVENT_CLASS = type(event)
+        return event
     return cls()
 
 
@@ -204,7 +220,7 @@ class PendingRequests:
                 if waiter is not None and waiter.scope is not None:
                     waiter.timed_out = True
                     waiter.scope.cancel()
-            wake = anyio.Event()
+            wake = new_event()
             self._timer_wake = wake
             deadline = self._deadlines.next_deadline()
             with anyio.CancelScope(deadline=math.inf if deadline is None else deadline):
