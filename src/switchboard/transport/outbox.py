@@ -86,6 +86,14 @@ class Outbox:
             self._ready = ready
             await ready.wait()
 
+    def try_send_own(self, frame: bytes) -> bool:
+        """Write a caller's frame now, if nothing is queued or being written and the link takes
+        it without waiting; True if it was written (else nothing happened)."""
+        if self._frames or self._lock.locked():
+            return False
+        try_write = self._try_write
+        return try_write is not None and try_write([frame])
+
     async def send_own(self, frame: bytes) -> None:
         """Write a caller's frame now if the way is clear, else queue it for the writer."""
         if not self._frames and not self._lock.locked():

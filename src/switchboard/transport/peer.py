@@ -237,6 +237,7 @@ class Peer:
             self._send_own,
             self._default_timeout if timeout is USE_DEFAULT else timeout,
             on_response,
+            self._try_send_own,
         )
 
     async def notify(self, method: str, params: Any = None) -> None:
@@ -442,6 +443,12 @@ class Peer:
             self._log.debug("late_response_dropped", id=response.id)
 
     # -- output and shutdown -------------------------------------------------------------
+
+    def _try_send_own(self, frame: bytes) -> bool:
+        try:
+            return self._outbox.try_send_own(frame)
+        except Exception:  # the slow path (_send_own) meets it again, and shuts down
+            return False
 
     async def _send_own(self, frame: bytes) -> None:
         try:
