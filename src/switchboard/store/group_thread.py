@@ -54,10 +54,11 @@ J = TypeVar("J")
 F = TypeVar("F", bound=FailableJob)
 
 
-class WriteLater(Exception):
+class WriteLater(StoreError):
     """Raised by a write run by :meth:`GroupThread.run_here` that could not take the database's
     write lock at once (another connection to the file holds it): the job goes to the thread,
-    which waits for the lock, instead of the submitting thread."""
+    which waits for the lock, instead of the submitting thread. A :class:`StoreError`, as all the
+    store raises, though it never leaves the store."""
 
 
 class _Stop:
