@@ -59,8 +59,10 @@ class Checkpointer:
         self._thread.start()
 
     def wrote(self, nbytes: int) -> None:
-        """Called by the writer thread after a commit of ``nbytes``; cheap unless a
-        checkpoint becomes due, then it wakes the checkpoint thread (once)."""
+        """Called after a commit of ``nbytes`` (by the writer thread, or by the event loop's
+        for a batch committed there); cheap unless a checkpoint becomes due, then it wakes the
+        checkpoint thread (once). The two callers may rarely overlap: a lost addition only
+        moves the next checkpoint by one commit's bytes."""
         self._written += nbytes
         if self._written >= self._every:
             self._written = 0

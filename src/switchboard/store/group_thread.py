@@ -183,8 +183,10 @@ class GroupThread(ABC, Generic[J]):
                 if group:
                     with self._busy:
                         self._process(group)
-                    self._notify(group)
+                    # Counted before the report, so whoever the report wakes finds the thread
+                    # idle (run_here) when nothing else was queued meanwhile.
                     self._finished += len(group)
+                    self._notify(group)
                 group = []
         except BaseException:  # pragma: no cover - a bug; fail waiters rather than hang them
             log.exception("store_writer_crashed", writer=self._label)
