@@ -199,7 +199,7 @@ class RawMessages(Sequence[WireMessage]):
         return b"[" + b",".join(raws) + b"]"
 
     def pick(self, positions: Sequence[int]) -> RawMessages:
-        """The messages at ``positions``, in that order (sharing what was read already)."""
+        """The messages at ``positions``, in that order (read again when looked at)."""
         return RawMessages([self._raws[i] for i in positions])
 
 

@@ -21,7 +21,7 @@ import asyncio
 import enum
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import anyio
 
@@ -43,40 +43,35 @@ Timeout = float | Literal[_Default.USE_DEFAULT] | None
 """Seconds, ``None`` for no timeout, or ``USE_DEFAULT``."""
 
 
-_SCOPE_CLASS: type[anyio.CancelScope] | None = None
+_T = TypeVar("_T")
 
 
-def _new_scope() -> anyio.CancelScope:
-    """A bare cancel scope of the running backend.
+def _backend_made(make: Callable[[], _T]) -> Callable[[], _T]:
+    """A maker of what ``make`` makes, calling the class of its first result directly.
 
-    ``anyio.CancelScope()`` looks the backend up on every call (a quarter of what a scope
-    costs); the class it returns is remembered and called directly, which makes the same
+    ``anyio.CancelScope()`` and ``anyio.Event()`` look the backend up on every call (a quarter
+    of what a scope costs, about a microsecond an event, several times per request on the hot
+    paths); the class they return is remembered and called directly, which makes the same
     object. The peer runs on asyncio only (see the module docstring), so the class is the same
     on every later call.
     """
-    global _SCOPE_CLASS
-    cls = _SCOPE_CLASS
-    if cls is None:
-        scope = anyio.CancelScope()
-        _SCOPE_CLASS = type(scope)
-        return scope
-    return cls()
+    remembered: list[Callable[[], _T]] = []
+
+    def new() -> _T:
+        if remembered:
+            return remembered[0]()
+        made = make()
+        remembered.append(type(made))
+        return made
+
+    return new
 
 
-_EVENT_CLASS: type[anyio.Event] | None = None
+_new_scope: Final = _backend_made(anyio.CancelScope)
+"""A bare cancel scope of the running backend (see :func:`_backend_made`)."""
 
-
-def new_event() -> anyio.Event:
-    """A fresh event of the running backend, made as :func:`_new_scope` makes scopes:
-    ``anyio.Event()`` looks the backend up each time (about a microsecond, several times per
-    request on the hot paths); the class it returns is remembered and called directly."""
-    global _EVENT_CLASS
-    cls = _EVENT_CLASS
-    if cls is None:
-        event = anyio.Event()
-        _EVENT_CLASS = type(event)
-        return event
-    return cls()
+new_event: Final = _backend_made(anyio.Event)
+"""A fresh event of the running backend (see :func:`_backend_made`)."""
 
 
 class _Waiter:
