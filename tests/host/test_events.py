@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -9,6 +12,9 @@ from typing import Any
 import pytest
 
 from switchboard.channels import ChannelRef
+from switchboard.host.agent.defaults import DefaultChannel
+from switchboard.host.agent.typing_keeper import TypingKeeper
+from switchboard.host.agents.routing import Router
 from switchboard.host.events import (
     ChannelsRegistered,
     ConnectorExited,
@@ -16,6 +22,7 @@ from switchboard.host.events import (
     HostEvent,
     MessagesAccepted,
 )
+from switchboard.host.lifecycle.host import LifecycleHost
 from tests.helpers import Recorder
 from tests.host.fake import FakeConnector, board_of, descriptor, message
 
@@ -46,6 +53,52 @@ def test_listeners_hear_each_event_in_the_order_they_subscribed() -> None:
         ("second", EXITED),
         ("third", EXITED),
     ]
+
+
+def test_a_listener_that_takes_some_classes_hears_only_those_in_subscription_order() -> None:
+    bus = EventBus()
+    heard: list[tuple[str, str]] = []
+    registered = ChannelsRegistered("s1", ("general",))
+
+    def listener(name: str) -> Callable[[HostEvent], None]:
+        return lambda event: heard.append((name, type(event).__name__))
+
+    bus.subscribe(listener("all"))
+    bus.subscribe(listener("exits"), takes=(ConnectorExited,))
+    bus.emit(registered)  # routes are worked out per class, then a late subscriber resets them
+    bus.subscribe(listener("registrations"), takes=(ChannelsRegistered, MessagesAccepted))
+    bus.emit(EXITED)
+    bus.emit(registered)
+    assert heard == [
+        ("all", "ChannelsRegistered"),
+        ("all", "ConnectorExited"),
+        ("exits", "ConnectorExited"),
+        ("all", "ChannelsRegistered"),
+        ("registrations", "ChannelsRegistered"),
+    ]
+
+
+@pytest.mark.parametrize("owner", [DefaultChannel, TypingKeeper, LifecycleHost, Router])
+def test_a_listener_that_subscribes_to_some_classes_names_every_class_its_observe_handles(
+    owner: type[Any],
+) -> None:
+    # The board subscribes these with takes=owner.OBSERVES: a class observe() matches but
+    # OBSERVES leaves out would never reach it.
+    tree = ast.parse(textwrap.dedent(inspect.getsource(owner.observe)))
+    handled: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.MatchClass) and isinstance(node.cls, ast.Name):
+            handled.add(node.cls.id)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance":
+            classes = node.args[1]
+            names = classes.elts if isinstance(classes, ast.Tuple) else [classes]
+            while names and isinstance(names[0], ast.BinOp):  # A | B | C
+                op = names.pop(0)
+                assert isinstance(op, ast.BinOp)
+                names[:0] = [op.left, op.right]
+            handled.update(n.id for n in names if isinstance(n, ast.Name))
+    assert handled, f"found no event class in {owner.__name__}.observe"
+    assert handled <= {cls.__name__ for cls in owner.OBSERVES}
 
 
 def test_a_listener_that_raises_is_logged_and_the_others_still_hear_the_event(

@@ -48,7 +48,7 @@ from switchboard.channels.lifecycle.events import (
     TuneOutWake,
     decode_events,
 )
-from switchboard.channels.lifecycle.reconcile import Convergence, TransportState
+from switchboard.channels.lifecycle.reconcile import OPEN_STATE, Convergence, TransportState
 from switchboard.channels.lifecycle.speech import ChannelFacts, Reach, plan_speech
 from switchboard.channels.names.errors import (
     AmbiguousName,
@@ -98,6 +98,7 @@ __all__ = [
     "LOOKUP",
     "NO_OWN",
     "NO_STICKY",
+    "OPEN_STATE",
     "POST",
     "RUN",
     "SPEECH",

@@ -25,11 +25,12 @@ What this module knows:
     and the first write that succeeded after; host-wide, so their ``server_id`` is ``""``).
 
 - **The bus** (:class:`EventBus`): created once by the host and handed to the parts that emit.
-  :meth:`EventBus.subscribe` adds a listener; :meth:`EventBus.emit` calls every listener in
-  subscription order. The contract for a listener: it runs inside the emitter (often a message
-  handler in the peer's reader), so it **must not block** and must not await; work that needs
-  to wait is started in a task group the listener's owner keeps. A listener that raises is
-  logged with the event's type and skipped: the other listeners and the emitter go on.
+  :meth:`EventBus.subscribe` adds a listener, for every event or only for the classes it
+  ``takes``; :meth:`EventBus.emit` calls every listener of the event, in subscription order.
+  The contract for a listener: it runs inside the emitter (often a message handler in the
+  peer's reader), so it **must not block** and must not await; work that needs to wait is
+  started in a task group the listener's owner keeps. A listener that raises is logged with
+  the event's type and skipped: the other listeners and the emitter go on.
   Listeners subscribed while an event is being delivered hear the next event, not this one.
 - **The log line** of each event (:func:`log_event`, a listener the host subscribes first):
   traffic at DEBUG, one line per batch; everything else at INFO.
@@ -45,7 +46,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from logging import DEBUG
-from typing import Any, assert_never
+from typing import Any, Final, assert_never
 
 import structlog
 
@@ -394,18 +395,35 @@ Listener = Callable[[HostEvent], None]
 class EventBus:
     """Delivers host events to listeners, in subscription order (see the module docstring)."""
 
-    __slots__ = ("_listeners",)
+    __slots__ = ("_listeners", "_routes")
 
     def __init__(self) -> None:
-        self._listeners: tuple[Listener, ...] = ()
+        self._listeners: tuple[tuple[Listener, tuple[type, ...] | None], ...] = ()
+        # The listeners of each event class, worked out on its first emit: a listener that
+        # takes a few kinds of event is not called for the traffic it ignores (issue #14).
+        self._routes: dict[type, tuple[Listener, ...]] = {}
 
-    def subscribe(self, listener: Listener) -> None:
-        """Call ``listener`` for every event emitted from now on, after earlier listeners."""
-        self._listeners = (*self._listeners, listener)
+    def subscribe(self, listener: Listener, *, takes: tuple[type, ...] | None = None) -> None:
+        """Call ``listener`` for every event emitted from now on, after earlier listeners;
+        with ``takes``, only for the events that are instances of those classes."""
+        self._listeners = (*self._listeners, (listener, takes))
+        self._routes = {}
+
+    def _route(self, cls: type) -> tuple[Listener, ...]:
+        route = tuple(
+            listener
+            for listener, takes in self._listeners
+            if takes is None or issubclass(cls, takes)
+        )
+        self._routes[cls] = route
+        return route
 
     def emit(self, event: HostEvent) -> None:
         """Tell every listener about ``event``; a listener that raises is logged and skipped."""
-        for listener in self._listeners:
+        route = self._routes.get(type(event))
+        if route is None:
+            route = self._route(type(event))
+        for listener in route:
             try:
                 listener(event)
             except Exception:
@@ -420,6 +438,9 @@ class EventBus:
 # -- the log line of each event --------------------------------------------------------------
 
 
+_TRAFFIC: Final = frozenset({MessagesAccepted, PushAccepted, Published})
+
+
 def log_event(event: HostEvent) -> None:
     """Log one line for ``event``.
 
@@ -428,7 +449,9 @@ def log_event(event: HostEvent) -> None:
     is DEBUG, one line per batch and never one per message, asked for with
     :func:`~switchboard.logging.enabled_for` first, so the hot paths pay only for that check.
     """
-    # Traffic first: the hot paths' events match at the first cases.
+    # Traffic first: with DEBUG off (the usual case) it costs one set lookup and one check.
+    if type(event) in _TRAFFIC and not enabled_for(DEBUG):
+        return
     match event:
         case MessagesAccepted(server_id=sid, messages=messages):
             if enabled_for(DEBUG):

@@ -149,9 +149,29 @@ def _transport(config: ConnectorConfig) -> str:
 _Arrived = tuple[float, str, Sequence[Mapping[str, Any]]]
 
 
-def _traffic_rows(entry: dict[str, Any] | _Arrived) -> int:
+#: A publish, as the traffic ring keeps it: (carried out at, the event); shaped at a snapshot.
+_Sent = tuple[float, Published]
+
+_Entry = dict[str, Any] | _Arrived | _Sent
+
+
+def _traffic_rows(entry: _Entry) -> int:
     """How many rows of ``recent_traffic`` one entry of the ring stands for."""
-    return 1 if isinstance(entry, dict) else len(entry[2])
+    return len(entry[2]) if type(entry) is tuple and len(entry) == 3 else 1
+
+
+def _sent_row(now: float, event: Published) -> dict[str, Any]:
+    """One row of ``recent_traffic`` for a publish, shaped now."""
+    text = event.text
+    return {
+        "at": now,
+        "direction": "out",
+        "connector": event.server_id,
+        "channel": event.channel_id,
+        "author": "",
+        "text": text if len(text) <= TEXT_CUT else text[: TEXT_CUT - 1] + "…",
+        "outcome": event.outcome.status.value,
+    }
 
 
 def _arrived_row(now: float, sid: str, message: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,8 +257,9 @@ class HostStatus:
             c.id: ConnectorStatus(c.id, _transport(c), c.restart, since=self.started_at)
             for c in configs
         }
-        self.traffic: deque[dict[str, Any] | _Arrived] = deque()
-        """Recent traffic: a row, or a batch of messages in kept as it came until a snapshot
+        self.traffic: deque[_Entry] = deque()
+        """Recent traffic: a row, or a batch of messages in or a publish kept as it came until a
+        snapshot
         (see :meth:`_keep_traffic`; :meth:`recent_traffic` gives the last :data:`RING` rows)."""
         self._traffic_held = 0
         self.refusals: deque[dict[str, Any]] = deque(maxlen=ring)
@@ -267,7 +288,7 @@ class HostStatus:
             status.state = state
             status.since = now
 
-    def _keep_traffic(self, entry: dict[str, Any] | _Arrived) -> None:
+    def _keep_traffic(self, entry: _Entry) -> None:
         """Add one entry to the traffic ring; drop the oldest while the rest hold a full ring.
 
         O(1) amortized per entry, whatever a batch's size: the ring holds at most :data:`RING`
@@ -286,6 +307,8 @@ class HostStatus:
         for entry in self.traffic:
             if isinstance(entry, dict):
                 rows.append(entry)
+            elif len(entry) == 2:
+                rows.append(_sent_row(*entry))
             else:
                 now, sid, messages = entry
                 rows.extend(_arrived_row(now, sid, m) for m in messages[-self._ring :])
@@ -317,22 +340,13 @@ class HostStatus:
                         "text": _text_of(message),
                     }
                 )
-            case Published(server_id=sid, channel_id=cid, text=text, outcome=outcome):
+            case Published(server_id=sid, outcome=outcome):
                 status = self._connector(sid)
                 key = outcome.status.value
                 status.publishes[key] = status.publishes.get(key, 0) + 1
                 self.publishes_out += 1
-                self._keep_traffic(
-                    {
-                        "at": now,
-                        "direction": "out",
-                        "connector": sid,
-                        "channel": cid,
-                        "author": "",
-                        "text": text if len(text) <= TEXT_CUT else text[: TEXT_CUT - 1] + "…",
-                        "outcome": key,
-                    }
-                )
+                # Kept as it came, one tuple; shaped into a row only at a snapshot (issue #14).
+                self._keep_traffic((now, event))
             case ConnectorRefused(server_id=sid, kind=kind, method=method, reason=reason):
                 status = self._connector(sid)
                 status.refusals += event.count

@@ -37,6 +37,7 @@ from switchboard.channels.ref import ChannelRef
 
 __all__ = [
     "MAX_CONVERGE_ATTEMPTS",
+    "OPEN_STATE",
     "CloseVerdict",
     "Converged",
     "Convergence",
@@ -97,8 +98,12 @@ class TransportState:
 
     @classmethod
     def fresh(cls, *, may_be_open: bool = False) -> TransportState:
-        """A new registration; ``may_be_open`` for a push placeholder or ``initiallyOpen``."""
-        return cls(unconfirmed=may_be_open)
+        """A new registration; ``may_be_open`` for a push placeholder or ``initiallyOpen``.
+
+        The two answers are made once: states are frozen, and a frozen dataclass costs over a
+        microsecond to build, which every publish paid (issue #14).
+        """
+        return _FRESH_MAY_BE_OPEN if may_be_open else _FRESH
 
     @property
     def may_be_open(self) -> bool:
@@ -124,6 +129,12 @@ class TransportState:
     def transport_lost(self) -> TransportState:
         """The connection dropped: nothing is confirmed any more."""
         return replace(self, open=False, unconfirmed=True)
+
+
+_FRESH: Final = TransportState()
+_FRESH_MAY_BE_OPEN: Final = TransportState(unconfirmed=True)
+OPEN_STATE: Final = TransportState(open=True)
+"""A registration known to be open (one shared value: states are frozen)."""
 
 
 def wanted_op(record: DesiredRecord | None) -> Op | None:
@@ -311,7 +322,7 @@ def judge_open_answer(
         after = replace(transport, open=False, unconfirmed=True, answered_elsewhere=True)
         closes = wanted_op(record) is Op.CLOSE
         return OpenVerdict(after, LifecycleErrorKind.SUBSTITUTED, close_next=closes)
-    after = TransportState(open=True)
+    after = OPEN_STATE
     overtaken = wanted_op(record) is Op.CLOSE
     return OpenVerdict(after, LifecycleErrorKind.OVERTAKEN if overtaken else None)
 

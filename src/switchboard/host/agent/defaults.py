@@ -28,7 +28,7 @@ What it deliberately does not know: turns, agents and the locus (see
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.host.events import ConnectorExited, HostEvent, MessagesAccepted
@@ -96,6 +96,9 @@ class DefaultChannel:
         self.ref: ChannelRef | None = None
         self.message_id: str | None = None
         self.thread_id: str | None = None
+
+    #: The events :meth:`observe` takes (it subscribes to only these).
+    OBSERVES: ClassVar[tuple[type, ...]] = (MessagesAccepted, ConnectorExited)
 
     def observe(self, event: HostEvent) -> None:
         """A host event listener: accepted messages may move the default, an exit thins it."""

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import anyio
 import anyio.abc
@@ -289,6 +289,14 @@ class TypingKeeper:
         return True
 
     # -- host events ---------------------------------------------------------------------
+
+    #: The events :meth:`observe` takes (it subscribes to only these).
+    OBSERVES: ClassVar[tuple[type, ...]] = (
+        ChannelsChanged,
+        ChannelsRemoved,
+        ConnectorExited,
+        Published,
+    )
 
     def observe(self, event: HostEvent) -> None:
         """A host event listener: removals end typing silently; speech published ends it with

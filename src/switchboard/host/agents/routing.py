@@ -61,7 +61,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import structlog
 
@@ -161,6 +161,14 @@ class Router:
         self._watchers: dict[str, list[Callable[[Sequence[StoredMessage]], None]]] = {}
 
     # -- the cache ------------------------------------------------------------------------------
+
+    #: The events :meth:`observe` takes (it subscribes to only these).
+    OBSERVES: ClassVar[tuple[type, ...]] = (
+        ChannelsRegistered,
+        ChannelsChanged,
+        ChannelsRemoved,
+        ConnectorExited,
+    )
 
     def observe(self, event: HostEvent) -> None:
         """A host event listener: channels registered, changed or dropped invalidate the

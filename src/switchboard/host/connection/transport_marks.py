@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from switchboard.channels import ChannelEntry, ChannelRegistry, TransportState
+from switchboard.channels import OPEN_STATE, ChannelEntry, ChannelRegistry, TransportState
 
 __all__ = ["TransportMarks", "may_be_open_at_start"]
 
@@ -49,11 +49,11 @@ class TransportMarks:
     def get(self, entry: ChannelEntry) -> TransportState:
         """The state of this registration (fresh when nothing was learnt on it yet)."""
         server_id, channel_id = entry.ref
-        held = self._by_server.get(server_id, {}).get(channel_id)
+        held = self._by_server.get(server_id, _NONE).get(channel_id)
         if held is not None and held[0] is entry:
             return held[1]
         if entry.transport_open:
-            return TransportState(open=True)
+            return OPEN_STATE
         return TransportState.fresh(may_be_open=may_be_open_at_start(entry))
 
     def set(self, entry: ChannelEntry, state: TransportState) -> None:

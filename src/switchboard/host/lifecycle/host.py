@@ -39,6 +39,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from typing import ClassVar
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, LifecycleBook
 from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source
@@ -254,6 +255,15 @@ class LifecycleHost:
         )
 
     # -- admission and reconciliation --------------------------------------------------------
+
+    #: The events :meth:`observe` takes (it subscribes to only these).
+    OBSERVES: ClassVar[tuple[type, ...]] = (
+        MessagesAccepted,
+        ChannelsRegistered,
+        ChannelsChanged,
+        ConnectorReady,
+        ConnectorExited,
+    )
 
     def observe(self, event: HostEvent) -> None:
         """A host event listener: admit and reconcile new channels, follow traffic and exits."""
