@@ -14,7 +14,8 @@ Measures, in ONE run, interleaved round by round (issue #14):
   printed too.
 * confirmed publishes/s, 32 in flight: ``Switchboard.publish`` in process (as ``bench_host.py``
   does) against a bare asyncio loop sending the same ``channels/publish`` requests to the same
-  connector over the same stdio transport.
+  connector over the same stdio transport. Each side runs in a fresh child process with the
+  collector policy of ``switchboard run`` (see :func:`publishes_in_child`).
 * registering 100,000 channels in one ``channels/register`` request, from the request leaving
   the connector to its result arriving, through ``switchboard run`` and the minimal host.
 
@@ -324,6 +325,36 @@ async def publishes_switchboard(tmp: Path, total: int, window: int) -> float:
         return per * window / (time.perf_counter() - started)
 
 
+async def publishes_in_child(tmp: Path, side: str, total: int, window: int) -> float:
+    """Publishes/s of ``side`` (``switchboard`` or ``bare``), measured in a fresh Python process.
+
+    Each side gets a process of its own, with the collector policy ``switchboard run`` applies
+    (:func:`switchboard.gcpolicy.apply_server_policy`), the same for both. Measured inside
+    this long-lived bench process instead, both sides paid for its heap (every full collection
+    walks what earlier rounds left) and Switchboard, which allocates more per publish, paid
+    more: that read 0.31-0.40 where fresh processes read 0.45-0.59 on the same code.
+    """
+    argv = [sys.executable, __file__, "--publish-child", side, "--publishes", str(total)]
+    argv += ["--window", str(window), "--child-dir", str(tmp)]
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE)
+    out, _ = await proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the {side} publish child exited {proc.returncode}")
+    return float(out.decode().strip().splitlines()[-1])
+
+
+async def _publish_child(args: argparse.Namespace) -> int:
+    # Imported before the policy freezes the start-up heap, as ``switchboard run`` does.
+    import switchboard.host  # noqa: F401
+    from switchboard.gcpolicy import apply_server_policy
+
+    apply_server_policy()
+    run = publishes_switchboard if args.publish_child == "switchboard" else publishes_bare
+    rate = await run(Path(args.child_dir), args.publishes, args.window)
+    print(rate)
+    return 0
+
+
 # -- the run --------------------------------------------------------------------------------
 
 
@@ -401,8 +432,9 @@ async def bench(args: argparse.Namespace) -> int:
                 continue
             if not args.register_only:
                 sub = fresh()
-                add("publish bare", await publishes_bare(sub, args.publishes, 32))
-                add("publish switchboard", await publishes_switchboard(sub, args.publishes, 32))
+                for side in ("bare", "switchboard"):
+                    rate = await publishes_in_child(sub, side, args.publishes, 32)
+                    add(f"publish {side}", rate)
             sub = fresh()
             opts = {"channels": args.register}
             out = sub / "reg-min.json"
@@ -557,7 +589,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--messages", type=int, default=200_000)
-    p.add_argument("--publishes", type=int, default=20_000)
+    p.add_argument("--publishes", type=int, default=60_000)
     p.add_argument("--register", type=int, default=100_000, help="channels registered at once")
     p.add_argument(
         "--stock-gc",
@@ -569,7 +601,12 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="a small run for a smoke test")
     p.add_argument("--soak", type=float, metavar="SECONDS", help="a steady soak instead")
     p.add_argument("--rate", type=float, default=2000.0, help="msgs/s of the soak")
+    p.add_argument("--publish-child", choices=["switchboard", "bare"], help=argparse.SUPPRESS)
+    p.add_argument("--window", type=int, default=32, help=argparse.SUPPRESS)
+    p.add_argument("--child-dir", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.publish_child:
+        return asyncio.run(_publish_child(args))
     if args.quick:
         args.rounds, args.messages, args.publishes, args.register = 1, 2_500, 320, 1_000
     if args.soak:
