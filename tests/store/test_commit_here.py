@@ -4,7 +4,9 @@ Issue #14: a lone batch handed to the writer thread waited for two thread hand-o
 hundred µs of round trip for a commit of about 100. With ``synchronous="normal"`` the store
 commits such a batch itself; a batch submitted while the writer has work goes to the writer,
 after that work, so order holds. With ``synchronous="full"`` (a commit syncs the disk) every
-batch goes to the writer, so the event loop never waits for a disk flush.
+batch goes to the writer, so the event loop never waits for a disk flush. Batches submitted
+after one committed at once in the same turn of the event loop (a burst) are held and
+committed together as the turn ends, before anything else reaches the writer.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 from pathlib import Path
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from switchboard.store import AppendResult, FreshResults, MessageStore
@@ -124,3 +127,73 @@ async def test_a_batch_finding_the_file_locked_by_another_connection_goes_to_the
         again = store.submit_wire("demo", [build_wire(1)], received_at=2.0)
         assert store.latest_seq == 2  # the writer is idle again: committed here
         assert [r.seq for r in await again] == [2]
+
+
+async def test_batches_submitted_later_in_the_same_turn_are_held_and_committed_together_in_order(
+    db_path: Path,
+) -> None:
+    """A burst (requests in flight, handled one after another in one turn of the event loop):
+    the first batch is committed at once, the rest are committed together as the turn ends."""
+    async with await MessageStore.open(db_path) as store:
+        first = store.submit_wire("demo", [build_wire(0)], received_at=1.0)
+        second = store.submit_wire("demo", [build_wire(1), build_wire(2)], received_at=1.0)
+        third = store.submit_wire("demo", [build_wire(3)], received_at=1.0)
+        assert _seqs_of(db_path) == [(1, 1)]  # only the first, so far
+        assert store.write_backlog == 2
+        with anyio.fail_after(10):
+            assert [r.seq for r in await third] == [4]  # waits for the turn to end
+        assert [r.seq for r in await second] == [2, 3]
+        assert [r.seq for r in await first] == [1]
+        assert _seqs_of(db_path) == [(1, 1), (2, 2), (4, 1)]
+        assert store.write_backlog == 0
+        later = store.submit_wire("demo", [build_wire(4)], received_at=2.0)
+        assert _seqs_of(db_path)[-1] == (5, 1)  # a new turn: committed at once again
+        assert [r.seq for r in await later] == [5]
+
+
+async def test_work_handed_to_the_writer_runs_after_the_batches_held_before_it(
+    db_path: Path,
+) -> None:
+    seen: list[int] = []
+
+    def count(conn: sqlite3.Connection) -> None:
+        seen.append(int(conn.execute("SELECT COALESCE(SUM(count), 0) FROM batches").fetchone()[0]))
+
+    async with await MessageStore.open(db_path) as store:
+        store.submit_wire("demo", [build_wire(0)], received_at=1.0)
+        held = store.submit_wire("demo", [build_wire(1), build_wire(2)], received_at=1.0)
+        with anyio.fail_after(10):
+            await store.maintain(count)
+            assert [r.seq for r in await held] == [2, 3]
+        assert seen == [3]
+
+
+async def test_closing_the_store_commits_the_batches_held_in_this_turn(db_path: Path) -> None:
+    store = await MessageStore.open(db_path)
+    store.submit_wire("demo", [build_wire(0)], received_at=1.0)
+    held = store.submit_wire("demo", [build_wire(1)], received_at=1.0)
+    with anyio.fail_after(10):
+        await store.aclose()
+        assert [r.seq for r in await held] == [2]
+    assert _seqs_of(db_path) == [(1, 1), (2, 1)]
+
+
+async def test_held_batches_that_find_the_file_locked_go_to_the_writer_in_order(
+    db_path: Path,
+) -> None:
+    async with await MessageStore.open(db_path) as store:
+        other = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
+        try:
+            store.submit_wire("demo", [build_wire(0)], received_at=1.0)  # at once
+            second = store.submit_wire("demo", [build_wire(1)], received_at=1.0)
+            third = store.submit_wire("demo", [build_wire(2)], received_at=1.0)
+            other.execute("BEGIN IMMEDIATE")  # taken before the turn ends
+            await anyio.lowlevel.checkpoint()  # the turn ends: the held pair meets the lock
+            assert store.latest_seq == 1
+            other.execute("COMMIT")
+            with anyio.fail_after(10):
+                assert [r.seq for r in await third] == [3]
+                assert [r.seq for r in await second] == [2]
+        finally:
+            other.close()
+        assert _seqs_of(db_path) == [(1, 1), (2, 1), (3, 1)]

@@ -101,10 +101,14 @@ class GroupThread(ABC, Generic[J]):
         self._queued += 1
         self._put(job)
 
-    def run_here(self, job: J) -> bool:
-        """Process ``job`` on the calling thread now, if this thread has nothing queued or in
-        hand; else do nothing. True when it was processed (its outcome is on the job; it is
-        not reported through :meth:`_notify`).
+    def idle(self) -> bool:
+        """Whether this thread has nothing queued or in hand (from the submitting thread)."""
+        return self._finished == self._queued and not self.stopped
+
+    def run_here(self, jobs: list[J]) -> bool:
+        """Process ``jobs`` as one group on the calling thread now, if this thread has nothing
+        queued or in hand; else do nothing. True when they were processed (their outcomes are
+        on the jobs; they are not reported through :meth:`_notify`).
 
         Why: a job alone, handed to this thread, waits for it to wake and, in a busy process,
         for the GIL, then for the submitting thread to wake again: a few hundred µs of
@@ -116,16 +120,14 @@ class GroupThread(ABC, Generic[J]):
         timeout is 0, and a write that finds another connection holding the file's write lock
         raises :class:`WriteLater`, leaving the job to :meth:`put` (False).
         """
-        if self._finished != self._queued or self.stopped:
-            return False
-        if not self._busy.acquire(blocking=False):
+        if not self.idle() or not self._busy.acquire(blocking=False):
             return False
         conn = self._conn
         try:
             conn.execute("PRAGMA busy_timeout = 0")
             self._here = True
             try:
-                self._process([job])
+                self._process(jobs)
             except WriteLater:
                 return False
             finally:

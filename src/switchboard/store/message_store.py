@@ -36,7 +36,7 @@ import sqlite3
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Final, Self, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -75,6 +75,10 @@ from switchboard.store.wire import (
 from switchboard.store.writer import AppendJob, CallJob, CursorJob, GroupWriter, Job
 
 __all__ = ["MessageStore"]
+
+#: Batches held for one commit at the end of a turn of the event loop; one more commits them
+#: at once (see ``MessageStore._queue_append``).
+_MAX_HELD: Final = 64
 
 log = structlog.get_logger(__name__)
 
@@ -123,6 +127,10 @@ class MessageStore:
         """Wrap already-open connections; use :meth:`open` instead of calling this."""
         self._loop = loop
         self._commit_here = commit_here
+        # Batches held to be committed together as this turn of the loop ends, and whether a
+        # batch was committed at once in this turn (see _queue_append).
+        self._held: list[AppendJob[_Waiter]] | None = None
+        self._turn_busy = False
         self._latest = latest_seq
         self._dedupe_window = index.window
         self._cursors = cursors
@@ -225,8 +233,10 @@ class MessageStore:
     @property
     def write_backlog(self) -> int:
         """Write jobs queued for the writer thread and not yet taken: the store's lag, read in
-        O(1) for a status view (0 when the writer keeps up)."""
-        return self._writer.backlog()
+        O(1) for a status view (0 when the writer keeps up); batches held for this turn's
+        commit count too."""
+        held = self._held
+        return self._writer.backlog() + (len(held) if held is not None else 0)
 
     @property
     def closed(self) -> bool:
@@ -311,17 +321,61 @@ class MessageStore:
 
     def _queue_append(self, job: AppendJob[_Waiter]) -> None:
         """Hand ``job`` to the writer; when the writer has nothing queued or in hand (and
-        commits do not sync the WAL), commit it here instead, at once (issue #14).
+        commits do not sync the WAL), commit it here instead (issue #14):
 
-        Either way the job's waiter completes as the writer's would: a batch committed here
-        has its awaitable done when this returns. Order holds: every job queued before was
-        finished first.
+        - the first batch of a turn of the event loop is committed at once, so a lone batch
+          has its awaitable done when this returns;
+        - the batches submitted after it in the same turn (a burst of requests in flight,
+          handled one after another) are held and committed together, in one transaction, as
+          the turn ends (:meth:`_commit_held`): one commit for the burst instead of one each.
+
+        Either way each job's waiter completes as the writer's would. Order holds: every job
+        submitted before was committed first, held jobs included (anything else handed to the
+        writer commits the held jobs first, :meth:`_put`).
         """
-        if self._commit_here and self._writer.run_here(job):
-            self._complete([job], self._writer.latest_seq)
-            if job.results is not None:
-                self._checkpointer.wrote(len(job.body))
+        held = self._held
+        if held is not None:
+            held.append(job)
+            if len(held) >= _MAX_HELD:
+                self._commit_held()
             return
+        if self._commit_here and self._writer.idle():
+            if self._turn_busy:
+                self._held = [job]
+                return
+            if self._commit_group([job]):
+                self._turn_busy = True  # cleared, and anything held committed, as it ends
+                self._loop.call_soon(self._end_turn)
+                return
+        self._writer.put(job)
+
+    def _commit_group(self, jobs: list[AppendJob[_Waiter]]) -> bool:
+        """Commit ``jobs`` here, in one transaction, and complete them; False (nothing done)
+        when the writer has work or another connection holds the write lock."""
+        group: list[Job[_Waiter]] = [*jobs]
+        if not self._writer.run_here(group):
+            return False
+        self._complete(group, self._writer.latest_seq)
+        self._checkpointer.wrote(sum(len(j.body) for j in jobs if j.results is not None))
+        return True
+
+    def _end_turn(self) -> None:
+        self._turn_busy = False
+        self._commit_held()
+
+    def _commit_held(self) -> None:
+        """Commit the held batches together, or hand them to the writer, in order."""
+        held = self._held
+        if held is None:
+            return
+        self._held = None
+        if not self._commit_group(held):
+            for job in held:
+                self._writer.put(job)
+
+    def _put(self, job: Job[_Waiter]) -> None:
+        """Hand a job other than an append to the writer, behind every batch held here."""
+        self._commit_held()
         self._writer.put(job)
 
     def submit(
@@ -470,7 +524,7 @@ class MessageStore:
         if not 0 <= seq <= self._latest:
             raise ValueError(f"cursor {seq} is outside 0..{self._latest}")
         waiter: asyncio.Future[None] = self._loop.create_future()
-        self._writer.put(CursorJob(agent, seq, waiter, delivered=delivered))
+        self._put(CursorJob(agent, seq, waiter, delivered=delivered))
         await waiter
 
     async def maintain(self, work: Callable[[sqlite3.Connection], T], *, writes: int = 0) -> T:
@@ -492,7 +546,7 @@ class MessageStore:
         if self._writer.stopped:
             raise StoreClosedError("the message store is closed")
         waiter: asyncio.Future[Any] = self._loop.create_future()
-        self._writer.put(CallJob(work, waiter, writes))
+        self._put(CallJob(work, waiter, writes))
         return cast(T, await waiter)
 
     async def count(self) -> int:
@@ -524,6 +578,7 @@ class MessageStore:
         if self._closed:
             return
         self._closed = True
+        self._commit_held()
         with anyio.CancelScope(shield=True):
             self._writer.stop()
             await anyio.to_thread.run_sync(self._writer.join)
