@@ -152,6 +152,11 @@ class StdioLink:
         """Write several frames to the child's stdin in one write."""
         await self._stream.send_many(frames)
 
+    @property
+    def writes_at_once(self) -> bool:
+        """Whether :meth:`try_write` can ever write (see :class:`NdjsonStreamLink`)."""
+        return self._stream.writes_at_once
+
     def try_write(self, frames: Sequence[bytes]) -> bool:
         """Write frames to the child's stdin now if the pipe takes them without waiting
         (see :meth:`NdjsonStreamLink.try_write`)."""

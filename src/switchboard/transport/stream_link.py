@@ -73,6 +73,12 @@ class NdjsonStreamLink:
         """What is at the other end."""
         return self._description
 
+    @property
+    def writes_at_once(self) -> bool:
+        """Whether :meth:`try_write` can ever write (an asyncio stream, such as a child's
+        stdin); where it cannot, it always answers False."""
+        return self._write_now is not None
+
     def __repr__(self) -> str:
         return f"<NdjsonStreamLink {self._description}>"
 
