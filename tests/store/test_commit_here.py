@@ -19,7 +19,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from switchboard.store import AppendResult, FreshResults, MessageStore
+from switchboard.store import AppendResult, FreshResults, MessageStore, StoreError
 from tests.store.storekit import build_wire
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +197,21 @@ async def test_held_batches_that_find_the_file_locked_go_to_the_writer_in_order(
         finally:
             other.close()
         assert _seqs_of(db_path) == [(1, 1), (2, 1), (3, 1)]
+
+
+async def test_a_held_batch_whose_commit_fails_unexpectedly_is_answered_with_a_store_error(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The held batches are committed from a loop callback: a failure there (one the writer's
+    own error handling does not catch, forced here) must still reach each batch's caller."""
+    async with await MessageStore.open(db_path) as store:
+        first = store.submit_wire("demo", [build_wire(0)], received_at=1.0)  # at once
+        held = store.submit_wire("demo", [build_wire(1)], received_at=1.0)
+
+        def broken(jobs: object) -> bool:
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(store._writer, "run_here", broken)
+        with anyio.fail_after(10), pytest.raises(StoreError, match="could not be committed"):
+            await held
+        assert [r.seq for r in await first] == [1]

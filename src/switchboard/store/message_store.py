@@ -369,7 +369,16 @@ class MessageStore:
         if held is None:
             return
         self._held = None
-        if not self._commit_group(held):
+        try:
+            committed = self._commit_group(held)
+        except Exception as exc:  # run from the loop: a held batch's caller must still hear
+            log.exception("store_held_batches_failed", batches=len(held))
+            for job in held:
+                if job.results is None and job.error is None:
+                    job.error = StoreError(f"the batch could not be committed: {exc!r}")
+            self._complete([*held], self._writer.latest_seq)
+            return
+        if not committed:
             for job in held:
                 self._writer.put(job)
 
