@@ -95,8 +95,9 @@ class Outbox:
 
     def try_send_own(self, frame: bytes) -> bool:
         """Queue a caller's frame to leave at the end of this turn of the event loop, with
-        every other frame queued by then, in one write; True if it was taken (else nothing
-        happened: no write under way, a link that writes at once, room in the queue).
+        every other frame queued by then, in one write. True if it was taken, which it is when
+        the link writes at once, no write is under way and the queue has room; else nothing
+        happened.
 
         Why not write it at once: callers woken by one read of answers each send their next
         request in the same turn, and a write is a system call (about a fifth of a confirmed
