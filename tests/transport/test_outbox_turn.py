@@ -6,37 +6,32 @@ Against a real child process: only a child's stdin is a link that writes at once
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from switchboard.transport import memory_link_pair, spawn_stdio
+from switchboard.transport import memory_link_pair
 from switchboard.transport.outbox import Outbox
+from tests.transport.childkit import python_child
 
 pytestmark = pytest.mark.anyio
 
 # Writes back every line it reads, as it reads it.
-_ECHO = textwrap.dedent(
-    """
+_ECHO = """
     import sys
     for line in sys.stdin:
         sys.stdout.write(line)
         sys.stdout.flush()
-    """
-)
+"""
 
 
 async def test_frames_taken_in_one_turn_are_written_together_as_it_ends_in_order(
     tmp_path: Path,
 ) -> None:
-    child = tmp_path / "echo.py"
-    child.write_text(_ECHO)
     with anyio.fail_after(20):
-        async with spawn_stdio([sys.executable, str(child)], name="echo") as link:
+        async with python_child(tmp_path, _ECHO, "echo") as link:
             outbox = Outbox(link)
             assert outbox.try_send_own(b'{"n":1}')
             assert outbox.try_send_own(b'{"n":2}')

@@ -7,20 +7,18 @@ the only kind of link that writes at once.
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
 import anyio
 import pytest
 
-from switchboard.transport import Peer, RequestTimeoutError, spawn_stdio
+from switchboard.transport import RequestTimeoutError
+from tests.transport.childkit import python_child, serving_peer
 
 pytestmark = pytest.mark.anyio
 
 # Answers "echo" requests (id echoed, result = params) and ignores every other one.
-_CHILD = textwrap.dedent(
-    """
+_CHILD = """
     import json, sys
     for line in sys.stdin:
         msg = json.loads(line)
@@ -28,38 +26,25 @@ _CHILD = textwrap.dedent(
             out = {"jsonrpc": "2.0", "id": msg["id"], "result": msg.get("params")}
             sys.stdout.write(json.dumps(out) + "\\n")
             sys.stdout.flush()
-    """
-)
+"""
 
 
 async def test_a_request_written_at_once_still_times_out_and_the_next_one_is_answered(
     tmp_path: Path,
 ) -> None:
-    child = tmp_path / "child.py"
-    child.write_text(_CHILD)
     with anyio.fail_after(20):
-        async with spawn_stdio([sys.executable, str(child)], name="child") as link:
-            peer = Peer(link, name="host")
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(peer.run)
-                with pytest.raises(RequestTimeoutError, match="'ignored'"):
-                    await peer.request("ignored", {}, timeout=0.2)
-                assert peer.statistics().awaiting_response == 0
-                assert await peer.request("echo", {"n": 1}, timeout=10) == {"n": 1}
-                await peer.aclose()
+        async with python_child(tmp_path, _CHILD) as link, serving_peer(link) as peer:
+            with pytest.raises(RequestTimeoutError, match="'ignored'"):
+                await peer.request("ignored", {}, timeout=0.2)
+            assert peer.statistics().awaiting_response == 0
+            assert await peer.request("echo", {"n": 1}, timeout=10) == {"n": 1}
 
 
 async def test_a_caller_cancelled_while_it_waits_leaves_nothing_behind(tmp_path: Path) -> None:
-    child = tmp_path / "child.py"
-    child.write_text(_CHILD)
     with anyio.fail_after(20):
-        async with spawn_stdio([sys.executable, str(child)], name="child") as link:
-            peer = Peer(link, name="host")
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(peer.run)
-                with anyio.move_on_after(0.2) as waited:
-                    await peer.request("ignored", {}, timeout=30)
-                assert waited.cancelled_caught
-                assert peer.statistics().awaiting_response == 0
-                assert await peer.request("echo", [2], timeout=10) == [2]
-                await peer.aclose()
+        async with python_child(tmp_path, _CHILD) as link, serving_peer(link) as peer:
+            with anyio.move_on_after(0.2) as waited:
+                await peer.request("ignored", {}, timeout=30)
+            assert waited.cancelled_caught
+            assert peer.statistics().awaiting_response == 0
+            assert await peer.request("echo", [2], timeout=10) == [2]

@@ -148,9 +148,9 @@ class PendingRequests:
                 if self._deadlines.add(request_id, loop.time() + timeout):
                     self._timer_wake.set()
                 if send_now is not None and send_now(frame):
-                    # Written at once: only the answer is awaited, and on expiry the timer
-                    # wakes this waiter itself; a cancel scope would cost a third of a short
-                    # request (issue #14).
+                    # Taken at once (it leaves with this turn's write, Outbox.try_send_own):
+                    # only the answer is awaited, and on expiry the timer wakes this waiter
+                    # itself; a cancel scope would cost a third of a short request (issue #14).
                     await waiter.done
                 else:
                     # The timer task cancels this scope on expiry: a bare scope costs far less
@@ -223,7 +223,7 @@ class PendingRequests:
                     waiter.timed_out = True
                     if waiter.scope is not None:
                         waiter.scope.cancel()
-                    else:  # its frame was sent at once: it only waits for this future
+                    else:  # its frame was taken at once: it only waits for this future
                         _wake(waiter)
             wake = new_event()
             self._timer_wake = wake
