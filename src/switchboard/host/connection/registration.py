@@ -19,6 +19,7 @@ from functools import partial
 from operator import attrgetter, itemgetter
 from typing import Any
 
+import orjson
 import structlog
 
 from switchboard.channels import (
@@ -167,8 +168,14 @@ class RegistrationHandler:
             )
             if budget is not None:
                 budget.finish()
-            results = _wire_results(change.results)
+            outcome = change.results
+            results = (
+                _all_accepted(outcome.accepted_ids)
+                if isinstance(outcome, AllAccepted)
+                else _wire_results(outcome)
+            )
             added = tuple(map(_channel_id, change.added))
+            del outcome
             # Freed while the collector is off, the per-item results never reach a collection.
             del change
         self._events.emit(ChannelsRegistered(self._server_id, added))
@@ -280,6 +287,32 @@ def _wire_results(results: Sequence[ItemResult]) -> list[dict[str, Any]]:
         else {"id": item_id, "accepted": accepted, "reason": reason}
         for item_id, accepted, reason in results
     ]
+
+
+_BETWEEN_ACCEPTED = b'","accepted":true},{"id":"'
+
+
+def _all_accepted(ids: Sequence[str]) -> list[dict[str, Any]] | orjson.Fragment:
+    """The results of a batch whose every item was accepted, as JSON written once.
+
+    Building 100,000 ``{"id", "accepted"}`` dicts only for orjson to write them cost a tenth
+    of a 100,000-channel registration, and the cyclic collector then walked them (issue #14,
+    item 4). The ids are encoded as one JSON array instead, and each id is wrapped in its
+    object by cutting that array at its element boundaries. When the encoded array holds no
+    backslash, no id holds an escaped character (a quote included), so every ``"`` in it
+    opens or closes an id; when it holds exactly one comma between each two ids, no id holds
+    a comma; then ``","`` occurs only between two ids. Ids with a comma, an escape, or a
+    character orjson cannot write get the dicts as before (written the same way).
+    The result is an :class:`orjson.Fragment`, which the transport's encoder copies as is.
+    """
+    try:
+        encoded = orjson.dumps(ids)
+    except orjson.JSONEncodeError:
+        encoded = b"\\"
+    if not ids or b"\\" in encoded or encoded.count(b",") != len(ids) - 1:
+        return [{"id": item_id, "accepted": True} for item_id in ids]
+    inner = encoded[1:-1].replace(b'","', _BETWEEN_ACCEPTED)
+    return orjson.Fragment(b'[{"id":' + inner + b',"accepted":true}]')
 
 
 def _descriptor_wire(descriptor: Any) -> dict[str, Any]:

@@ -621,9 +621,13 @@ class ConnectorSession:
     def _count_rejected(self, method: str, answer: Mapping[str, Any]) -> None:
         """Count and log the descriptors a register or changed answer refused: one call per
         reason, with the count and the first channel id (90,000 refused past a limit are one
-        counted line, not 90,000)."""
+        counted line, not 90,000). Results already written as JSON (every item accepted,
+        see ``registration._all_accepted``) refuse nothing."""
+        results = answer.get("results", ())
+        if not isinstance(results, list):
+            return
         per_reason: dict[str, tuple[int, Any]] = {}
-        for item in answer.get("results", ()):
+        for item in results:
             if not item.get("accepted", True):
                 reason = str(item.get("reason", "rejected"))
                 count, first = per_reason.get(reason, (0, item.get("id")))
