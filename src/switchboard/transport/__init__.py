@@ -52,7 +52,11 @@ from switchboard.transport.peer import Peer, PeerStatistics
 from switchboard.transport.pending import USE_DEFAULT, Timeout
 from switchboard.transport.stdio import SpawnError, StdioLink, spawn_stdio
 from switchboard.transport.stdio_server import stdio_server_link
-from switchboard.transport.stream_link import NdjsonStreamLink, asyncio_write_transport
+from switchboard.transport.stream_link import (
+    NdjsonStreamLink,
+    asyncio_stream_writer,
+    asyncio_write_transport,
+)
 from switchboard.transport.tcp import dial_tcp, tcp_link_from_stream
 from switchboard.transport.ws import WebSocketLink, dial_websocket, websocket_link_from_connection
 
@@ -90,6 +94,7 @@ __all__ = [
     "TransportError",
     "WebSocketLink",
     "WireError",
+    "asyncio_stream_writer",
     "asyncio_write_transport",
     "dial_tcp",
     "dial_websocket",

@@ -86,6 +86,11 @@ class Outbox:
         """Drop what is queued (the link is gone)."""
         self._frames.clear()
 
+    async def emptied(self) -> None:
+        """Return once nothing is queued (the writer or the dispatcher took it all)."""
+        while self._frames:
+            await self._drained.wait()
+
     async def wait_for_frames(self) -> None:
         """Return once something is queued and the writer was woken for it."""
         while not self._frames:

@@ -255,6 +255,18 @@ class Peer:
         self._counts[2] += 1
         await self._send_own(encode_notification(method, params))
 
+    async def written(self) -> None:
+        """Return once the frames queued so far have left: taken from the queue, and passed
+        to the OS by a link that can tell (a child's stdin; any other link once it took them).
+        Returns at once on a closed peer. Lets work that can wait (an admission, say) start
+        only after a large answer is out, instead of holding it up (issue #14)."""
+        if self._closing:
+            return
+        await self._outbox.emptied()
+        written = getattr(self._link, "written", None)
+        if written is not None and not self._closing:
+            await written()
+
     async def aclose(self) -> None:
         """Answer what is unanswered (best effort), close the link and stop :meth:`run`."""
         await self._shutdown("closed locally")

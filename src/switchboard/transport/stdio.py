@@ -162,6 +162,11 @@ class StdioLink:
         (see :meth:`NdjsonStreamLink.try_write`)."""
         return self._stream.try_write(frames)
 
+    async def written(self) -> None:
+        """Return once what was written to the child's stdin is passed to the OS (see
+        :meth:`NdjsonStreamLink.written`)."""
+        await self._stream.written()
+
     async def receive(self) -> bytes:
         """Return the next frame from the child's stdout."""
         return await self._stream.receive()

@@ -27,7 +27,7 @@ from switchboard.transport.framing import (
     encode_frames,
 )
 
-__all__ = ["NdjsonStreamLink", "asyncio_write_transport"]
+__all__ = ["NdjsonStreamLink", "asyncio_stream_writer", "asyncio_write_transport"]
 
 _READ_SIZE = 256 * 1024
 
@@ -67,6 +67,7 @@ class NdjsonStreamLink:
         self._eof = False
         self._closed = False
         self._write_now = _sync_writer(send_stream)
+        self._writer = asyncio_stream_writer(send_stream)
 
     @property
     def description(self) -> str:
@@ -127,6 +128,21 @@ class NdjsonStreamLink:
             return False
         return write_now(encode_frames(tuple(frames)))
 
+    async def written(self) -> None:
+        """Return once what was written is (all but the transport's low-water mark) passed
+        to the OS; at once on a stream that cannot tell (a socket, a memory stream), or
+        when nothing is held back.
+
+        On an asyncio stream (a child's stdin) this is the stream writer's ``drain``: a
+        write that left more than its high-water mark buffered (a 4 MB answer in a 1 MiB
+        pipe) waits until the child has read all but the low-water mark of it.
+        """
+        writer = self._writer
+        if writer is None or self._closed:
+            return
+        with contextlib.suppress(*_STREAM_ENDED):
+            await writer.drain()
+
     async def _write(self, data: bytes) -> None:
         if self._closed:
             raise self._closed_error("closed locally")
@@ -146,15 +162,22 @@ class NdjsonStreamLink:
                     await stream.aclose()
 
 
-def asyncio_write_transport(stream: object) -> asyncio.WriteTransport | None:
-    """The asyncio transport under an anyio send stream, or None.
+def asyncio_stream_writer(stream: object) -> asyncio.StreamWriter | None:
+    """The asyncio stream writer under an anyio send stream, or None.
 
     anyio wraps an asyncio :class:`~asyncio.StreamWriter` for a subprocess pipe (its
     ``_stream`` attribute, not public, hence the checks); any other stream (a socket, a
     memory stream) gets None. The one place Switchboard reaches under anyio's wrapper.
     """
     writer = getattr(stream, "_stream", None)
-    if not isinstance(writer, asyncio.StreamWriter):
+    return writer if isinstance(writer, asyncio.StreamWriter) else None
+
+
+def asyncio_write_transport(stream: object) -> asyncio.WriteTransport | None:
+    """The asyncio transport under an anyio send stream (see :func:`asyncio_stream_writer`),
+    or None."""
+    writer = asyncio_stream_writer(stream)
+    if writer is None:
         return None
     transport = writer.transport
     return transport if isinstance(transport, asyncio.WriteTransport) else None

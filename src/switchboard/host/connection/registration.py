@@ -31,7 +31,7 @@ from switchboard.channels import (
     ItemResult,
     Rejected,
 )
-from switchboard.gcpause import gc_paused
+from switchboard.gcpause import pause_collector
 from switchboard.host.connection.limits import RegistrationBudget, RegistrationLimits
 from switchboard.host.events import ChannelsChanged, ChannelsRegistered, EventBus
 from switchboard.protocol import (
@@ -59,6 +59,8 @@ class RegistrationHandler:
         allows: whether the grant in force allows a capability path, asked per descriptor.
         permits: the per-channel narrowing of the config; None when there is none.
         limits: the cap on channels and the rate of new registrations; None for neither.
+        after_answer: runs a function once the answer being returned has left the host
+            (the session's); None runs it at once.
     """
 
     def __init__(
@@ -70,8 +72,10 @@ class RegistrationHandler:
         allows: Callable[[str], bool],
         permits: Callable[[str], bool] | None,
         limits: RegistrationLimits | None = None,
+        after_answer: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
         self._limits = limits
+        self._after_answer = after_answer or _call
         self._server_id = server_id
         self._registry = registry
         self._events = events
@@ -157,8 +161,11 @@ class RegistrationHandler:
     async def register(self, params: Any) -> dict[str, Any]:
         channels = _register_channels(params)
         # One pause over validation, registry and answer of a large request: they allocate
-        # long-lived objects that a collection would only walk and promote (issue #14).
-        with gc_paused(len(channels) >= _GC_PAUSE_MIN_ITEMS):
+        # long-lived objects that a collection would only walk and promote (issue #14). It
+        # ends once the answer has left (``after_answer``): the collection then owed walks
+        # the new channels' keys while the connector reads the answer, not before.
+        resume = pause_collector() if len(channels) >= _GC_PAUSE_MIN_ITEMS else None
+        try:
             authorize, batch, budget = self._deciders()
             change = self._registry.register(
                 self._server_id,
@@ -178,6 +185,12 @@ class RegistrationHandler:
             del outcome
             # Freed while the collector is off, the per-item results never reach a collection.
             del change
+        except BaseException:
+            if resume is not None:
+                resume()
+            raise
+        if resume is not None:
+            self._after_answer(resume)
         self._events.emit(ChannelsRegistered(self._server_id, added))
         return {"results": results}
 
@@ -246,6 +259,10 @@ class RegistrationHandler:
 
 
 _GC_PAUSE_MIN_ITEMS = 1000
+
+
+def _call(function: Callable[[], None]) -> None:
+    function()
 
 
 _channel_id = itemgetter(1)

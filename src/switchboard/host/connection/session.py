@@ -54,6 +54,7 @@ from typing import Any
 
 import anyio
 import structlog
+from anyio.abc import TaskGroup
 from pydantic import ValidationError
 
 from switchboard import __version__
@@ -124,7 +125,12 @@ from switchboard.transport import (
     method_not_found,
 )
 
-__all__ = ["ConnectorSession", "SessionState", "publish_over"]
+__all__ = ["ANSWER_WAIT", "ConnectorSession", "SessionState", "publish_over"]
+
+#: Seconds the host waits for an answer to leave before running what waits for it (the
+#: collector after a large ``channels/register``, the admission of its channels) anyway:
+#: a connector that stops reading its stdin holds up nothing for longer.
+ANSWER_WAIT = 5.0
 
 log = structlog.get_logger(__name__)
 
@@ -169,6 +175,7 @@ class ConnectorSession:
         self._events = events
         self._clock = clock
         self._peer: Peer | None = None
+        self._task_group: TaskGroup | None = None
         self.link: Link | None = None
         self._ready = anyio.Event()
         self._channel_patterns = config.channels
@@ -195,6 +202,7 @@ class ConnectorSession:
             allows=self._grant_allows,
             permits=None if config.channels is None else self.channel_permitted,
             limits=RegistrationLimits(config.max_channels, config.max_registrations_per_second),
+            after_answer=self._after_answer,
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
@@ -214,6 +222,32 @@ class ConnectorSession:
     @property
     def peer(self) -> Peer | None:
         return self._peer
+
+    def _after_answer(self, function: Callable[[], None]) -> None:
+        """Run ``function`` once the answer now being returned has left (at most
+        :data:`ANSWER_WAIT` later); at once when the connection is not running."""
+        group = self._task_group
+        try:
+            if group is not None:
+                group.start_soon(self._when_written, function)
+                return
+        except RuntimeError:  # the group is closing
+            pass
+        function()
+
+    async def _when_written(self, function: Callable[[], None]) -> None:
+        try:
+            with anyio.move_on_after(ANSWER_WAIT):
+                await self.output_written()
+        finally:
+            function()
+
+    async def output_written(self) -> None:
+        """Return once what the host sent this connector so far has left (see
+        :meth:`Peer.written`); at once when it is not connected."""
+        peer = self._peer
+        if peer is not None:
+            await peer.written()
 
     @property
     def mcpl_active(self) -> bool:
@@ -262,6 +296,7 @@ class ConnectorSession:
         self.link = link
         try:
             async with anyio.create_task_group() as tg:
+                self._task_group = tg
 
                 async def read_until_closed() -> None:
                     try:
@@ -278,6 +313,7 @@ class ConnectorSession:
                 await self._handshake(peer)
                 await anyio.sleep_forever()
         finally:
+            self._task_group = None
             self.refusals.flush()
             self.state = SessionState.CLOSED
             self.grant = Grant.empty()

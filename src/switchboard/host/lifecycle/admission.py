@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import anyio
 import structlog
 from anyio.lowlevel import checkpoint
 
@@ -27,6 +28,7 @@ from switchboard.channels import ChannelRef, ChannelRegistry, LifecycleBook
 from switchboard.channels.lifecycle.decisions import Append
 from switchboard.channels.lifecycle.events import DesiredStateSet
 from switchboard.channels.lifecycle.speech import Reach
+from switchboard.host.connection.session import ANSWER_WAIT
 from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.host.lifecycle.journal import DecisionJournal, DecisionNotRecorded
 from switchboard.host.lifecycle.parts import Connectors
@@ -40,6 +42,7 @@ __all__ = ["Admission"]
 #: the agents keep moving meanwhile (issue #14: the answer to a large ``channels/register``
 #: waited behind the whole admission).
 ADMIT_SLICE = 128
+
 
 log = structlog.get_logger(__name__)
 
@@ -91,11 +94,20 @@ class Admission:
         self._clock = clock
 
     async def admit(self, server_id: str, channel_ids: Iterable[str]) -> None:
-        """Give newly registered channels their initial record, then reconcile them."""
+        """Give newly registered channels their initial record, then reconcile them.
+
+        Starts once the host's answer to the registration has left (at most
+        :data:`ANSWER_WAIT` later): the answer to 100,000 channels is about 4 MB, written
+        while the connector reads it, and the first steps of an admission (the batch's ids
+        and the gate, a few C-level passes over 100,000 ids) would hold up its last
+        megabytes for tens of milliseconds (issue #14, item 4).
+        """
+        connectors = self._connectors
+        with anyio.move_on_after(ANSWER_WAIT):
+            await connectors.output_written(server_id)
         distinct = dict.fromkeys(channel_ids)
         if not distinct:
             return
-        connectors = self._connectors
         if not connectors.directs(server_id):
             if connectors.reach(server_id) is Reach.UP:
                 self._step(

@@ -89,6 +89,13 @@ class Connectors:
             return Reach.RECONNECTING
         return Reach.GONE
 
+    async def output_written(self, server_id: str) -> None:
+        """Return once what the host sent the server so far has left (the answer to the
+        ``channels/register`` that brought a batch, say); at once when it is not connected."""
+        session = self._sessions.get(server_id)
+        if session is not None:
+            await session.output_written()
+
     def directs(self, server_id: str) -> bool:
         """Whether the host may open and close the server's channels now."""
         return self._reconciler.lifecycle_session(server_id) is not None
