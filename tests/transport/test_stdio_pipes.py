@@ -1,8 +1,10 @@
-"""A connector's stdin pipe is grown to 1 MiB where the kernel allows it, and only so many.
+"""A connector's stdin and stdout pipes are grown to 1 MiB where the kernel allows it, and only
+so many.
 
 Large answers (the results of registering 100,000 channels are about 4 MB) then leave in a few
-writes rather than sixty (issue #14). The child here asks the kernel for the size of its own
-stdin and stdout, which are the same pipes the host holds the other ends of.
+writes rather than sixty, and a connector's burst of requests in one write (issue #14). The
+child here asks the kernel for the size of its own stdin and stdout, which are the same pipes
+the host holds the other ends of.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ async def test_a_spawned_connectors_pipes_hold_a_mebibyte(tmp_path: Path) -> Non
             frame = await link.receive()
     sizes = orjson.loads(frame)["params"]
     expected = min(PIPE_BYTES, _allowed())
-    assert sizes == {"stdin": expected, "stdout": _default()}
+    assert sizes == {"stdin": expected, "stdout": expected}
 
 
 async def test_no_more_pipes_are_grown_than_the_cap_and_a_place_comes_back_on_exit(
@@ -73,18 +75,20 @@ async def test_no_more_pipes_are_grown_than_the_cap_and_a_place_comes_back_on_ex
 ) -> None:
     child = tmp_path / "child.py"
     child.write_text(_CHILD)
-    monkeypatch.setattr(stdio, "GROWN_PIPES_MAX", 1)
+    monkeypatch.setattr(stdio, "GROWN_PIPES_MAX", 3)
     with anyio.fail_after(10):
         async with (
             spawn_stdio([sys.executable, str(child)], name="first") as first,
             spawn_stdio([sys.executable, str(child)], name="second") as second,
         ):
-            one = orjson.loads(await first.receive())["params"]["stdin"]
-            two = orjson.loads(await second.receive())["params"]["stdin"]
+            one = orjson.loads(await first.receive())["params"]
+            two = orjson.loads(await second.receive())["params"]
         async with spawn_stdio([sys.executable, str(child)], name="third") as third:
-            three = orjson.loads(await third.receive())["params"]["stdin"]
-    grown = min(PIPE_BYTES, _allowed())
-    assert (one, two, three) == (grown, _default(), grown)
+            three = orjson.loads(await third.receive())["params"]
+    grown, default = min(PIPE_BYTES, _allowed()), _default()
+    assert one == {"stdin": grown, "stdout": grown}
+    assert two == {"stdin": grown, "stdout": default}  # the third place; then none is left
+    assert three == {"stdin": grown, "stdout": grown}  # the first two came back on exit
 
 
 _DEAF_CHILD = "import time\ntime.sleep(60)\n"

@@ -13,6 +13,7 @@ over this process's own stdin and stdout) is in ``stdio_server``.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import fcntl
@@ -47,14 +48,17 @@ STDERR_BURST_BYTES = 64 * 1024
 STDERR_BYTES_PER_SECOND = 8 * 1024
 """Bytes of a connector's stderr logged per second after a burst."""
 PIPE_BYTES = 1 << 20
-"""Bytes asked of the kernel for a connector's stdin pipe (Linux's default is 64 KiB, and
-1 MiB is what an unprivileged process may ask). A large answer (the results of 100,000
-channels registered at once are about 4 MB) then leaves in a few writes, each one a turn of
-the event loop, instead of sixty (issue #14)."""
+"""Bytes asked of the kernel for each of a connector's stdin and stdout pipes (Linux's default
+is 64 KiB, and 1 MiB is what an unprivileged process may ask). A large answer (the results of
+100,000 channels registered at once are about 4 MB) then leaves in a few writes, each one a
+turn of the event loop, instead of sixty; and a connector with many requests in flight (16
+batches of 50 messages are about 190 KB) writes them in one go and the host reads them in one
+read, where a 64 KiB pipe took three of each (issue #14)."""
 GROWN_PIPES_MAX = 16
-"""At most this many connector pipes are grown at once. The kernel counts grown pipes against
-the user's pipe quota (``fs.pipe-user-pages-soft``, 64 MiB by default); a user at the quota
-gets one-page pipes everywhere, so Switchboard keeps to a quarter of the default."""
+"""At most this many connector pipes are grown at once (two per connector: eight connectors).
+The kernel counts grown pipes against the user's pipe quota (``fs.pipe-user-pages-soft``,
+64 MiB by default); a user at the quota gets one-page pipes everywhere, so Switchboard keeps
+to a quarter of the default."""
 _grown = [0]  # connector pipes grown and still open, in this process
 # How long the stderr forwarder may keep draining after the child is gone (a grandchild
 # that inherited stderr could hold it open forever).
@@ -295,7 +299,9 @@ async def spawn_stdio(
         )
     except OSError as exc:
         raise SpawnError.of(exc, argv, cwd) from exc
-    grown = _grow_pipe(process.stdin)
+    grown = _grow_pipe(asyncio_write_transport(process.stdin)) + _grow_pipe(
+        _asyncio_read_transport(process.stdout)
+    )
     link = StdioLink(process, name=name, max_frame=max_frame)
     _log.debug("process_spawned", name=name, pid=process.pid, argv=list(argv))
     stderr_done = anyio.Event()
@@ -319,32 +325,42 @@ async def spawn_stdio(
         with anyio.CancelScope(shield=True):
             await link.aclose()
             await process.aclose()
-        if grown:
-            _grown[0] -= 1
+        _grown[0] -= grown
         _log.debug("process_exited", name=name, pid=process.pid, code=process.returncode)
 
 
-def _grow_pipe(stream: object) -> bool:
-    """Ask for a :data:`PIPE_BYTES` pipe under ``stream``; best effort, never an error.
+def _asyncio_read_transport(stream: object) -> asyncio.ReadTransport | None:
+    """The asyncio transport under anyio's stream of a child's stdout, or None.
 
-    Only the host's writing side is grown: answers and publishes from the host can be large,
-    while what a connector sends is read in chunks of up to 256 KiB whatever the pipe's size.
-    The file descriptor is reached through the asyncio transport anyio wraps
-    (:func:`~switchboard.transport.stream_link.asyncio_write_transport`, then its public
-    ``get_extra_info("pipe")``). Where the platform, :data:`GROWN_PIPES_MAX` or the user's
-    pipe quota says no, the pipe keeps its size. Returns whether it was grown (the caller gives
-    the place back).
+    Like :func:`~switchboard.transport.stream_link.asyncio_write_transport` on the other side,
+    it reaches under anyio's wrapper (``_stream``, an :class:`asyncio.StreamReader`) and under
+    the reader (``_transport``): neither is public, hence the checks; anything else is None.
+    """
+    reader = getattr(stream, "_stream", None)
+    if not isinstance(reader, asyncio.StreamReader):
+        return None
+    transport = getattr(reader, "_transport", None)
+    return transport if isinstance(transport, asyncio.ReadTransport) else None
+
+
+def _grow_pipe(transport: asyncio.BaseTransport | None) -> int:
+    """Ask for a :data:`PIPE_BYTES` pipe under ``transport``; best effort, never an error.
+
+    Both of a connector's pipes are grown: answers and publishes from the host can be large,
+    and so can a burst of requests from the connector. The file descriptor is the asyncio
+    pipe transport's public ``get_extra_info("pipe")``. Where the platform,
+    :data:`GROWN_PIPES_MAX` or the user's pipe quota says no, the pipe keeps its size.
+    Returns 1 if it was grown, else 0 (the caller gives the places back).
     """
     if _grown[0] >= GROWN_PIPES_MAX:
-        return False
-    transport = asyncio_write_transport(stream)
+        return 0
     pipe = transport.get_extra_info("pipe") if transport is not None else None
     set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
     if pipe is None or set_size is None:
-        return False
+        return 0
     try:
         fcntl.fcntl(pipe.fileno(), set_size, PIPE_BYTES)
     except (OSError, ValueError):
-        return False
+        return 0
     _grown[0] += 1
-    return True
+    return 1
