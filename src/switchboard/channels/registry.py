@@ -98,6 +98,12 @@ class ChannelRegistry:
         self._names = ChannelNames(self._index)
         self._serial = 0
 
+    @property
+    def serial(self) -> int:
+        """Registrations made so far (every register and ``changed.added`` item accepted):
+        unchanged means no channel got a new entry since it was read."""
+        return self._serial
+
     # -- register / changed / remove -----------------------------------------------------
 
     def register(

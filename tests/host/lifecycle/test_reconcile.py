@@ -257,3 +257,53 @@ async def test_traffic_on_a_channel_is_evidence_that_it_is_open(tmp_path: Path) 
     assert after.open
     assert not after.unconfirmed
     assert state == "closed"
+
+
+async def _until_marked(board: Switchboard, ref: ChannelRef, *, open_: bool) -> None:
+    with anyio.fail_after(5):
+        while True:
+            entry = board.registry.get(ref)
+            if entry is not None:
+                state = board.lifecycle.marks.get(entry)
+                if state.open == open_ and not state.failed_close:
+                    return
+            await anyio.lowlevel.checkpoint()
+
+
+async def test_traffic_repairs_a_failed_close_again_each_time_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The traffic check that skips channels already learnt open forgets one whose state
+    changed since (issue #14's fast path)."""
+    script, rec = LifecycleScript(refuse_close={"a"}), Recorder()
+    fake = script.install(FakeConnector())
+    async with board_with(tmp_path, fake, recorder=rec) as board:
+        await register_settled(fake, rec, [descriptor("a", initiallyOpen=True)])
+        for n in range(3):
+            await _refused(board.lifecycle.close(A))
+            entry = board.registry.get(A)
+            assert entry is not None
+            assert board.lifecycle.marks.get(entry).failed_close
+            await fake.call("channels/incoming", {"messages": [message("a", f"m{n}")]})
+            await _until_marked(board, A, open_=True)
+
+
+async def test_traffic_on_a_channel_registered_again_marks_the_new_registration_open(
+    tmp_path: Path,
+) -> None:
+    """A new entry under an id that traffic already marked open starts closed, and the next
+    traffic marks it open in turn."""
+    script, rec = LifecycleScript(), Recorder()
+    fake = script.install(FakeConnector())
+    async with board_with(tmp_path, fake, recorder=rec) as board:
+        await register_settled(fake, rec, [descriptor("a"), descriptor("b")])
+        await fake.call("channels/incoming", {"messages": [message("a", "m1")]})
+        await _until_marked(board, A, open_=True)
+        first = board.registry.get(A)
+        await fake.call("channels/changed", {"removed": ["a"], "added": [descriptor("a")]})
+        second = board.registry.get(A)
+        assert second is not None
+        assert second is not first
+        assert not board.lifecycle.marks.get(second).open
+        await fake.call("channels/incoming", {"messages": [message("a", "m2")]})
+        await _until_marked(board, A, open_=True)

@@ -40,11 +40,14 @@ _NONE: dict[str, tuple[ChannelEntry, TransportState]] = {}
 class TransportMarks:
     """Transport states by registration, grouped by server so a server's go at once."""
 
-    __slots__ = ("_by_server", "_registry")
+    __slots__ = ("_by_server", "_open", "_registry")
 
     def __init__(self, registry: ChannelRegistry) -> None:
         self._registry = registry
         self._by_server: dict[str, dict[str, tuple[ChannelEntry, TransportState]]] = {}
+        # Per server: the registry's serial when it was read, and the ids whose current entry
+        # has been learnt open with nothing to repair (see traffic).
+        self._open: dict[str, tuple[int, set[str]]] = {}
 
     def get(self, entry: ChannelEntry) -> TransportState:
         """The state of this registration (fresh when nothing was learnt on it yet)."""
@@ -67,14 +70,25 @@ class TransportMarks:
             channels = self._by_server[server_id] = {}
         channels[channel_id] = (entry, state)
         self._registry.set_transport_open(ref, state.open)
+        known = self._open.get(server_id)
+        if known is not None:
+            known[1].discard(channel_id)  # traffic learns it again if it is open
 
     def traffic(self, server_id: str, channel_ids: Iterable[str]) -> None:
         """The server sent messages on these channels: they are open at the transport.
 
-        Once per incoming batch: a channel whose learnt state is already open costs two dict
-        lookups (its entry among the server's, and its learnt state; issue #14)."""
-        channels = self._registry.server_channels(server_id)
+        Once per incoming batch (issue #14): when every channel of the batch is among those
+        learnt open with nothing to repair, and no channel got a new entry since (the
+        registry's serial is unchanged), that is one C-level set check; otherwise a channel
+        costs two dict lookups (its entry among the server's, and its learnt state)."""
+        registry = self._registry
+        serial = registry.serial
+        known = self._open.get(server_id)
+        if known is not None and known[0] == serial and known[1].issuperset(channel_ids):
+            return
+        channels = registry.server_channels(server_id)
         learnt = self._by_server.get(server_id, _NONE)
+        settled: list[str] = []
         for channel_id in channel_ids:
             entry = channels.get(channel_id)
             if entry is None:
@@ -84,10 +98,17 @@ class TransportMarks:
             if not state.open or state.unconfirmed or state.failed_close:
                 self.set(entry, state.traffic())
                 learnt = self._by_server.get(server_id, _NONE)
+            # Open with nothing to repair now; it stays so until set() changes it (which
+            # forgets it here) or a new entry takes the id (which moves the serial).
+            settled.append(channel_id)
+        if known is None or known[0] != serial:
+            known = self._open[server_id] = (serial, set())
+        known[1].update(settled)
 
     def drop_server(self, server_id: str) -> None:
         """Forget a server's registrations (its connection ended; they are gone)."""
         self._by_server.pop(server_id, None)
+        self._open.pop(server_id, None)
 
     def __len__(self) -> int:
         """How many registrations have a learnt state."""
