@@ -51,8 +51,8 @@ def test_registering_in_bulk_leaves_the_indexes_as_one_by_one_would(
     bulk, each = ChannelIndex(), ChannelIndex()
     serial = 1
     for server_id, batch in batches:
-        got = bulk.register_many(server_id, batch, serial)
-        assert got == each._register_each(server_id, batch, serial)
+        bulk.register_many(server_id, batch, serial)
+        each._register_each(server_id, batch, serial)
         serial += len(batch)
         assert _state(bulk) == _state(each)
 

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from itertools import repeat
 from operator import attrgetter, eq, methodcaller
 
@@ -67,7 +66,6 @@ from switchboard.channels.ref import ChannelRef
 __all__ = ["ChannelIndex", "IndexStatistics"]
 
 _EMPTY: Mapping[str, ChannelEntry] = {}
-_new_ref = partial(tuple.__new__, ChannelRef)
 _label = attrgetter("label")
 _address = attrgetter("address")
 _metadata = attrgetter("metadata")
@@ -155,7 +153,7 @@ class ChannelIndex:
         Returns:
             The replaced entry, or None when the ref was new.
         """
-        server_id, channel_id = entry.ref
+        server_id, channel_id = entry.server_id, entry.channel_id
         channels = self._servers.get(server_id)
         if channels is None:
             channels = self._open_server(server_id)
@@ -174,12 +172,13 @@ class ChannelIndex:
         descriptors: Sequence[DescriptorLike],
         first_serial: int,
         ids: list[str] | None = None,
-    ) -> list[ChannelRef]:
+    ) -> None:
         """Store a new entry for each descriptor of ``server_id`` (ids already validated).
 
         The bulk path of a large ``channels/register``: the same effect as :meth:`put` of
-        ``ChannelEntry(ref, descriptor, False, first_serial + i, raw id)`` for each descriptor
-        in order. When the batch's ids are distinct and new to this server (a first
+        ``ChannelEntry(server_id, id, descriptor, False, first_serial + i, raw id)`` for each
+        descriptor in order (no :class:`ChannelRef` is made: an entry makes its own when
+        asked). When the batch's ids are distinct and new to this server (a first
         registration), every derived key is computed first and each index takes its keys in
         one C-level update (:func:`~switchboard.channels.buckets.add_many`); otherwise the
         descriptors are stored one by one.
@@ -189,20 +188,17 @@ class ChannelIndex:
             descriptors: The descriptors to store, in order.
             first_serial: The registration serial of the first one.
             ids: ``[d.id for d in descriptors]``, when the caller has it already.
-
-        Returns:
-            The refs of the new entries, in order.
         """
         if ids is None:
             ids = [d.id for d in descriptors]
         if not ids:
-            return []
+            return
         channels = self._servers.get(server_id)
         if channels is not None and not channels.keys().isdisjoint(ids):
-            return self._register_each(server_id, descriptors, first_serial)
+            self._register_each(server_id, descriptors, first_serial)
+            return
         size = len(ids)
         # Everything derived first: nothing below the first update can fail half-way.
-        refs = list(map(_new_ref, zip(repeat(server_id, size), ids, strict=True)))
         raws: list[str | None] | None = None
         addresses = list(map(_address, descriptors))
         if addresses.count(None) != size and any(addresses):
@@ -210,7 +206,8 @@ class ChannelIndex:
         entries = list(
             map(
                 ChannelEntry,
-                refs,
+                repeat(server_id, size),
+                ids,
                 descriptors,
                 repeat(False, size),
                 range(first_serial, first_serial + size),
@@ -237,7 +234,8 @@ class ChannelIndex:
         if len(channels) != before + size:  # an id twice in the batch: undo, one by one
             for channel_id in ids:
                 channels.pop(channel_id, None)
-            return self._register_each(server_id, descriptors, first_serial)
+            self._register_each(server_id, descriptors, first_serial)
+            return
         self._count += size
         if before or self._by_id:
             add_many(self._by_id, ids, entries)
@@ -250,7 +248,6 @@ class ChannelIndex:
         for entry in dms:
             descriptor = entry.descriptor
             self._dms.add(entry, descriptor.label, descriptor.metadata or {})
-        return refs
 
     @staticmethod
     def _label_keys(
@@ -282,7 +279,7 @@ class ChannelIndex:
 
     def _register_each(
         self, server_id: str, descriptors: Sequence[DescriptorLike], first_serial: int
-    ) -> list[ChannelRef]:
+    ) -> None:
         """:meth:`register_many` one descriptor at a time: for a batch that re-registers
         ids of this server or repeats an id (the common case inlined, locals bound once)."""
         channels = self._servers.get(server_id)
@@ -290,22 +287,18 @@ class ChannelIndex:
             channels = self._open_server(server_id)
         by_id, by_raw = self._by_id, self._by_raw
         by_label = self._by_label
-        new_ref, new_entry = tuple.__new__, ChannelEntry
-        refs: list[ChannelRef] = []
-        keep = refs.append
+        new_entry = ChannelEntry
         count = self._count
         serial = first_serial
         try:
             for descriptor in descriptors:
                 channel_id = descriptor.id
-                ref: ChannelRef = new_ref(ChannelRef, (server_id, channel_id))
                 address = descriptor.address
                 raw = address.get("channelId") if address else None
                 if raw is not None and (type(raw) is not str or not raw):
                     raw = raw_channel_id(address)
-                entry = new_entry(ref, descriptor, False, serial, raw)
+                entry = new_entry(server_id, channel_id, descriptor, False, serial, raw)
                 serial += 1
-                keep(ref)
                 # setdefault: one probe per index in the common case of a new key
                 old = channels.setdefault(channel_id, entry)
                 if old is entry:
@@ -346,7 +339,6 @@ class ChannelIndex:
             self._count = count
             if not channels:
                 self._close_server(server_id)
-        return refs
 
     def pop(self, ref: ChannelRef) -> ChannelEntry | None:
         """Remove and return the entry at ``ref``, or None when there is none."""
@@ -398,7 +390,7 @@ class ChannelIndex:
         self._index(entry)
 
     def _index(self, entry: ChannelEntry) -> None:
-        add(self._by_id, entry.ref[1], entry)
+        add(self._by_id, entry.channel_id, entry)
         if entry.raw_id is not None:
             add(self._by_raw, entry.raw_id, entry)
         descriptor = entry.descriptor
@@ -414,7 +406,7 @@ class ChannelIndex:
             self._dms.add(entry, label, descriptor.metadata)
 
     def _unindex(self, entry: ChannelEntry) -> None:
-        discard(self._by_id, entry.ref[1], entry)
+        discard(self._by_id, entry.channel_id, entry)
         if entry.raw_id is not None:
             discard(self._by_raw, entry.raw_id, entry)
         descriptor = entry.descriptor
@@ -477,7 +469,7 @@ class ChannelIndex:
                         if entry is not None:
                             found.append(entry)
             if len(found) > 1:
-                found.sort(key=lambda e: len(e.ref[0]))
+                found.sort(key=lambda e: len(e.server_id))
             return tuple(found)
         cut = name.find(":")
         while cut >= 0:

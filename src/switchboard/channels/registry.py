@@ -73,9 +73,9 @@ def _id_text(value: object) -> str:
     return "" if value is None or value == "" else str(value)
 
 
-def _distinct(refs: list[ChannelRef], known_distinct: bool) -> tuple[ChannelRef, ...]:
-    """Each ref once, in order of first appearance."""
-    return tuple(refs) if known_distinct else tuple(dict.fromkeys(refs))
+def _distinct(ids: list[str], known_distinct: bool) -> tuple[str, ...]:
+    """Each id once, in order of first appearance."""
+    return tuple(ids) if known_distinct else tuple(dict.fromkeys(ids))
 
 
 _id_of = attrgetter("id")
@@ -127,13 +127,13 @@ class ChannelRegistry:
             One result per item, in order, and the newly registered refs in ``added``.
         """
         results: list[ItemResult] = []
-        added: list[ChannelRef] = []
+        added: list[str] = []
         with gc_paused(len(items) >= _GC_PAUSE_MIN_ITEMS):
             distinct, every = self._add_items(
                 server_id, items, authorize, results, added, authorize_batch, lazy=True
             )
         outcome = tuple(results) if every is None else AllAccepted(every)
-        return RegistryChange(outcome, added=_distinct(added, distinct))
+        return RegistryChange(outcome, server_id=server_id, added_ids=_distinct(added, distinct))
 
     def change(
         self,
@@ -192,11 +192,12 @@ class ChannelRegistry:
             index.replace_descriptor(entry, item)
             results.append(ItemResult(channel_id, True))
             replaced.append(entry.ref)
-        fresh: list[ChannelRef] = []
+        fresh: list[str] = []
         distinct, _ = self._add_items(server_id, added, authorize, results, fresh, authorize_batch)
         return RegistryChange(
             tuple(results),
-            added=_distinct(fresh, distinct),
+            server_id=server_id,
+            added_ids=_distinct(fresh, distinct),
             updated=tuple(dict.fromkeys(replaced)),
             removed=tuple(gone),
         )
@@ -207,14 +208,14 @@ class ChannelRegistry:
         items: Iterable[DescriptorLike | Rejected],
         authorize: Authorizer | None,
         results: list[ItemResult],
-        added: list[ChannelRef],
+        added: list[str],
         authorize_batch: BatchAuthorizer | None = None,
         *,
         lazy: bool = False,
     ) -> tuple[bool, list[str] | None]:
         """Decide each item alone, then store the accepted ones with one bulk call.
 
-        Returns whether the refs it added to ``added`` are known to be distinct, and, when
+        Returns whether the ids it added to ``added`` are known to be distinct, and, when
         ``lazy`` and every item was accepted, their ids in place of results appended to
         ``results`` (the caller answers with :class:`AllAccepted`); else None.
 
@@ -267,9 +268,10 @@ class ChannelRegistry:
             first = self._serial + 1
             self._serial += len(accepted)
             size = len(self._index)
-            refs = self._index.register_many(server_id, accepted, first, accepted_ids)
-            added.extend(refs)
-            return len(self._index) - size == len(refs), every  # each new: all distinct
+            self._index.register_many(server_id, accepted, first, accepted_ids)
+            added.extend(accepted_ids)
+            # each id new to the server: all distinct
+            return len(self._index) - size == len(accepted_ids), every
         return True, every
 
     @staticmethod

@@ -7,12 +7,11 @@ from hypothesis import strategies as st
 
 from switchboard.channels.dm_index import MAX_PARTIAL_LENGTH, MIN_PARTIAL, DmIndex
 from switchboard.channels.records import ChannelEntry
-from switchboard.channels.ref import ChannelRef
 from tests.channels.channels_support import desc
 
 
 def dm_entry(channel_id: str, name: str) -> ChannelEntry:
-    return ChannelEntry(ChannelRef("s", channel_id), desc(channel_id, dm_name=name), False, 0, None)
+    return ChannelEntry("s", channel_id, desc(channel_id, dm_name=name), False, 0, None)
 
 
 def add(index: DmIndex, entry: ChannelEntry) -> None:

@@ -127,6 +127,10 @@ def test_a_large_common_batch_is_registered_without_objects_for_the_collector_to
     assert len(entries) == 2000
     assert all(isinstance(e.descriptor, FastDescriptor) for e in entries)
     assert not any(gc.is_tracked(e) or gc.is_tracked(e.descriptor) for e in entries)
+    # Nor a tracked ChannelRef per channel: an entry makes its ref when first asked.
+    assert not any(e.made_ref for e in entries)
+    assert entries[5].ref == ChannelRef("s", "bench:c5")
+    assert entries[5].ref is entries[5].ref
     assert registry.by_label("C7")[0].ref == ChannelRef("s", "bench:c7")
     assert registry.by_id("bench:c1999")[0].registration == entries[-1].registration
 

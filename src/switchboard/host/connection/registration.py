@@ -181,7 +181,7 @@ class RegistrationHandler:
                 if isinstance(outcome, AllAccepted)
                 else _wire_results(outcome)
             )
-            added = tuple(map(_channel_id, change.added))
+            added = change.added_ids
             del outcome
             # Freed while the collector is off, the per-item results never reach a collection.
             del change
@@ -228,7 +228,7 @@ class RegistrationHandler:
         self._events.emit(
             ChannelsChanged(
                 self._server_id,
-                tuple(r.channel_id for r in change.added),
+                change.added_ids,
                 tuple(r.channel_id for r in change.removed),
             )
         )
