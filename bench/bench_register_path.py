@@ -30,7 +30,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_registry
 from ingest_connector import channel
-from switchboard.channels import ChannelRegistry, DescriptorLike, ItemResult, Rejected
+from switchboard.channels import (
+    ChannelRef,
+    ChannelRegistry,
+    DescriptorLike,
+    ItemResult,
+    Rejected,
+)
 from switchboard.channels.records import INVALID_ID
 from switchboard.protocol import fast_descriptors, validate_descriptors
 
@@ -55,7 +61,9 @@ def _as_before(registry: ChannelRegistry, server_id: str, items: Sequence[Any]) 
         accepted.append(item)
     first = registry._serial + 1
     registry._serial += len(accepted)
-    added = registry._index._register_each(server_id, accepted, first)
+    registry._index._register_each(server_id, accepted, first)
+    # the path as it was also made a ref per channel for its answer
+    added = [ChannelRef(server_id, item.id) for item in accepted]
     return tuple(results), tuple(dict.fromkeys(added))
 
 
