@@ -65,7 +65,7 @@ MALLOC_ENV_VAR: Final = "SWITCHBOARD_MALLOC"
 MMAP_THRESHOLD: Final = 64 << 20
 
 #: Free memory at the top of glibc's heap is kept, not returned, up to this much (bytes).
-TRIM_THRESHOLD: Final = 256 << 20
+TRIM_THRESHOLD: Final = 64 << 20
 
 # mallopt parameters, from glibc's <malloc.h>.
 _M_TRIM_THRESHOLD: Final = -1
