@@ -8,8 +8,9 @@ on entry, so nested pauses and callers that disabled it themselves are left as t
 
 :func:`pause_collector` is the same pause for a step that ends later than one block: the
 answer to a ``channels/register`` of 100,000 channels leaves the host a few milliseconds
-after its handler returns, and the young collection owed for the 100,000 channel keys the
-handler made (tens of milliseconds) is better run once the answer is out (issue #14).
+after its handler returns, and the young collection owed for what the handler made (tens of
+milliseconds when it made a tracked key per channel) is better run once the answer is out
+(issue #14).
 """
 
 from __future__ import annotations

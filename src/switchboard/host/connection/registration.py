@@ -162,8 +162,8 @@ class RegistrationHandler:
         channels = _register_channels(params)
         # One pause over validation, registry and answer of a large request: they allocate
         # long-lived objects that a collection would only walk and promote (issue #14). It
-        # ends once the answer has left (``after_answer``): the collection then owed walks
-        # the new channels' keys while the connector reads the answer, not before.
+        # ends once the answer has left (``after_answer``): the collection then owed runs
+        # while the connector reads the answer, not before it is written.
         resume = pause_collector() if len(channels) >= _GC_PAUSE_MIN_ITEMS else None
         try:
             authorize, batch, budget = self._deciders()
