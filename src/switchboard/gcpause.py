@@ -25,14 +25,12 @@ __all__ = ["gc_paused", "pause_collector"]
 @contextmanager
 def gc_paused(pause: bool = True) -> Iterator[None]:
     """Disable the cyclic collector inside the block when ``pause`` is true."""
-    if not pause or not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    resume = pause_collector() if pause else None
     try:
         yield
     finally:
-        gc.enable()
+        if resume is not None:
+            resume()
 
 
 def pause_collector() -> Callable[[], None] | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -265,9 +265,6 @@ def _call(function: Callable[[], None]) -> None:
     function()
 
 
-_channel_id = itemgetter(1)
-
-
 _id = attrgetter("id")
 
 
@@ -322,14 +319,15 @@ def _all_accepted(ids: Sequence[str]) -> list[dict[str, Any]] | orjson.Fragment:
     character orjson cannot write get the dicts as before (written the same way).
     The result is an :class:`orjson.Fragment`, which the transport's encoder copies as is.
     """
-    try:
-        encoded = orjson.dumps(ids)
-    except orjson.JSONEncodeError:
-        encoded = b"\\"
-    if not ids or b"\\" in encoded or encoded.count(b",") != len(ids) - 1:
-        return [{"id": item_id, "accepted": True} for item_id in ids]
-    inner = encoded[1:-1].replace(b'","', _BETWEEN_ACCEPTED)
-    return orjson.Fragment(b'[{"id":' + inner + b',"accepted":true}]')
+    if ids:
+        try:
+            encoded: bytes | None = orjson.dumps(ids)
+        except orjson.JSONEncodeError:  # an unpaired surrogate, say
+            encoded = None
+        if encoded is not None and b"\\" not in encoded and encoded.count(b",") == len(ids) - 1:
+            inner = encoded[1:-1].replace(b'","', _BETWEEN_ACCEPTED)
+            return orjson.Fragment(b'[{"id":' + inner + b',"accepted":true}]')
+    return [{"id": item_id, "accepted": True} for item_id in ids]
 
 
 def _descriptor_wire(descriptor: Any) -> dict[str, Any]:
