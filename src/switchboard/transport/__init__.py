@@ -54,6 +54,7 @@ from switchboard.transport.stdio import SpawnError, StdioLink, spawn_stdio
 from switchboard.transport.stdio_server import stdio_server_link
 from switchboard.transport.stream_link import (
     NdjsonStreamLink,
+    asyncio_read_transport,
     asyncio_stream_writer,
     asyncio_write_transport,
 )
@@ -94,6 +95,7 @@ __all__ = [
     "TransportError",
     "WebSocketLink",
     "WireError",
+    "asyncio_read_transport",
     "asyncio_stream_writer",
     "asyncio_write_transport",
     "dial_tcp",

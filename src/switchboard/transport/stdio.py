@@ -29,7 +29,11 @@ from anyio.abc import ByteReceiveStream, Process
 from switchboard.ratelog import LineJoiner, RateLimitedLog, VolumeBudget
 from switchboard.transport.errors import TransportError
 from switchboard.transport.framing import DEFAULT_MAX_FRAME, FrameTooLarge, NdjsonDecoder
-from switchboard.transport.stream_link import NdjsonStreamLink, asyncio_write_transport
+from switchboard.transport.stream_link import (
+    NdjsonStreamLink,
+    asyncio_read_transport,
+    asyncio_write_transport,
+)
 
 __all__ = ["SpawnError", "StdioLink", "spawn_stdio"]
 
@@ -300,7 +304,7 @@ async def spawn_stdio(
     except OSError as exc:
         raise SpawnError.of(exc, argv, cwd) from exc
     grown = _grow_pipe(asyncio_write_transport(process.stdin)) + _grow_pipe(
-        _asyncio_read_transport(process.stdout)
+        asyncio_read_transport(process.stdout)
     )
     link = StdioLink(process, name=name, max_frame=max_frame)
     _log.debug("process_spawned", name=name, pid=process.pid, argv=list(argv))
@@ -327,20 +331,6 @@ async def spawn_stdio(
             await process.aclose()
         _grown[0] -= grown
         _log.debug("process_exited", name=name, pid=process.pid, code=process.returncode)
-
-
-def _asyncio_read_transport(stream: object) -> asyncio.ReadTransport | None:
-    """The asyncio transport under anyio's stream of a child's stdout, or None.
-
-    Like :func:`~switchboard.transport.stream_link.asyncio_write_transport` on the other side,
-    it reaches under anyio's wrapper (``_stream``, an :class:`asyncio.StreamReader`) and under
-    the reader (``_transport``): neither is public, hence the checks; anything else is None.
-    """
-    reader = getattr(stream, "_stream", None)
-    if not isinstance(reader, asyncio.StreamReader):
-        return None
-    transport = getattr(reader, "_transport", None)
-    return transport if isinstance(transport, asyncio.ReadTransport) else None
 
 
 def _grow_pipe(transport: asyncio.BaseTransport | None) -> int:

@@ -27,7 +27,12 @@ from switchboard.transport.framing import (
     encode_frames,
 )
 
-__all__ = ["NdjsonStreamLink", "asyncio_stream_writer", "asyncio_write_transport"]
+__all__ = [
+    "NdjsonStreamLink",
+    "asyncio_read_transport",
+    "asyncio_stream_writer",
+    "asyncio_write_transport",
+]
 
 _READ_SIZE = 256 * 1024
 
@@ -66,8 +71,8 @@ class NdjsonStreamLink:
         self._ready: deque[bytes | FrameTooLarge] = deque()
         self._eof = False
         self._closed = False
-        self._write_now = _sync_writer(send_stream)
         self._writer = asyncio_stream_writer(send_stream)
+        self._write_now = _sync_writer(self._writer)
 
     @property
     def description(self) -> str:
@@ -167,7 +172,8 @@ def asyncio_stream_writer(stream: object) -> asyncio.StreamWriter | None:
 
     anyio wraps an asyncio :class:`~asyncio.StreamWriter` for a subprocess pipe (its
     ``_stream`` attribute, not public, hence the checks); any other stream (a socket, a
-    memory stream) gets None. The one place Switchboard reaches under anyio's wrapper.
+    memory stream) gets None. With :func:`asyncio_read_transport`, the only places
+    Switchboard reaches under anyio's wrapper.
     """
     writer = getattr(stream, "_stream", None)
     return writer if isinstance(writer, asyncio.StreamWriter) else None
@@ -183,10 +189,23 @@ def asyncio_write_transport(stream: object) -> asyncio.WriteTransport | None:
     return transport if isinstance(transport, asyncio.WriteTransport) else None
 
 
-def _sync_writer(stream: object) -> Callable[[bytes], bool] | None:
-    """A function writing to ``stream``'s asyncio transport at once, or None."""
-    transport = asyncio_write_transport(stream)
-    if transport is None:
+def asyncio_read_transport(stream: object) -> asyncio.ReadTransport | None:
+    """The asyncio transport under an anyio receive stream (a child's stdout), or None.
+
+    anyio wraps an :class:`asyncio.StreamReader` (its ``_stream``), whose transport is its
+    ``_transport``: neither is public, hence the checks; any other stream gets None.
+    """
+    reader = getattr(stream, "_stream", None)
+    if not isinstance(reader, asyncio.StreamReader):
+        return None
+    transport = getattr(reader, "_transport", None)
+    return transport if isinstance(transport, asyncio.ReadTransport) else None
+
+
+def _sync_writer(writer: asyncio.StreamWriter | None) -> Callable[[bytes], bool] | None:
+    """A function writing to ``writer``'s transport at once, or None."""
+    transport = writer.transport if writer is not None else None
+    if not isinstance(transport, asyncio.WriteTransport):
         return None
 
     def write_now(data: bytes) -> bool:
