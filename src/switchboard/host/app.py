@@ -408,10 +408,12 @@ class Switchboard:
                 )
             )
         # Lifecycle (§8.3): queued work settles, a default-closed channel opens first.
-        cleared = await self.lifecycle.speech.clear(entry)
-        if isinstance(cleared, PublishOutcome):
-            return cleared
-        session = self.sessions.get(ref.server_id, session)
+        speech = self.lifecycle.speech
+        if not speech.clear_now(entry):
+            cleared = await speech.clear(entry)
+            if isinstance(cleared, PublishOutcome):
+                return cleared
+            session = self.sessions.get(ref.server_id, session)
         content = [{"type": "text", "text": text}]
         outcome = await publish_over(session, ref.channel_id, content, conversation_id)
         self.events.emit(Published(ref.server_id, ref.channel_id, text, outcome))

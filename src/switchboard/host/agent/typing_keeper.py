@@ -302,6 +302,11 @@ class TypingKeeper:
         """A host event listener: removals end typing silently; speech published ends it with
         a stop."""
         match event:
+            case Published(server_id=server_id, channel_id=channel_id, outcome=outcome):
+                # The one on every publish, so matched first (issue #14). Nothing typing (the
+                # common case): no ref to build.
+                if outcome.status is not PublishStatus.FAILED and (self._typing or self._metadata):
+                    self.stop_soon(ChannelRef(server_id, channel_id))
             case (
                 ChannelsChanged(server_id=server_id, removed=removed)
                 | ChannelsRemoved(server_id=server_id, channel_ids=removed)
@@ -311,10 +316,6 @@ class TypingKeeper:
             case ConnectorExited(server_id=server_id):
                 for ref in [r for r in self._typing if r.server_id == server_id]:
                     self.forget(ref)
-            case Published(server_id=server_id, channel_id=channel_id, outcome=outcome):
-                # Nothing typing (the common case): no ref to build on every publish.
-                if outcome.status is not PublishStatus.FAILED and (self._typing or self._metadata):
-                    self.stop_soon(ChannelRef(server_id, channel_id))
 
     # -- internals -----------------------------------------------------------------------
 

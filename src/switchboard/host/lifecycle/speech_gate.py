@@ -118,6 +118,27 @@ class SpeechGate:
         self._sessions = sessions
         self._events = events
 
+    def clear_now(self, entry: ChannelEntry) -> bool:
+        """Whether words bound for ``entry``'s channel may go at once, with nothing to wait for.
+
+        The common cases, decided as :func:`plan_speech` decides them (the caller has checked
+        that the server is up and the channel takes words): an open channel whose record does
+        not want it closed takes the words now, and so does any channel of a server whose
+        lifecycle the host does not direct, unless its last open was answered for another
+        channel. Synchronous, so a publish that needs no lifecycle work awaits nothing for it
+        (issue #14). False means :meth:`clear` has work to do or to wait for.
+        """
+        parts = self._parts
+        ref = entry.ref
+        if parts.queue.pending(ref):
+            return False
+        transport = parts.marks.get(entry)
+        if transport.open:
+            record = parts.book.record(ref)
+            if record is None or record.state is not DesiredState.CLOSED:
+                return True
+        return not transport.answered_elsewhere and not parts.connectors.directs(ref.server_id)
+
     async def clear(
         self, entry: ChannelEntry, *, open_source: Source = Source.OPENED_BY_DELIVERY
     ) -> ChannelEntry | PublishOutcome:
@@ -126,21 +147,10 @@ class SpeechGate:
         Returns:
             The registration to publish into, or the failed outcome saying why nothing is.
         """
+        if self.clear_now(entry):
+            return entry
         parts = self._parts
         ref = entry.ref
-        if not parts.queue.pending(ref):
-            # The common cases, decided as plan_speech decides them (the caller has checked
-            # that the server is up and the channel takes words): an open channel whose record
-            # does not want it closed takes the words now, and so does any channel of a server
-            # whose lifecycle the host does not direct, unless its last open was answered for
-            # another channel.
-            transport = parts.marks.get(entry)
-            if transport.open:
-                record = parts.book.record(ref)
-                if record is None or record.state is not DesiredState.CLOSED:
-                    return entry
-            if not transport.answered_elsewhere and not parts.connectors.directs(ref.server_id):
-                return entry
         waited = False
         for _ in range(_MAX_ROUNDS):
             current = parts.registry.get(ref)
