@@ -180,3 +180,43 @@ async def test_a_batch_with_an_image_takes_the_general_path_and_is_stored_all_th
     assert [m.message_id for m in stored] == ["m1", "m2"]
     (body,) = stored_bodies(tmp_path / "host.sqlite")
     assert orjson.loads(body) == [orjson.loads(text), image]
+
+
+async def test_an_all_accepted_batch_is_answered_with_each_message_id_as_the_connector_sent_it(
+    tmp_path: Path,
+) -> None:
+    # The answer of an all-accepted batch is written once from the encoded ids; ids with a
+    # quote, a comma, a backslash or a control take the dicts instead (the same answer).
+    batches = [
+        ["m1", "m2", "m3"],
+        ['a","accepted":false,"x":"', "b"],
+        ["comma,one", "two"],
+        ["back\\slash", 'quo"te', "new\nline"],
+        ["caf\xe9", "\U0001f4ac", "plain"],
+    ]
+    async with ready_connector(tmp_path) as (far, store):
+        with anyio.fail_after(10):
+            answers = []
+            for request_id, ids in enumerate(batches):
+                messages = [
+                    {
+                        "channelId": "room",
+                        "messageId": mid,
+                        "author": {"id": "u1", "name": "Ann"},
+                        "timestamp": "2026-12-02T12:00:00Z",
+                        "content": [{"type": "text", "text": "hi"}],
+                    }
+                    for mid in ids
+                ]
+                request = {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "method": "channels/incoming",
+                    "params": {"messages": messages},
+                }
+                await far.send(orjson.dumps(request))
+                answers.append(await answer_to(far, request_id))
+            stored = await store.read(0)
+    for ids, answer in zip(batches, answers, strict=True):
+        assert answer["result"]["results"] == [{"messageId": m, "accepted": True} for m in ids]
+    assert [m.message_id for m in stored] == [mid for ids in batches for mid in ids]

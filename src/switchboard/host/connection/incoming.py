@@ -26,6 +26,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
 import structlog
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
@@ -37,7 +38,7 @@ from switchboard.host.connection.limits import (
 )
 from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
-from switchboard.protocol.fastpath import CheckedMessages, incoming_is_valid
+from switchboard.protocol.fastpath import CheckedMessages, accepted_results, incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
 from switchboard.store import (
     AppendResult,
@@ -159,26 +160,33 @@ class IncomingHandler:
             cid = message.channelId
             if cid not in verdicts:
                 verdicts[cid] = _verdict(channels.get(cid), cid, permits)
-        results: list[dict[str, Any]]
+        results: list[dict[str, Any]] | orjson.Fragment
         keys: list[tuple[str, str, str]]
         positions: list[int] = []
         all_in = not any(verdicts.values())
-        if all_in:  # the common case, in comprehensions
-            results = [{"messageId": m.messageId, "accepted": True} for m in checked]
+        if all_in:  # the common case: the answer written once, the keys in a comprehension
             keys = [(sid, m.channelId, m.messageId) for m in checked]
+            written = accepted_results([m.messageId for m in checked], "messageId")
+            results = (
+                [{"messageId": m.messageId, "accepted": True} for m in checked]
+                if written is None
+                else written
+            )
         else:
-            results, keys = [], []
+            each: list[dict[str, Any]] = []
+            keys = []
             for position, message in enumerate(checked):
                 cid, mid = message.channelId, message.messageId
                 reason = verdicts[cid]
                 if reason is None:
-                    results.append({"messageId": mid, "accepted": True})
+                    each.append({"messageId": mid, "accepted": True})
                     keys.append((sid, cid, mid))
                     positions.append(position)
                 else:
-                    results.append({"messageId": mid, "accepted": False, "reason": reason})
-        if not all_in and self._refusals is not None:
-            self._count_refused(results)
+                    each.append({"messageId": mid, "accepted": False, "reason": reason})
+            if self._refusals is not None:
+                self._count_refused(each)
+            results = each
         if not keys:
             return Deferred(_ready({"results": results}))
         batch = RawMessages(checked.raws, checked.body)

@@ -37,6 +37,7 @@ from switchboard.host.events import ChannelsChanged, ChannelsRegistered, EventBu
 from switchboard.protocol import (
     ChangedParams,
     RegisterParams,
+    accepted_results,
     fast_descriptors,
     validate_descriptors,
 )
@@ -303,30 +304,17 @@ def _wire_results(results: Sequence[ItemResult]) -> list[dict[str, Any]]:
     ]
 
 
-_BETWEEN_ACCEPTED = b'","accepted":true},{"id":"'
-
-
 def _all_accepted(ids: Sequence[str]) -> list[dict[str, Any]] | orjson.Fragment:
     """The results of a batch whose every item was accepted, as JSON written once.
 
     Building 100,000 ``{"id", "accepted"}`` dicts only for orjson to write them cost a tenth
     of a 100,000-channel registration, and the cyclic collector then walked them (issue #14,
-    item 4). The ids are encoded as one JSON array instead, and each id is wrapped in its
-    object by cutting that array at its element boundaries. When the encoded array holds no
-    backslash, no id holds an escaped character (a quote included), so every ``"`` in it
-    opens or closes an id; when it holds exactly one comma between each two ids, no id holds
-    a comma; then ``","`` occurs only between two ids. Ids with a comma, an escape, or a
-    character orjson cannot write get the dicts as before (written the same way).
-    The result is an :class:`orjson.Fragment`, which the transport's encoder copies as is.
+    item 4): see :func:`~switchboard.protocol.accepted_results`. Ids it cannot cut apart get
+    the dicts as before (written the same way).
     """
-    if ids:
-        try:
-            encoded: bytes | None = orjson.dumps(ids)
-        except orjson.JSONEncodeError:  # an unpaired surrogate, say
-            encoded = None
-        if encoded is not None and b"\\" not in encoded and encoded.count(b",") == len(ids) - 1:
-            inner = encoded[1:-1].replace(b'","', _BETWEEN_ACCEPTED)
-            return orjson.Fragment(b'[{"id":' + inner + b',"accepted":true}]')
+    written = accepted_results(ids, "id")
+    if written is not None:
+        return written
     return [{"id": item_id, "accepted": True} for item_id in ids]
 
 
