@@ -69,8 +69,6 @@ _EMPTY: Mapping[str, ChannelEntry] = {}
 _label = attrgetter("label")
 _address = attrgetter("address")
 _metadata = attrgetter("metadata")
-_drop_hash = methodcaller("removeprefix", "#")
-_ends_in_paren = methodcaller("endswith", ")")
 
 
 _channel_id_of = methodcaller("get", "channelId")
@@ -94,7 +92,8 @@ def _plain_label_keys(labels: list[str]) -> list[str] | None:
     key (no label is empty, or just ``"#"``, or ends in ``")"``); else None."""
     if set(map(type, labels)) != {str} or "" in labels:
         return None
-    keys = list(map(_drop_hash, labels))
+    # The unbound method over map, not a methodcaller: half the cost (issue #14).
+    keys = list(map(str.removeprefix, labels, repeat("#")))
     joined = "".join(keys)
     if joined.isascii() and joined.casefold() == joined:
         # ASCII folds character by character: no key changes, so each key is its label, or
@@ -103,7 +102,7 @@ def _plain_label_keys(labels: list[str]) -> list[str] | None:
             return None
         return keys
     keys = list(map(str.casefold, keys))
-    if "" in keys or any(map(_ends_in_paren, keys)):
+    if "" in keys or any(map(str.endswith, keys, repeat(")"))):
         return None
     if any(map(eq, keys, labels)):  # keep no copy of an already-normal label
         keys = [label if key == label else key for key, label in zip(keys, labels, strict=True)]
