@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.channels import ChannelRegistry, ItemResult, Rejected
+from switchboard.channels import ChannelRegistry, CheckedDescriptors, ItemResult, Rejected
 from switchboard.channels.index import ChannelIndex
 from switchboard.channels.records import INVALID_ID
 
@@ -55,6 +55,21 @@ def test_registering_in_bulk_leaves_the_indexes_as_one_by_one_would(
         each._register_each(server_id, batch, serial)
         serial += len(batch)
         assert _state(bulk) == _state(each)
+
+
+@settings(max_examples=200)
+@given(batches)
+def test_a_batch_vouched_for_as_checked_registers_exactly_as_the_same_list_does(
+    batches: list[tuple[str, list[Desc]]],
+) -> None:
+    # The host vouches for a batch whose every item took the common shape (non-empty str ids,
+    # str labels); the registry then skips its own pass over their types (issue #14).
+    vouched, plain = ChannelRegistry(), ChannelRegistry()
+    for server_id, batch in batches:
+        a = vouched.register(server_id, CheckedDescriptors(batch))
+        b = plain.register(server_id, list(batch))
+        assert (tuple(a.results), a.added_ids) == (tuple(b.results), b.added_ids)
+        assert _state(vouched._index) == _state(plain._index)
 
 
 def test_a_first_registration_of_distinct_ids_answers_every_item_in_order() -> None:

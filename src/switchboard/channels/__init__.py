@@ -26,7 +26,7 @@ Each concept built on it has its own folder:
 - :mod:`switchboard.channels.tuneouts`: tune-out epochs and their delivery (§5.3, §6).
 """
 
-from switchboard.channels.descriptor import DescriptorLike, Rejected
+from switchboard.channels.descriptor import CheckedDescriptors, DescriptorLike, Rejected
 from switchboard.channels.errors import ChannelsError
 from switchboard.channels.index import IndexStatistics
 from switchboard.channels.lifecycle.book import LifecycleBook, SubscriptionPolicy
@@ -116,6 +116,7 @@ __all__ = [
     "ChannelRef",
     "ChannelRegistry",
     "ChannelsError",
+    "CheckedDescriptors",
     "Choice",
     "Convergence",
     "DecisionEvent",

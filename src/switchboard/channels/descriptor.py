@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 __all__ = [
+    "CheckedDescriptors",
     "DescriptorLike",
     "Rejected",
     "bare_label_key",
@@ -92,6 +93,19 @@ class Rejected:
 
     id: str | None
     reason: str
+
+
+class CheckedDescriptors(list[DescriptorLike]):
+    """Descriptors whose caller vouches that each has a non-empty ``str`` id and a ``str``
+    label, and that none is a :class:`Rejected`: the host's reading of a batch whose every item
+    took the common shape (``protocol.fast_descriptors``, which checks exactly that).
+
+    A large registration then skips the registry's own pass over each item's type, id and
+    label type (four passes over 100,000 items cost a twentieth of the registration, most of
+    it in touching each object; issue #14). Anything else is checked as before.
+    """
+
+    __slots__ = ()
 
 
 def raw_channel_id(address: Mapping[str, object] | None) -> str | None:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import repeat
 from operator import attrgetter
 
-from switchboard.channels.descriptor import DescriptorLike, Rejected
+from switchboard.channels.descriptor import CheckedDescriptors, DescriptorLike, Rejected
 from switchboard.channels.index import ChannelIndex, IndexStatistics
 from switchboard.channels.names.naming import ChannelNames
 from switchboard.channels.names.picking import NO_OWN, Own
@@ -224,17 +224,25 @@ class ChannelRegistry:
         one building the results of refused items. If ``authorize`` or ``authorize_batch``
         raises, the exception propagates and none of these items is stored.
         """
-        items = list(items)
-        if not items:
-            return True, None
-        try:
+        slots: list[ItemResult | None] | None
+        valid: list[DescriptorLike]
+        if type(items) is CheckedDescriptors:  # vouched for: no pass over each item's types
+            if not items:
+                return True, None
             ids: list[str] = list(map(_id_of, items))
-        except AttributeError:  # an object with no id at all: refused below
-            ids = [getattr(item, "id", None) for item in items]  # type: ignore[misc]
-        if Rejected in set(map(type, items)) or set(map(type, ids)) != {str} or "" in ids:
-            slots, valid, ids = self._sort_items(items, ids)
+            slots, valid = None, items
         else:
-            slots, valid = None, items  # type: ignore[assignment]
+            items = list(items)
+            if not items:
+                return True, None
+            try:
+                ids = list(map(_id_of, items))
+            except AttributeError:  # an object with no id at all: refused below
+                ids = [getattr(item, "id", None) for item in items]  # type: ignore[misc]
+            if Rejected in set(map(type, items)) or set(map(type, ids)) != {str} or "" in ids:
+                slots, valid, ids = self._sort_items(items, ids)
+            else:
+                slots, valid = None, items  # type: ignore[assignment]
         reasons: Sequence[str | None] | None = None
         if authorize_batch is not None:
             reasons = authorize_batch(valid)

@@ -27,6 +27,7 @@ from switchboard.channels import (
     Authorizer,
     BatchAuthorizer,
     ChannelRegistry,
+    CheckedDescriptors,
     DescriptorLike,
     ItemResult,
     Rejected,
@@ -147,12 +148,14 @@ class RegistrationHandler:
         return one, batch, budget
 
     @staticmethod
-    def _items(raw: list[Any]) -> list[DescriptorLike | Rejected]:
+    def _items(raw: list[Any]) -> Sequence[DescriptorLike | Rejected]:
         """Each item as a descriptor, or :class:`Rejected` with the model's reason: the
         common shape through :func:`fast_descriptors`, every other item through the model."""
         if not isinstance(raw, list):
             raise TypeError(f"expected a list, got {type(raw).__name__}")
         fast, odd = fast_descriptors(raw)
+        if not odd:  # every item took the common shape, which is what the registry would check
+            return CheckedDescriptors(fast)  # type: ignore[arg-type]  # no None without odd
         items: list[DescriptorLike | Rejected | None] = list(fast)
         if odd:
             for n, v in zip(odd, validate_descriptors([raw[n] for n in odd]), strict=True):
