@@ -57,19 +57,55 @@ def test_registering_in_bulk_leaves_the_indexes_as_one_by_one_would(
         assert _state(bulk) == _state(each)
 
 
-@settings(max_examples=200)
-@given(batches)
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["s1", "s2", "s"]),
+        st.lists(descriptors, max_size=5),
+        st.booleans(),
+        st.lists(ids, max_size=2),
+    )
+)
+
+
+@settings(max_examples=300)
+@given(steps)
 def test_a_batch_vouched_for_as_checked_registers_exactly_as_the_same_list_does(
-    batches: list[tuple[str, list[Desc]]],
+    steps: list[tuple[str, list[Desc], bool, list[str]]],
 ) -> None:
     # The host vouches for a batch whose every item took the common shape (non-empty str ids,
-    # str labels); the registry then skips its own pass over their types (issue #14).
+    # str labels): the registry skips its own pass over their types and indexes their labels
+    # when first needed (issue #14). Vouched and plain batches mix, with removals between.
     vouched, plain = ChannelRegistry(), ChannelRegistry()
-    for server_id, batch in batches:
-        a = vouched.register(server_id, CheckedDescriptors(batch))
+    for server_id, batch, vouch, removed in steps:
+        a = vouched.register(server_id, CheckedDescriptors(batch) if vouch else list(batch))
         b = plain.register(server_id, list(batch))
         assert (tuple(a.results), a.added_ids) == (tuple(b.results), b.added_ids)
-        assert _state(vouched._index) == _state(plain._index)
+        a = vouched.change(server_id, removed=removed)
+        b = plain.change(server_id, removed=removed)
+        assert (tuple(a.results), a.added_ids) == (tuple(b.results), b.added_ids)
+    assert _state(vouched._index) == _state(plain._index)
+    assert vouched.labels_waiting == 0
+
+
+def test_a_vouched_batch_s_labels_wait_until_first_needed_and_are_then_found() -> None:
+    registry = ChannelRegistry()
+    registry.register("s", CheckedDescriptors([desc(f"c{i}", f"#C{i}") for i in range(300)]))
+    assert registry.labels_waiting == 300
+    registry.change("s", removed=["c1"])  # a removal reads the label index: it is made first
+    assert registry.labels_waiting == 0
+    assert registry.by_label("c1") == ()
+    assert [e.ref.channel_id for e in registry.by_label("#c7")] == ["c7"]
+
+
+def test_labels_that_wait_keep_their_place_ahead_of_later_ones_under_the_same_key() -> None:
+    registry = ChannelRegistry()
+    registry.register("s1", CheckedDescriptors([desc("a", "#General")]))
+    registry.register("s2", [desc("b", "general")])
+    assert [e.ref.server_id for e in registry.by_label("general")] == ["s1", "s2"]
+    registry.register("s3", CheckedDescriptors([desc("c", "General")]))
+    registry.index_labels()
+    assert registry.labels_waiting == 0
+    assert [e.ref.server_id for e in registry.by_label("general")] == ["s1", "s2", "s3"]
 
 
 def test_a_first_registration_of_distinct_ids_answers_every_item_in_order() -> None:

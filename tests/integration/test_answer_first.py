@@ -3,7 +3,8 @@
 The connector is a real subprocess over stdio (tests/integration/late_reader_connector.py): it
 registers 40,000 channels in one request, an answer of about 1.3 MB, more than the 1 MiB pipe
 to its stdin holds, and reads nothing more until the test lets it. Until then the cyclic
-collector stays paused and the channels are not admitted; once it reads, both follow. A
+collector stays paused, the channels' labels are not indexed and the channels are not
+admitted; once it reads, all three follow. A
 connector that never reads holds them up for ``ANSWER_WAIT`` seconds at most.
 """
 
@@ -55,9 +56,11 @@ async def test_the_collector_and_the_admission_wait_until_the_connector_reads_th
         assert board.registry.server_size("s") == CHANNELS
         assert not gc.isenabled()
         assert recorder.count(LifecycleStep) == 0
+        assert board.registry.labels_waiting == CHANNELS
         go.touch()
         await recorder.wait_kind(LifecycleStep, within=30)
         assert gc.isenabled()
+        assert board.registry.labels_waiting == 0
         with anyio.fail_after(30):
             while not out.exists() or not out.read_text():
                 await anyio.wait_all_tasks_blocked()

@@ -40,6 +40,12 @@ whole-label matches among them by re-deriving the key of each channel in that bu
 proportional to the channels answering to the key, never to the registry). A label never
 shares a key with its own bare form, which is a strict prefix of it.
 
+One exception to "kept in step": the labels of a batch the caller vouched for
+(:class:`~switchboard.channels.descriptor.CheckedDescriptors`, the host's large first
+registration) are indexed when the label index is next read or changed, or when the host calls
+:meth:`ChannelIndex.index_labels` once the registration has been answered (issue #14). No
+lookup can tell: each one indexes what waits first, and buckets keep registration order.
+
 What it deliberately does not know: registration semantics (results, authorization, serials),
 the order in which kinds of names are tried, and ambiguity. Within one bucket, entries come in
 the order they joined that bucket.
@@ -54,6 +60,7 @@ from operator import attrgetter, eq, methodcaller
 
 from switchboard.channels.buckets import Index, add, add_many, discard, find, grow
 from switchboard.channels.descriptor import (
+    CheckedDescriptors,
     DescriptorLike,
     bare_label_key,
     label_key,
@@ -67,6 +74,7 @@ __all__ = ["ChannelIndex", "IndexStatistics"]
 
 _EMPTY: Mapping[str, ChannelEntry] = {}
 _label = attrgetter("label")
+_entry_label = attrgetter("descriptor.label")
 _address = attrgetter("address")
 _metadata = attrgetter("metadata")
 
@@ -137,7 +145,16 @@ class IndexStatistics:
 class ChannelIndex:
     """Entries keyed by :class:`ChannelRef`, with secondary indexes kept in step."""
 
-    __slots__ = ("_by_id", "_by_label", "_by_raw", "_count", "_dms", "_server_lengths", "_servers")
+    __slots__ = (
+        "_by_id",
+        "_by_label",
+        "_by_raw",
+        "_count",
+        "_dms",
+        "_label_backlog",
+        "_server_lengths",
+        "_servers",
+    )
 
     def __init__(self) -> None:
         self._servers: dict[str, dict[str, ChannelEntry]] = {}
@@ -146,6 +163,9 @@ class ChannelIndex:
         self._by_id: Index = {}
         self._by_raw: Index = {}
         self._by_label: Index = {}
+        # Batches of entries whose labels are not in _by_label yet (see register_many and
+        # _labels): every read or change of _by_label adds them first, in order.
+        self._label_backlog: list[Sequence[ChannelEntry]] = []
         self._dms = DmIndex()
 
     # -- mutation ------------------------------------------------------------------------
@@ -217,12 +237,16 @@ class ChannelIndex:
                 repeat(None, size) if raws is None else raws,
             )
         )
-        labels = list(map(_label, descriptors))
-        keyed = _plain_label_keys(labels)
-        if keyed is not None:
-            label_keys, label_entries = keyed, entries
-        else:
-            label_keys, label_entries = self._label_keys(labels, entries)
+        # Labels the caller vouched are strings give keys without fail: they are indexed
+        # when first needed, or when the host asks after the answer (index_labels).
+        deferred = type(descriptors) is CheckedDescriptors
+        if not deferred:
+            labels = list(map(_label, descriptors))
+            keyed = _plain_label_keys(labels)
+            if keyed is not None:
+                label_keys, label_entries = keyed, entries
+            else:
+                label_keys, label_entries = self._label_keys(labels, entries)
         metadata = list(map(_metadata, descriptors))
         dms = (
             [e for e, m in zip(entries, metadata, strict=True) if m]
@@ -247,10 +271,44 @@ class ChannelIndex:
         if raws is not None:
             with_raw = [(raw, e) for raw, e in zip(raws, entries, strict=True) if raw is not None]
             add_many(self._by_raw, [raw for raw, _ in with_raw], [e for _, e in with_raw])
-        add_many(self._by_label, label_keys, label_entries)
+        if deferred:
+            self._label_backlog.append(entries)
+        else:
+            add_many(self._labels(), label_keys, label_entries)
         for entry in dms:
             descriptor = entry.descriptor
             self._dms.add(entry, descriptor.label, descriptor.metadata or {})
+
+    def _labels(self) -> Index:
+        """The label index, with the labels of every batch still waiting added first."""
+        if self._label_backlog:
+            self.index_labels()
+        return self._by_label
+
+    @property
+    def labels_waiting(self) -> int:
+        """How many entries' labels wait to be indexed (see :meth:`index_labels`)."""
+        return sum(map(len, self._label_backlog))
+
+    def index_labels(self) -> None:
+        """Add the labels of the batches :meth:`register_many` left for later, in order.
+
+        A large first registration's label keys are a fifth of its time (making 100,000 keys
+        and hashing them into one dict, issue #14): for a batch the caller vouched for
+        (:class:`~switchboard.channels.descriptor.CheckedDescriptors`, whose labels are
+        strings, so no key can fail), they are made here instead, after the registration
+        has been answered. Every lookup or change that reads the label index calls this
+        first, so no answer ever misses a label; a bucket's order is the registration order
+        all the same.
+        """
+        backlog, self._label_backlog = self._label_backlog, []
+        for entries in backlog:
+            labels = list(map(_entry_label, entries))
+            keyed = _plain_label_keys(labels)
+            if keyed is not None:
+                add_many(self._by_label, keyed, entries)
+            else:
+                add_many(self._by_label, *self._label_keys(labels, list(entries)))
 
     @staticmethod
     def _label_keys(
@@ -289,7 +347,7 @@ class ChannelIndex:
         if channels is None:
             channels = self._open_server(server_id)
         by_id, by_raw = self._by_id, self._by_raw
-        by_label = self._by_label
+        by_label = self._labels()
         new_entry = ChannelEntry
         count = self._count
         serial = first_serial
@@ -401,10 +459,10 @@ class ChannelIndex:
         if label:
             key = label_key(label)
             if key:
-                add(self._by_label, key, entry)
+                add(self._labels(), key, entry)
                 bare = bare_label_key(key)
                 if bare is not None:
-                    add(self._by_label, bare, entry)
+                    add(self._labels(), bare, entry)
         if descriptor.metadata:
             self._dms.add(entry, label, descriptor.metadata)
 
@@ -417,10 +475,10 @@ class ChannelIndex:
         if label:
             key = label_key(label)
             if key:
-                discard(self._by_label, key, entry)
+                discard(self._labels(), key, entry)
                 bare = bare_label_key(key)
                 if bare is not None:
-                    discard(self._by_label, bare, entry)
+                    discard(self._labels(), bare, entry)
         if descriptor.metadata:
             self._dms.discard(entry, label, descriptor.metadata)
 
@@ -493,7 +551,7 @@ class ChannelIndex:
         """Entries whose normalized label equals the normalized ``label``; if none, those
         whose normalized label without its trailing parenthetical does."""
         key = label_key(label)
-        hits = find(self._by_label, key)
+        hits = find(self._labels(), key)
         if len(hits) < 2:
             return hits
         whole = tuple(e for e in hits if _label_key_of(e) == key)
@@ -503,7 +561,7 @@ class ChannelIndex:
         """``(whole, hits)``: :meth:`by_label`, and whether the hits matched whole labels
         (True) or labels without their trailing parenthetical (False)."""
         key = label_key(label)
-        hits = find(self._by_label, key)
+        hits = find(self._labels(), key)
         if not hits:
             return True, hits
         whole = tuple(e for e in hits if _label_key_of(e) == key)
@@ -524,11 +582,11 @@ class ChannelIndex:
 
     def label_keys(self) -> KeysView[str]:
         """Every distinct normalized label and bare label (for bounded suggestion sampling)."""
-        return self._by_label.keys()
+        return self._labels().keys()
 
     def by_label_key(self, key: str) -> tuple[ChannelEntry, ...]:
         """Entries under an already-normalized label or bare-label key."""
-        return find(self._by_label, key)
+        return find(self._labels(), key)
 
     def statistics(self) -> IndexStatistics:
         """Counts of channels, servers and distinct keys per index."""
@@ -537,7 +595,7 @@ class ChannelIndex:
             servers=len(self._servers),
             ids=len(self._by_id),
             raw_ids=len(self._by_raw),
-            label_keys=len(self._by_label),
+            label_keys=len(self._labels()),
             dm_names=self._dms.counts()[0],
             dm_ids=self._dms.counts()[1],
         )

@@ -135,6 +135,19 @@ class ChannelRegistry:
         outcome = tuple(results) if every is None else AllAccepted(every)
         return RegistryChange(outcome, server_id=server_id, added_ids=_distinct(added, distinct))
 
+    @property
+    def labels_waiting(self) -> int:
+        """How many registrations' labels wait to be indexed (see :meth:`index_labels`)."""
+        return self._index.labels_waiting
+
+    def index_labels(self) -> None:
+        """Index the labels a large registration left for after its answer, now.
+
+        Optional: any lookup that needs them indexes them first (see
+        :meth:`ChannelIndex.index_labels`); the host calls this once the answer has left.
+        """
+        self._index.index_labels()
+
     def change(
         self,
         server_id: str,

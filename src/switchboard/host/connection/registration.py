@@ -194,7 +194,17 @@ class RegistrationHandler:
                 resume()
             raise
         if resume is not None:
-            self._after_answer(resume)
+            registry = self._registry
+
+            def after_answer() -> None:
+                # The labels the registry left for after the answer, while the collector is
+                # still off (their keys are long-lived), then the collection owed.
+                try:
+                    registry.index_labels()
+                finally:
+                    resume()
+
+            self._after_answer(after_answer)
         self._events.emit(ChannelsRegistered(self._server_id, added))
         return {"results": results}
 
