@@ -30,6 +30,7 @@ __all__: list[str] = []
 pytestmark = pytest.mark.anyio
 
 NOT_REGISTERED = "unknown channel: not registered by this connection"
+OUTBOUND_ONLY = "channel is outbound-only and receives nothing"
 
 
 async def answer_to(far: MemoryLink, request_id: object) -> dict[str, Any]:
@@ -44,12 +45,17 @@ async def answer_to(far: MemoryLink, request_id: object) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def ready_connector(tmp_path: Path) -> AsyncIterator[tuple[MemoryLink, MessageStore]]:
+async def ready_connector(
+    tmp_path: Path,
+    descriptors: tuple[dict[str, Any], ...] = (descriptor("room"),),
+    patterns: list[str] | None = None,
+) -> AsyncIterator[tuple[MemoryLink, MessageStore]]:
     """A Switchboard serving connector ``s1`` over a memory link whose far end the test
-    writes raw frames on; handshake done and channel ``room`` registered."""
+    writes raw frames on; handshake done and ``descriptors`` (channel ``room``) registered,
+    with the config's ``channels`` patterns when given."""
     path = tmp_path / "host.sqlite"
     store = await MessageStore.open(path)
-    cc = ConnectorConfig(id="s1", command=["unused"])
+    cc = ConnectorConfig(id="s1", command=["unused"], channels=patterns)
     board = Switchboard(Config(connectors=[cc], store=StoreConfig(path=str(path))), store)
     host_link, far = memory_link_pair()
     try:
@@ -73,11 +79,13 @@ async def ready_connector(tmp_path: Path) -> AsyncIterator[tuple[MemoryLink, Mes
                     "jsonrpc": "2.0",
                     "id": "r1",
                     "method": "channels/register",
-                    "params": {"channels": [descriptor("room")]},
+                    "params": {"channels": list(descriptors)},
                 }
                 await far.send(orjson.dumps(register))
                 registered = await answer_to(far, "r1")
-                assert registered["result"]["results"] == [{"id": "room", "accepted": True}]
+                assert [r["id"] for r in registered["result"]["results"]] == [
+                    d["id"] for d in descriptors
+                ]
             yield far, store
             tg.cancel_scope.cancel()
     finally:
@@ -220,3 +228,35 @@ async def test_an_all_accepted_batch_is_answered_with_each_message_id_as_the_con
     for ids, answer in zip(batches, answers, strict=True):
         assert answer["result"]["results"] == [{"messageId": m, "accepted": True} for m in ids]
     assert [m.message_id for m in stored] == [mid for ids in batches for mid in ids]
+
+
+@pytest.mark.parametrize("patterns", [None, ["room", "notices"]])
+async def test_each_channel_of_a_batch_is_judged_and_only_its_refused_messages_are_refused(
+    tmp_path: Path, patterns: list[str] | None
+) -> None:
+    # An outbound-only channel and an unknown one among admitted messages, with and without
+    # the config's channel patterns (the permits the host asks).
+    batch = [
+        written("room", "m1", "one"),
+        written("notices", "m2", "no"),
+        written("room", "m3", "two"),
+        written("never", "m4", "lost"),
+    ]
+    frame = (
+        b'{"jsonrpc":"2.0","id":7,"method":"channels/incoming","params":{"messages":['
+        + b",".join(batch)
+        + b"]}}"
+    )
+    channels = (descriptor("room"), descriptor("notices", "outbound"))
+    async with ready_connector(tmp_path, channels, patterns) as (far, store):
+        with anyio.fail_after(10):
+            await far.send(frame)
+            answer = await answer_to(far, 7)
+            stored = await store.read(0)
+    assert answer["result"]["results"] == [
+        {"messageId": "m1", "accepted": True},
+        {"messageId": "m2", "accepted": False, "reason": OUTBOUND_ONLY},
+        {"messageId": "m3", "accepted": True},
+        {"messageId": "m4", "accepted": False, "reason": NOT_REGISTERED},
+    ]
+    assert [m.message_id for m in stored] == ["m1", "m3"]
