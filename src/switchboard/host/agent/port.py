@@ -59,7 +59,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import structlog
 
@@ -275,7 +275,9 @@ class BoardPort:
         listener: Callable[[Sequence[Arrival]], None],
         details: Callable[[], bool] | None = None,
     ) -> None:
-        self._board.events.subscribe(_InboxWatch(self._board, self.agent, listener, details))
+        self._board.events.subscribe(
+            _InboxWatch(self._board, self.agent, listener, details), takes=_InboxWatch.OBSERVES
+        )
         self._board.router.watch(self.agent, _MailWatch(listener))
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -586,7 +588,7 @@ class BoardPort:
         return result
 
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
-        self._board.events.subscribe(_ToolsWatch(listener))
+        self._board.events.subscribe(_ToolsWatch(listener), takes=_ToolsWatch.OBSERVES)
 
     # -- mail and directory -----------------------------------------------------------------
 
@@ -689,6 +691,9 @@ class _ToolsWatch:
 
     __slots__ = ("_listener",)
 
+    #: The events it takes (it is subscribed to only these: never called for traffic).
+    OBSERVES: ClassVar[tuple[type, ...]] = (ConnectorToolsChanged, ManifestApplied)
+
     def __init__(self, listener: Callable[[], None]) -> None:
         self._listener = listener
 
@@ -702,6 +707,9 @@ class _InboxWatch:
     (a tune-out in effect that diverts one leaves it out; push events are never diverted)."""
 
     __slots__ = ("_agent", "_board", "_details", "_listener")
+
+    #: The events it takes (it is subscribed to only these).
+    OBSERVES: ClassVar[tuple[type, ...]] = (MessagesAccepted, PushAccepted)
 
     def __init__(
         self,
