@@ -61,3 +61,26 @@ def test_a_debug_event_on_the_hot_path_is_skipped_at_info() -> None:
         assert captured == []
     finally:
         configure("WARNING")
+
+
+def test_the_fast_read_of_the_wrapper_class_agrees_with_get_config_across_reconfigurations() -> (
+    None
+):
+    # enabled_for reads structlog's configuration object directly where it has one that agrees
+    # with get_config(); this holds the two together, so an upgrade that changes structlog's
+    # internals fails here rather than filtering wrongly.
+    from switchboard import logging as switchboard_logging
+
+    read = switchboard_logging._wrapper
+    assert read is not switchboard_logging._configured_wrapper  # the fast read is in use
+    old = structlog.get_config()["wrapper_class"]
+    try:
+        for wrapper in (
+            structlog.make_filtering_bound_logger(logging.ERROR),
+            structlog.stdlib.BoundLogger,
+            structlog.make_filtering_bound_logger(logging.DEBUG),
+        ):
+            structlog.configure(wrapper_class=wrapper)
+            assert read() is wrapper is structlog.get_config()["wrapper_class"]
+    finally:
+        structlog.configure(wrapper_class=old)

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Callable
+from functools import partial
+from operator import attrgetter
 from typing import Final, Literal
 
 import structlog
@@ -99,6 +102,29 @@ _LEVELS: Final = (
 _FILTERING: dict[object, int] = {}
 
 
+def _configured_wrapper() -> object:
+    """structlog's configured wrapper class, as ``structlog.get_config()["wrapper_class"]``."""
+    return structlog.get_config()["wrapper_class"]
+
+
+def _live_wrapper() -> Callable[[], object]:
+    """The cheapest way to read the configured wrapper class now.
+
+    ``get_config()`` builds a dict of the whole configuration on every call, about a third of
+    a microsecond, once per confirmed publish (issue #14). structlog keeps the configuration
+    in one module-level object that ``configure`` updates in place; where it is found, and
+    agrees with ``get_config()``, its attribute is read instead (tests/test_logging_enabled.py
+    holds the two to agreement across reconfigurations). Anywhere else, ``get_config()``.
+    """
+    held = getattr(getattr(structlog, "_config", None), "_CONFIG", None)
+    if held is None or getattr(held, "default_wrapper_class", None) is not _configured_wrapper():
+        return _configured_wrapper
+    return partial(attrgetter("default_wrapper_class"), held)
+
+
+_wrapper: Final = _live_wrapper()
+
+
 def enabled_for(level: int) -> bool:
     """Whether an event at ``level`` would pass structlog's configured level filter now.
 
@@ -108,5 +134,5 @@ def enabled_for(level: int) -> bool:
     """
     if not _FILTERING:
         _FILTERING.update({structlog.make_filtering_bound_logger(lv): lv for lv in _LEVELS})
-    floor = _FILTERING.get(structlog.get_config()["wrapper_class"])
+    floor = _FILTERING.get(_wrapper())
     return floor is None or level >= floor

@@ -159,11 +159,6 @@ _STATUS_KEYS: Final[dict[PublishStatus, str]] = {status: status.value for status
 _Entry = dict[str, Any] | _Arrived | _Sent
 
 
-def _traffic_rows(entry: _Entry) -> int:
-    """How many rows of ``recent_traffic`` one entry of the ring stands for."""
-    return len(entry[2]) if type(entry) is tuple and len(entry) == 3 else 1
-
-
 def _sent_row(now: float, event: Published) -> dict[str, Any]:
     """One row of ``recent_traffic`` for a publish, shaped now."""
     text = event.text
@@ -266,6 +261,7 @@ class HostStatus:
         snapshot
         (see :meth:`_keep_traffic`; :meth:`recent_traffic` gives the last :data:`RING` rows)."""
         self._traffic_held = 0
+        self._traffic_rows: deque[int] = deque()  # the rows of each entry of traffic, in step
         self.refusals: deque[dict[str, Any]] = deque(maxlen=ring)
         self._ring = ring
         #: Raised by one on every event: a watcher sends a new snapshot when it moved.
@@ -292,22 +288,22 @@ class HostStatus:
             status.state = state
             status.since = now
 
-    def _keep_traffic(self, entry: _Entry) -> None:
-        """Add one entry to the traffic ring; drop the oldest while the rest hold a full ring.
+    def _keep_traffic(self, entry: _Entry, rows: int = 1) -> None:
+        """Add one entry of ``rows`` rows to the traffic ring; drop the oldest while the rest
+        hold a full ring.
 
         O(1) amortized per entry, whatever a batch's size: the ring holds at most :data:`RING`
-        rows plus one entry's worth.
+        rows plus one entry's worth. Each entry's rows are kept beside it, so dropping one
+        reckons nothing.
         """
-        ring = self.traffic
+        ring, counts = self.traffic, self._traffic_rows
         ring.append(entry)
-        held = self._traffic_held + _traffic_rows(entry)
+        counts.append(rows)
+        held = self._traffic_held + rows
         limit = self._ring
-        while len(ring) > 1:
-            oldest = _traffic_rows(ring[0])
-            if held - oldest < limit:
-                break
+        while len(counts) > 1 and held - counts[0] >= limit:
+            held -= counts.popleft()
             ring.popleft()
-            held -= oldest
         self._traffic_held = held
 
     def recent_traffic(self) -> list[dict[str, Any]]:
@@ -327,6 +323,9 @@ class HostStatus:
         """Take one host event into the model: O(1) (a bus listener; never blocks)."""
         self.version += 1
         now = self._clock()
+        if type(event) is Published:  # once per publish: before the match (issue #14)
+            self._published(event, now)
+            return
         match event:
             case MessagesAccepted(server_id=sid, messages=messages):
                 status = self._connector(sid)
@@ -334,7 +333,7 @@ class HostStatus:
                 self.messages_in += len(messages)
                 # The hot ingest path: the batch is kept as it is, one entry, and shaped into
                 # rows only when a snapshot is taken (issue #14).
-                self._keep_traffic((now, sid, messages))
+                self._keep_traffic((now, sid, messages), len(messages))
             case PushAccepted(server_id=sid, message=message):
                 status = self._connector(sid)
                 status.messages_in += 1
@@ -349,15 +348,8 @@ class HostStatus:
                         "text": _text_of(message),
                     }
                 )
-            case Published(server_id=sid, outcome=outcome):
-                status = self._connector(sid)
-                # A plain str key: an enum's .value is a property, a third of a microsecond on
-                # every publish (issue #14).
-                key = _STATUS_KEYS[outcome.status]
-                status.publishes[key] = status.publishes.get(key, 0) + 1
-                self.publishes_out += 1
-                # Kept as it came, one tuple; shaped into a row only at a snapshot (issue #14).
-                self._keep_traffic((now, event))
+            case Published():
+                self._published(event, now)
             case ConnectorRefused(server_id=sid, kind=kind, method=method, reason=reason):
                 status = self._connector(sid)
                 status.refusals += event.count
@@ -431,6 +423,16 @@ class HostStatus:
                 # Channel events and the rest: channel counts are read from the registry when
                 # a snapshot is taken; other events are not shown.
                 pass
+
+    def _published(self, event: Published, now: float) -> None:
+        status = self._connector(event.server_id)
+        # A plain str key: an enum's .value is a property, a third of a microsecond on every
+        # publish (issue #14).
+        key = _STATUS_KEYS[event.outcome.status]
+        status.publishes[key] = status.publishes.get(key, 0) + 1
+        self.publishes_out += 1
+        # Kept as it came, one tuple; shaped into a row only at a snapshot (issue #14).
+        self._keep_traffic((now, event))
 
     # -- reading -----------------------------------------------------------------------------
 

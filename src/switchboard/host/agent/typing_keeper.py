@@ -301,12 +301,14 @@ class TypingKeeper:
     def observe(self, event: HostEvent) -> None:
         """A host event listener: removals end typing silently; speech published ends it with
         a stop."""
+        if type(event) is Published:  # once per publish: before the match (issue #14)
+            # Nothing typing (the common case): no ref to build.
+            if (
+                self._typing or self._metadata
+            ) and event.outcome.status is not PublishStatus.FAILED:
+                self.stop_soon(ChannelRef(event.server_id, event.channel_id))
+            return
         match event:
-            case Published(server_id=server_id, channel_id=channel_id, outcome=outcome):
-                # The one on every publish, so matched first (issue #14). Nothing typing (the
-                # common case): no ref to build.
-                if outcome.status is not PublishStatus.FAILED and (self._typing or self._metadata):
-                    self.stop_soon(ChannelRef(server_id, channel_id))
             case (
                 ChannelsChanged(server_id=server_id, removed=removed)
                 | ChannelsRemoved(server_id=server_id, channel_ids=removed)
