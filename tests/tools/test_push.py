@@ -27,6 +27,8 @@ from pydantic import BaseModel
 from switchboard.agent_http import bind_endpoint, plan_endpoint, serve_endpoint
 from switchboard.config import AgentConfig
 from switchboard.host import Switchboard
+from switchboard.host.agent.port import agent_port
+from switchboard.host.port import Arrival
 from switchboard.tools import build_server
 from switchboard.tools.push import CHANNEL_CAPABILITY, CHANNEL_NOTIFICATION, INBOX_URI
 from tests.host.fake import FakeConnector, board_of, descriptor, message, send_accepted
@@ -246,3 +248,24 @@ async def test_messages_are_pushed_over_real_streamable_http(tmp_path: Path) -> 
     assert pushed.content == "over http"
     assert pushed.meta["message_id"] == "m1"
     assert [m["message_id"] for m in read["messages"]] == ["m1"]
+
+
+async def test_a_watch_owed_only_that_something_arrived_hears_of_batches_no_tune_out_diverts(
+    tmp_path: Path,
+) -> None:
+    # What the push owes a server no connection takes channel notifications from (no message
+    # is read for it, issue #14): a batch on a tuned-out channel owes nothing, one with a
+    # message elsewhere owes one "something arrived".
+    told: list[Sequence[Arrival]] = []
+    async with (
+        board_with_rooms(tmp_path) as (board, fake),
+        Client(build_server(board, agent="a"), mode="legacy") as client,
+    ):
+        agent_port(board, "a").watch_inbox(told.append, details=lambda: False)
+        await call(client, "tune_out", {"channel": "room"})
+        await send_accepted(fake, message("room", "m1"), message("room", "m2"))
+        assert told == []
+        await send_accepted(fake, message("room", "m3"), message("other", "m4"))
+        assert told == [()]
+        await send_accepted(fake, message("other", "m5"))
+        assert told == [(), ()]

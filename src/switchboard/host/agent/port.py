@@ -732,6 +732,14 @@ class _InboxWatch:
                 routed = (m for m in messages if router.routes_wire(agent, sid, m))
                 if self._details is not None and not self._details():
                     # Only *that* something arrived is wanted: stop at the first message.
+                    if router.routes_every(agent, sid):
+                        # No message need be read (issue #14): one of the batch's channels
+                        # that no tune-out diverts says it.
+                        for cid in event.channels:
+                            if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:
+                                self._listener(())
+                                return
+                        return
                     for m in routed:
                         cid = str(m.get("channelId") or "")
                         if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:

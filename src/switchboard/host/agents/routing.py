@@ -302,6 +302,15 @@ class Router:
         """The messages of ``batch`` routed to ``agent``, in order."""
         return list(filter(self.reader(agent), batch))
 
+    def routes_every(self, agent: str, server_id: str) -> bool:
+        """Whether every wire message of ``server_id`` is routed to ``agent``, whatever it
+        says (:meth:`routes_wire` would answer True without reading it): the agent is alone,
+        or not on the roster, and the server is not the mail server."""
+        if server_id == MAIL_SERVER:
+            return False
+        names = self._current().names
+        return agent not in names or len(names) == 1
+
     def routes_wire(self, agent: str, server_id: str, message: Mapping[str, Any]) -> bool:
         """Whether a wire message of ``server_id`` (as ``MessagesAccepted`` and
         ``PushAccepted`` carry it) is routed to ``agent``."""
