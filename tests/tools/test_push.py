@@ -30,6 +30,7 @@ from switchboard.host import Switchboard
 from switchboard.host.agent.port import agent_port
 from switchboard.host.port import Arrival
 from switchboard.tools import build_server
+from switchboard.tools.connector_passthrough import ListenedBus
 from switchboard.tools.push import CHANNEL_CAPABILITY, CHANNEL_NOTIFICATION, INBOX_URI
 from tests.host.fake import FakeConnector, board_of, descriptor, message, send_accepted
 from tests.tools.channel_support import call
@@ -269,3 +270,35 @@ async def test_a_watch_owed_only_that_something_arrived_hears_of_batches_no_tune
         assert told == [()]
         await send_accepted(fake, message("other", "m5"))
         assert told == [(), ()]
+
+
+async def test_an_agent_listening_for_the_inbox_resource_hears_each_batch_that_reaches_it(
+    tmp_path: Path,
+) -> None:
+    # A 2026-07-28 client: no channel notifications, a `subscriptions/listen` stream on the
+    # inbox resource. The push publishes "the inbox changed" only while someone listens.
+    async with (
+        board_with_rooms(tmp_path) as (board, fake),
+        Client(build_server(board, agent="a")) as client,
+    ):
+        await send_accepted(fake, message("room", "m1"))  # no one listens: nothing owed
+        async with client.listen(resource_subscriptions=[INBOX_URI]) as subscription:
+            await send_accepted(fake, message("room", "m2"))
+            with anyio.fail_after(20):
+                event = await anext(aiter(subscription))
+        inbox = await call(client, "inbox", {})
+    assert getattr(event, "uri", None) == INBOX_URI
+    assert [m["message_id"] for m in inbox["messages"]] == ["m1", "m2"]
+
+
+def test_the_bus_says_it_is_listened_to_while_any_listener_is_subscribed() -> None:
+    bus = ListenedBus()
+    counts = [bus.listened]
+    first = bus.subscribe(lambda event: None)
+    second = bus.subscribe(lambda event: None)
+    first()
+    first()  # idempotent: counted once
+    counts.append(bus.listened)
+    second()
+    counts.append(bus.listened)
+    assert counts == [False, True, False]

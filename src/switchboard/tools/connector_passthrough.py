@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -46,7 +46,7 @@ import anyio
 import structlog
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, ToolsListChanged
 from mcp.types import CallToolResult, Tool, ToolAnnotations
 from pydantic import ValidationError
 
@@ -60,6 +60,7 @@ __all__ = [
     "NAME_LIMIT",
     "SEPARATOR",
     "ConnectorPassthrough",
+    "ListenedBus",
     "ToolListNotifier",
     "agent_names",
     "hashed_name",
@@ -213,13 +214,43 @@ class ConnectorPassthrough:
         return result
 
 
+class ListenedBus(InMemorySubscriptionBus):
+    """The SDK's in-process subscription bus, counting its listeners: :attr:`listened` says
+    whether an event published now would reach anyone, so a hot path can skip publishing one
+    that would not (the inbox push, once per incoming batch, issue #14)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._count = 0
+
+    @property
+    def listened(self) -> bool:
+        """Whether any listener is subscribed now."""
+        return self._count > 0
+
+    def subscribe(self, listener: Callable[[ServerEvent], None]) -> Callable[[], None]:
+        """Register ``listener``; return an idempotent unsubscribe callable."""
+        unsubscribe = super().subscribe(listener)
+        self._count += 1
+        gone = False
+
+        def counted_unsubscribe() -> None:
+            nonlocal gone
+            if not gone:
+                gone = True
+                self._count -= 1
+            unsubscribe()
+
+        return counted_unsubscribe
+
+
 class ToolListNotifier:
     """Sends ``notifications/tools/list_changed`` to every connected agent (see the module
     docstring). :meth:`middleware` and :meth:`lifespan` go to the ``MCPServer``, :attr:`bus`
     as its ``subscriptions``; :meth:`changed` is the port's listener."""
 
     def __init__(self) -> None:
-        self.bus = InMemorySubscriptionBus()
+        self.bus = ListenedBus()
         self._generation = 0
         self._published = 0
         self._sessions: dict[ServerSession, int] = {}

@@ -143,7 +143,10 @@ class InboxPush:
             return
         if not self._sessions or not arrivals:
             # No connection takes channel notifications: only "the inbox changed" is owed
-            # (one resource update per drain), so no per-message work is queued.
+            # (one resource update per drain), so no per-message work is queued; and when no
+            # one is subscribed to hear it, nothing is owed (no wake per incoming batch).
+            if not self._subscribed and not getattr(self._bus, "listened", True):
+                return
             self._changed = True
         else:
             self._queue.extend(arrivals)
