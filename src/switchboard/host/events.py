@@ -53,6 +53,7 @@ import structlog
 from switchboard.host.connection.manifest_diff import Impact
 from switchboard.host.outcome import PublishOutcome
 from switchboard.logging import enabled_for
+from switchboard.protocol.fastpath import CheckedMessage
 
 __all__ = [
     "ChannelsChanged",
@@ -266,11 +267,16 @@ class MessagesAccepted:
             order; never empty.
         channel_ids: The distinct ``channelId`` values of ``messages`` when the sender already
             had them (the ingest path does), else None: see :attr:`channels`.
+        checked: ``messages`` as the transport read and checked them, one for one, when the
+            sender had them (the ingest path, for a batch it stored whole), else None: a
+            listener that needs a few members of a message reads them there, not by
+            decoding the message again (issue #14).
     """
 
     server_id: str
     messages: Sequence[Mapping[str, Any]]
     channel_ids: Collection[str] | None = None
+    checked: Sequence[CheckedMessage] | None = None
 
     @property
     def channels(self) -> Collection[str]:

@@ -109,6 +109,13 @@ class CheckedMessage(msgspec.Struct, gc=False):
     metadata: msgspec.Raw = _NULL  # an object or null, checked after decoding
     tags: list[str] | None = None
 
+    def metadata_object(self) -> dict[str, Any] | None:
+        """The ``metadata`` object, read now; None when it is absent or null."""
+        if self.metadata is _NULL:
+            return None
+        value: dict[str, Any] | None = _read_metadata(self.metadata)
+        return value
+
 
 class IncomingRawParams(msgspec.Struct):
     """``channels/incoming`` params with each message kept as its JSON bytes: the shape the
@@ -138,6 +145,7 @@ class CheckedMessages(list[CheckedMessage]):
 _read_params: Final = msgspec.json.Decoder(IncomingRawParams).decode
 _read_messages: Final = msgspec.json.Decoder(list[CheckedMessage]).decode
 _OBJECT_OR_NULL: Final = (ord("{"), ord("n"))
+_read_metadata: Final = msgspec.json.Decoder(dict[str, Any] | None).decode
 
 
 def read_incoming_params(params: bytes | msgspec.Raw) -> dict[str, Any] | None:

@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.host.events import ConnectorExited, HostEvent, MessagesAccepted
+from switchboard.protocol.fastpath import CheckedMessage
 
 __all__ = ["MARKER_EVENT_TYPES", "MARKER_TAGS", "DefaultChannel", "is_marker"]
 
@@ -103,12 +104,28 @@ class DefaultChannel:
     def observe(self, event: HostEvent) -> None:
         """A host event listener: accepted messages may move the default, an exit thins it."""
         match event:
+            case MessagesAccepted(server_id=server_id, checked=checked) if checked:
+                self._accepted_checked(server_id, checked)
             case MessagesAccepted(server_id=server_id, messages=messages):
                 self._accepted(server_id, messages)
             case ConnectorExited(server_id=server_id):
                 if self.ref is not None and self.ref.server_id == server_id:
                     self.message_id = None
                     self.thread_id = None
+
+    def _accepted_checked(self, server_id: str, checked: Sequence[CheckedMessage]) -> None:
+        """:meth:`_accepted` over the messages as the transport checked them: their members
+        are read there, and only a metadata object is decoded (issue #14)."""
+        for message in reversed(checked):
+            if is_marker(message.tags, message.metadata_object()):
+                continue
+            ref = ChannelRef(server_id, message.channelId)
+            if self._registry.get(ref) is None:
+                return  # admitted, but its server (or the channel) is gone by now
+            self.ref = ref
+            self.message_id = message.messageId
+            self.thread_id = message.threadId
+            return
 
     def _accepted(self, server_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
         for message in reversed(messages):

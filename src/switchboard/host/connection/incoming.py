@@ -218,7 +218,7 @@ class IncomingHandler:
         def announce(stored: Sequence[AppendResult]) -> None:
             if type(stored) is FreshResults:  # none a duplicate: nothing to look through
                 admitted = [cid for cid, why in verdicts.items() if why is None]
-                emit(MessagesAccepted(sid, accepted, admitted))
+                emit(MessagesAccepted(sid, accepted, admitted, checked if all_in else None))
                 return
             fresh = [i for i, s in enumerate(stored) if not s.duplicate]
             if len(fresh) == len(keys):
