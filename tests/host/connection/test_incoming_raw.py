@@ -21,7 +21,7 @@ import pytest
 
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.host import Switchboard
-from switchboard.store import MessageStore
+from switchboard.store import MessageStore, StoredMessage
 from switchboard.transport import MemoryLink, memory_link_pair
 from tests.host.fake import ALL_CHANNELS, descriptor
 
@@ -42,6 +42,17 @@ async def answer_to(far: MemoryLink, request_id: object) -> dict[str, Any]:
         assert "method" not in frame, f"unexpected request from the host: {frame}"
         if frame.get("id") == request_id:
             return frame
+
+
+async def exchange(
+    far: MemoryLink, store: MessageStore, frame: bytes, request_id: object
+) -> tuple[dict[str, Any], list[StoredMessage]]:
+    """Send ``frame``, wait for the answer to ``request_id``, then read what the store holds."""
+    with anyio.fail_after(10):
+        await far.send(frame)
+        answer = await answer_to(far, request_id)
+        stored = await store.read(0)
+    return answer, stored
 
 
 @asynccontextmanager
@@ -123,10 +134,7 @@ async def test_a_batch_is_answered_per_message_and_stored_as_the_connector_wrote
         + b"\n]}}"
     )
     async with ready_connector(tmp_path) as (far, store):
-        with anyio.fail_after(10):
-            await far.send(frame)
-            answer = await answer_to(far, 41)
-            stored = await store.read(0)
+        answer, stored = await exchange(far, store, frame, 41)
     assert answer["result"]["results"] == [
         {"messageId": "m1", "accepted": True},
         {"messageId": "m2", "accepted": False, "reason": NOT_REGISTERED},
@@ -177,10 +185,7 @@ async def test_a_batch_with_an_image_takes_the_general_path_and_is_stored_all_th
         + b"]}}"
     )
     async with ready_connector(tmp_path) as (far, store):
-        with anyio.fail_after(10):
-            await far.send(frame)
-            answer = await answer_to(far, "b")
-            stored = await store.read(0)
+        answer, stored = await exchange(far, store, frame, "b")
     assert answer["result"]["results"] == [
         {"messageId": "m1", "accepted": True},
         {"messageId": "m2", "accepted": True},
@@ -249,10 +254,7 @@ async def test_each_channel_of_a_batch_is_judged_and_only_its_refused_messages_a
     )
     channels = (descriptor("room"), descriptor("notices", "outbound"))
     async with ready_connector(tmp_path, channels, patterns) as (far, store):
-        with anyio.fail_after(10):
-            await far.send(frame)
-            answer = await answer_to(far, 7)
-            stored = await store.read(0)
+        answer, stored = await exchange(far, store, frame, 7)
     assert answer["result"]["results"] == [
         {"messageId": "m1", "accepted": True},
         {"messageId": "m2", "accepted": False, "reason": OUTBOUND_ONLY},
