@@ -157,9 +157,8 @@ class RegistrationHandler:
         if not odd:  # every item took the common shape, which is what the registry would check
             return CheckedDescriptors(fast)  # type: ignore[arg-type]  # no None without odd
         items: list[DescriptorLike | Rejected | None] = list(fast)
-        if odd:
-            for n, v in zip(odd, validate_descriptors([raw[n] for n in odd]), strict=True):
-                items[n] = Rejected(v.id, v.reason) if isinstance(v, DescriptorProblem) else v
+        for n, v in zip(odd, validate_descriptors([raw[n] for n in odd]), strict=True):
+            items[n] = Rejected(v.id, v.reason) if isinstance(v, DescriptorProblem) else v
         return items  # type: ignore[return-value]  # every None was replaced
 
     async def register(self, params: Any) -> dict[str, Any]:
