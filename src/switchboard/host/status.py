@@ -323,7 +323,7 @@ class HostStatus:
         """Take one host event into the model: O(1) (a bus listener; never blocks)."""
         self.version += 1
         now = self._clock()
-        if type(event) is Published:  # once per publish: before the match (issue #14)
+        if isinstance(event, Published):  # once per publish: before the match (issue #14)
             self._published(event, now)
             return
         match event:
@@ -348,8 +348,6 @@ class HostStatus:
                         "text": _text_of(message),
                     }
                 )
-            case Published():
-                self._published(event, now)
             case ConnectorRefused(server_id=sid, kind=kind, method=method, reason=reason):
                 status = self._connector(sid)
                 status.refusals += event.count
