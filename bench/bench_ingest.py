@@ -243,8 +243,11 @@ async def reference_host(
         await _wait_file(out.with_suffix(".start"), proc, timeout)
         cpu0 = _cpu_seconds(proc.pid)
         text = await _wait_file(out, proc, timeout)
-        cpu = _cpu_seconds(proc.pid) - cpu0
         await asyncio.wait_for(proc.wait(), 10)
+        # The driver may exit (and be reaped) before /proc could be read again, so it writes
+        # its own CPU time on the way out.
+        usage = json.loads(Path(f"{out}.cpu").read_text())
+        cpu = (usage["user"] + usage["system"]) / 1e6 - cpu0
     finally:
         if proc.returncode is None:
             proc.kill()

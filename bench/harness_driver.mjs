@@ -6,13 +6,15 @@
  * the harness is copied here), has that engine spawn the connector given after `--` over
  * stdio, completes the handshake, then lets the connector run: the engine answers its
  * `channels/register` and `channels/incoming` requests by itself. The driver exits 0 once the
- * connector has written OUT (a non-empty file), or 1 if the connector exits first.
+ * connector has written OUT (a non-empty file), or 1 if the connector exits first. On a clean
+ * exit it first writes OUT.cpu: its own CPU time so far (`process.cpuUsage()`, microseconds),
+ * which the bench reads because the process may be gone before it can look in /proc.
  *
  * Usage: MCPL_HARNESS_DIR=/path/to/mcpl-harness node harness_driver.mjs OUT -- COMMAND [ARGS...]
  *
  * The harness must be built (`npm run build`), so that dist/src/session.js exists there.
  */
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -57,6 +59,7 @@ function finish(code) {
   done = true;
   clearInterval(poll);
   session.close();
+  if (code === 0) writeFileSync(`${out}.cpu`, JSON.stringify(process.cpuUsage()));
   process.exit(code);
 }
 
