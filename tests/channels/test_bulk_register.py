@@ -63,6 +63,7 @@ steps = st.lists(
         st.lists(descriptors, max_size=5),
         st.booleans(),
         st.lists(ids, max_size=2),
+        st.sampled_from([None, "s1", "s2", "s"]),
     )
 )
 
@@ -70,19 +71,23 @@ steps = st.lists(
 @settings(max_examples=300)
 @given(steps)
 def test_a_batch_vouched_for_as_checked_registers_exactly_as_the_same_list_does(
-    steps: list[tuple[str, list[Desc], bool, list[str]]],
+    steps: list[tuple[str, list[Desc], bool, list[str], str | None]],
 ) -> None:
     # The host vouches for a batch whose every item took the common shape (non-empty str ids,
     # str labels): the registry skips its own pass over their types and indexes their labels
-    # when first needed (issue #14). Vouched and plain batches mix, with removals between.
+    # when first needed (issue #14). Vouched and plain batches mix, with removals between,
+    # and whole servers dropped (in bulk, with their labels possibly still waiting).
     vouched, plain = ChannelRegistry(), ChannelRegistry()
-    for server_id, batch, vouch, removed in steps:
+    for server_id, batch, vouch, removed, dropped in steps:
         a = vouched.register(server_id, CheckedDescriptors(batch) if vouch else list(batch))
         b = plain.register(server_id, list(batch))
         assert (tuple(a.results), a.added_ids) == (tuple(b.results), b.added_ids)
         a = vouched.change(server_id, removed=removed)
         b = plain.change(server_id, removed=removed)
         assert (tuple(a.results), a.added_ids) == (tuple(b.results), b.added_ids)
+        if dropped is not None:
+            assert vouched.remove_server(dropped) == plain.remove_server(dropped)
+    vouched.index_labels()
     assert _state(vouched._index) == _state(plain._index)
     assert vouched.labels_waiting == 0
 

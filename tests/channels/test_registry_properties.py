@@ -282,7 +282,8 @@ def check_resolve(reg: ChannelRegistry, model: Model) -> None:
                 reg.resolve(name)
 
 
-def run(op: Op, reg: ChannelRegistry) -> None:
+def run(op: Op, reg: ChannelRegistry) -> tuple[str, ...]:
+    """Apply ``op``; the channel ids it dropped, for a :class:`RemoveServer`."""
     if isinstance(op, Register):
         change = reg.register(op.server, op.items)
         assert len(change.results) == len(op.items)
@@ -290,7 +291,8 @@ def run(op: Op, reg: ChannelRegistry) -> None:
         change = reg.change(op.server, removed=op.removed, updated=op.updated, added=op.added)
         assert len(change.results) == len(op.removed) + len(op.updated) + len(op.added)
     else:
-        reg.remove_server(op.server)
+        return reg.remove_server(op.server)
+    return ()
 
 
 @settings(max_examples=150, deadline=None)
@@ -300,7 +302,10 @@ def test_random_sequences_keep_every_index_equal_to_a_brute_force_scan(
 ) -> None:
     reg, model = ChannelRegistry(), Model()
     for op in sequence:
-        run(op, reg)
+        dropped = sorted(r.channel_id for r in model.channels if r.server_id == op.server)
+        removed = run(op, reg)
+        if isinstance(op, RemoveServer):  # every channel of the server, each once
+            assert sorted(removed) == dropped
         model.apply(op)
         check_indexes(reg, model)
 

@@ -12,7 +12,9 @@ What it deliberately does not know: what the keys mean or how they were normaliz
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Sequence
+from operator import is_
 from typing import TypeAlias
 
 from switchboard.channels.records import ChannelEntry
@@ -71,6 +73,34 @@ def discard(index: Index, key: str, entry: ChannelEntry) -> None:
         del held[entry.ref]
         if len(held) == 1:
             (index[key],) = held.values()
+
+
+def discard_many(index: Index, keys: Sequence[str], entries: Sequence[ChannelEntry]) -> None:
+    """:func:`discard` each entry from under its key.
+
+    The common case of a connection's channels leaving, where each key holds just its own
+    entry, is C-level: one pass of lookups and one of deletions (or one ``clear`` when they
+    are the whole index). Otherwise a key that holds just its entry is deleted, and any other
+    (a bucket: two of these entries, or other channels, under one key) goes through
+    :func:`discard`.
+    """
+    own = list(map(is_, map(index.get, keys), entries))
+    if all(own):
+        drop_keys(index, keys)
+        return
+    for key, entry, alone in zip(keys, entries, own, strict=True):
+        if alone:
+            del index[key]
+        else:
+            discard(index, key, entry)
+
+
+def drop_keys(index: Index, keys: Sequence[str]) -> None:
+    """Delete ``keys``, which the caller knows are distinct and each hold one entry only."""
+    if len(keys) == len(index):
+        index.clear()
+    else:
+        deque(map(index.__delitem__, keys), maxlen=0)  # a C-level loop of deletions
 
 
 def find(index: Index, key: str) -> tuple[ChannelEntry, ...]:

@@ -315,9 +315,10 @@ class ChannelRegistry:
                 valid_ids.append(channel_id)
         return slots, valid, valid_ids
 
-    def remove_server(self, server_id: str) -> tuple[ChannelRef, ...]:
-        """Drop every entry of ``server_id`` and return their refs, in registration order."""
-        return tuple(entry.ref for entry in self._index.pop_server(server_id))
+    def remove_server(self, server_id: str) -> tuple[str, ...]:
+        """Drop every entry of ``server_id`` and return their channel ids, in registration
+        order (in bulk: see :meth:`ChannelIndex.pop_server`)."""
+        return tuple(self._index.pop_server(server_id))
 
     def set_transport_open(self, ref: ChannelRef, value: bool) -> None:
         """Record whether the server holds ``ref`` open now.

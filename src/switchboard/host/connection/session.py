@@ -507,9 +507,7 @@ class ConnectorSession:
             # capability behaves as if it had never been advertised (MCPL §5.4).
             gone = self._registry.remove_server(self.server_id)
             if gone:
-                self._events.emit(
-                    ChannelsRemoved(self.server_id, tuple(ref.channel_id for ref in gone))
-                )
+                self._events.emit(ChannelsRemoved(self.server_id, gone))
         self._events.emit(
             ManifestApplied(
                 self.server_id,

@@ -188,9 +188,7 @@ class Supervisor:
             finally:
                 removed = self._registry.remove_server(config.id)
                 code, signame = exit_status(opened)
-                self._events.emit(
-                    ConnectorExited(config.id, tuple(r.channel_id for r in removed), code, signame)
-                )
+                self._events.emit(ConnectorExited(config.id, removed, code, signame))
             if permanent or self.stopping:
                 return
             if not config.restart:
