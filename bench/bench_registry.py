@@ -191,17 +191,23 @@ def timed_register(data: Sequence[Batch], *, pause_gc: bool) -> tuple[float, Cha
     collections then also traverse the pre-built descriptors).
     """
     registry = ChannelRegistry()
+    elapsed = seconds_of(lambda: register_all(registry, data), pause_gc=pause_gc)
+    assert len(registry) == BATCHES * BATCH
+    return elapsed, registry
+
+
+def seconds_of(work: Callable[[], object], *, pause_gc: bool = True) -> float:
+    """Seconds ``work()`` takes, after a full collection, with the collector paused meanwhile
+    when ``pause_gc``."""
     gc.collect()
     if pause_gc:
         gc.disable()
     try:
         t0 = time.perf_counter_ns()
-        register_all(registry, data)
-        elapsed = (time.perf_counter_ns() - t0) / 1e9
+        work()
+        return (time.perf_counter_ns() - t0) / 1e9
     finally:
         gc.enable()
-    assert len(registry) == BATCHES * BATCH
-    return elapsed, registry
 
 
 def reference_ms(data: Sequence[Batch]) -> float:

@@ -19,12 +19,10 @@ Both paths must leave the same registry behind; the bench checks it on every rou
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
-import time
 from collections.abc import Callable, Sequence
 
-from bench_registry import SERVERS, Batch, Descriptor, build, register_all
+from bench_registry import SERVERS, Batch, Descriptor, build, register_all, seconds_of
 from switchboard.channels import ChannelRegistry
 
 Drop = Callable[[ChannelRegistry, str], object]
@@ -53,14 +51,7 @@ def timed(data: Sequence[Batch], server: str, drop: Drop) -> tuple[float, list[o
     registry = ChannelRegistry()
     register_all(registry, data)
     registry.index_labels()
-    gc.collect()
-    gc.disable()
-    try:
-        t0 = time.perf_counter_ns()
-        drop(registry, server)
-        elapsed = (time.perf_counter_ns() - t0) / 1e9
-    finally:
-        gc.enable()
+    elapsed = seconds_of(lambda: drop(registry, server))
     left: list[object] = [registry.statistics()]
     left += [
         (e.ref, e.registration)
