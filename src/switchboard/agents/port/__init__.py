@@ -1,0 +1,1 @@
+"""switchboard.agents.port: the one port the agent-facing tools use."""

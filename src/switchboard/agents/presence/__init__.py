@@ -1,0 +1,1 @@
+"""switchboard.agents.presence: what an agent shows while it works: typing, and context hooks."""

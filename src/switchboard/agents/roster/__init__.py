@@ -1,0 +1,1 @@
+"""switchboard.agents.roster: who the agents are, which are attached, and how long each lives."""

@@ -1,0 +1,1 @@
+"""switchboard.agents.speech: what an agent says: publishes, ``>>`` speech and streamed speech."""

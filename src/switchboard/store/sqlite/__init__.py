@@ -1,0 +1,1 @@
+"""switchboard.store.sqlite: the embedded SQLite backend of the store interfaces."""

@@ -1,0 +1,1 @@
+"""switchboard.web: what Switchboard's two HTTP listeners share."""
