@@ -34,11 +34,11 @@ from typing import Any
 
 import anyio
 
-from switchboard.channels import LifecycleBook
-from switchboard.channels.lifecycle.events import DesiredStateSet, decode_events
-from switchboard.logging import configure
-from switchboard.store.eventlog import DecisionLog, LoadedLog
-from switchboard.store.schema import Synchronous
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.events import DesiredStateSet, decode_events
+from switchboard.runtime.logs import configure
+from switchboard.store.sqlite.eventlog import DecisionLog, LoadedLog
+from switchboard.store.sqlite.schema import Synchronous
 
 READY_GOAL_S = 2.0
 Event = dict[str, Any]

@@ -26,9 +26,11 @@ import anyio
 import orjson
 
 from baseline_loop import answer_everything
+from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import PublishStatus, SessionState, Switchboard
-from switchboard.logging import configure
+from switchboard.connections.session import SessionState
+from switchboard.refusals.outcome import PublishStatus
+from switchboard.runtime.logs import configure
 
 CONNECTOR = str(Path(__file__).with_name("bench_connector.py"))
 BATCH = 50

@@ -288,9 +288,11 @@ async def publishes_bare(tmp: Path, total: int, window: int) -> float:
 async def publishes_switchboard(tmp: Path, total: int, window: int) -> float:
     import anyio
 
+    from switchboard.app.board import Switchboard
     from switchboard.config import Config, ConnectorConfig, StoreConfig
-    from switchboard.host import PublishStatus, SessionState, Switchboard
-    from switchboard.logging import configure
+    from switchboard.connections.session import SessionState
+    from switchboard.refusals.outcome import PublishStatus
+    from switchboard.runtime.logs import configure
 
     configure("INFO")
     out = tmp / "pub-sb.json"
@@ -332,7 +334,7 @@ async def publishes_in_child(tmp: Path, side: str, total: int, window: int) -> f
     """Publishes/s of ``side`` (``switchboard`` or ``bare``), measured in a fresh Python process.
 
     Each side gets a process of its own, with the collector policy ``switchboard run`` applies
-    (:func:`switchboard.gcpolicy.apply_server_policy`), the same for both. Measured inside
+    (:func:`switchboard.runtime.gcpolicy.apply_server_policy`), the same for both. Measured inside
     this long-lived bench process instead, both sides paid for its heap (every full collection
     walks what earlier rounds left) and Switchboard, which allocates more per publish, paid
     more: that read 0.31-0.40 where fresh processes read 0.45-0.59 on the same code.
@@ -348,8 +350,8 @@ async def publishes_in_child(tmp: Path, side: str, total: int, window: int) -> f
 
 async def _publish_child(args: argparse.Namespace) -> int:
     # Imported before the policy freezes the start-up heap, as ``switchboard run`` does.
-    import switchboard.host  # noqa: F401
-    from switchboard.gcpolicy import apply_server_policy
+    import switchboard.app  # noqa: F401
+    from switchboard.runtime.gcpolicy import apply_server_policy
 
     apply_server_policy()
     run = publishes_switchboard if args.publish_child == "switchboard" else publishes_bare

@@ -3,7 +3,7 @@
 Usage: ``python bench/bench_lifecycle.py [--decisions 4000] [--events 1000000]
 [--channels 5000]``
 
-Throughput goes through the host API of a real :class:`~switchboard.host.Switchboard` on a
+Throughput goes through the host API of a real :class:`~switchboard.app.Switchboard` on a
 temporary store, exactly as ``Switchboard.started()`` opens it (decision log with
 ``synchronous=full``: a committed decision survives power loss):
 
@@ -41,14 +41,14 @@ from pathlib import Path
 
 import anyio
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Source
-from switchboard.channels.lifecycle.events import DesiredStateSet
 from switchboard.config import Config, StoreConfig
-from switchboard.host import Switchboard
-from switchboard.host.lifecycle.journal import DEFAULT_SNAPSHOT_EVERY
-from switchboard.logging import configure
+from switchboard.lifecycle.journal import DEFAULT_SNAPSHOT_EVERY
+from switchboard.lifecycle.rules.decisions import DesiredState, Source
+from switchboard.lifecycle.rules.events import DesiredStateSet
 from switchboard.protocol.messages import ChannelDescriptor
+from switchboard.runtime.logs import configure
 from switchboard.store import DecisionLog, MessageStore
 
 READY_GOAL_S = 2.0

@@ -32,9 +32,9 @@ from typing import Any
 import anyio
 import orjson
 
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 from switchboard.store import MessageStore
-from switchboard.store.retention import Floor, PassReport, RetentionPolicy, RetentionTask
+from switchboard.store.sqlite.retention import Floor, PassReport, RetentionPolicy, RetentionTask
 
 Wire = dict[str, Any]
 DAY = 86_400.0
@@ -57,7 +57,7 @@ def make_messages(count: int, first: int = 0) -> list[Wire]:
 
 def file_bytes(path: Path) -> int:
     """The database file's size once its WAL is copied in and truncated (the WAL itself is
-    bounded apart: it starts over at 64 MiB, see switchboard.store.schema)."""
+    bounded apart: it starts over at 64 MiB, see switchboard.store.sqlite.schema)."""
     conn = sqlite3.connect(path)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()

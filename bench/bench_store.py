@@ -38,9 +38,9 @@ from typing import Any
 import anyio
 import orjson
 
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 from switchboard.store import IncomingRecord, MessageStore
-from switchboard.store.schema import INSERT_BATCH, BatchRow, Synchronous, open_writer
+from switchboard.store.sqlite.schema import INSERT_BATCH, BatchRow, Synchronous, open_writer
 
 Wire = dict[str, Any]
 GOAL_16 = 400_000

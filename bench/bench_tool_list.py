@@ -7,7 +7,7 @@ it), and prints, per mode:
 
 - the **model-facing part**: each tool's name, description and input schema, as compact JSON
   (what a client puts into the model's context); its size in bytes and an estimated token
-  count, and the bound tests/tools/test_tool_list_size.py holds it to (3,000 tokens);
+  count, and the bound tests/agents/tools/test_tool_list_size.py holds it to (3,000 tokens);
 - the whole ``tools/list`` result as compact JSON (adds output schemas and annotations, which
   clients use but rarely show the model), in bytes and estimated tokens;
 - the model-facing bytes of each tool, largest first.
@@ -28,8 +28,8 @@ from typing import Any, cast
 from mcp import Client
 from mcp.types import Tool
 
-from switchboard.host import AgentPort
-from switchboard.tools import server_for
+from switchboard.agents.port.protocol import AgentPort
+from switchboard.agents.tools import server_for
 
 MODES = ("hybrid", "explicit", "locus", "disabled")
 BOUND_TOKENS = 3000

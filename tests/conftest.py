@@ -10,7 +10,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 
 
 @pytest.fixture

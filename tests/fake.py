@@ -10,9 +10,10 @@ from typing import Any
 
 import anyio
 
+from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig, AgentEntry, Config, ConnectorConfig, StoreConfig
-from switchboard.host import SessionState, Switchboard
-from switchboard.host.events import HostEvent, LifecycleStep
+from switchboard.connections.session import SessionState
+from switchboard.events import HostEvent, LifecycleStep
 from switchboard.store import DecisionLog, MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import anyio
 
+from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import Switchboard
-from switchboard.host.events import HostEvent
+from switchboard.events import HostEvent
 
 E = TypeVar("E", bound=HostEvent)
 
@@ -77,7 +77,7 @@ async def running_board(
 @asynccontextmanager
 async def serving(config: Config) -> AsyncIterator[str]:
     """``serve(config)`` running (the agents' HTTP endpoint); yields the URL it listens on."""
-    from switchboard.serve import serve
+    from switchboard.app.serve import serve
 
     urls: list[str] = []
     listening = anyio.Event()

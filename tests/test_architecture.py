@@ -59,11 +59,11 @@ def test_every_import_contract_is_kept() -> None:
         ("channels/registry.py", "import switchboard.store", "channels-pure"),
         ("store/records.py", "import switchboard.channels", "store-alone"),
         ("protocol/wire.py", "import anyio", "protocol-no-io"),
-        ("host/events.py", "import switchboard.tools", "layers"),
+        ("events/kinds.py", "import switchboard.agents.tools", "layers"),
         ("conformance/host/policy.py", "import switchboard.host", "kit-and-sdk-on-the-wire-only"),
         ("connector/policy.py", "import switchboard.store", "kit-and-sdk-on-the-wire-only"),
         ("conformance/host/policy.py", "from ..server import session", "kit-suites-apart"),
-        ("tools/server.py", "import switchboard.host.connection.session", "tools-through-port"),
+        ("agents/tools/server.py", "import switchboard.connections.session", "tools-through-port"),
     ],
 )
 def test_an_added_forbidden_import_breaks_its_contract(

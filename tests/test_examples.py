@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from switchboard.config import load_config
-from switchboard.host.events import ChannelsRegistered, ConnectorReady
+from switchboard.events import ChannelsRegistered, ConnectorReady
 from tests.helpers import Recorder, running_board
 
 __all__: list[str] = []
@@ -92,7 +92,7 @@ async def test_the_starting_config_as_written_connects_through_the_entry_point(
     tmp_path: Path,
 ) -> None:
     """The console script is found beside this interpreter even when it is not on PATH."""
-    from switchboard.configcheck import machine_problems
+    from switchboard.config.check import machine_problems
 
     config = load_config(EXAMPLES / "switchboard.toml")
     (connector,) = config.connectors

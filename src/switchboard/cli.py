@@ -17,8 +17,8 @@ import anyio
 from switchboard import __version__
 from switchboard.config import LOG_LEVELS, ConfigError, demo_config, load_config
 from switchboard.directory.cli import add_agents_parser, run_agents
-from switchboard.logging import configure
-from switchboard.store.schema import create_private
+from switchboard.runtime.logs import configure
+from switchboard.store.sqlite.schema import create_private
 
 _DESCRIPTION = (
     "Switchboard: an MCPL host between chat connectors and MCP agents. Start with "
@@ -119,8 +119,8 @@ def _kit_call(raw: list[str]) -> tuple[str | None, str, list[str]] | None:
 def _check(path: str) -> int:
     """``switchboard check``: every problem of the config at ``path`` on stderr (exit 2), or a
     short summary of what ``run`` would start on stdout (exit 0). Nothing is started."""
-    from switchboard.agent_http import plan_endpoint
-    from switchboard.configcheck import machine_problems, summary
+    from switchboard.agents.http import plan_endpoint
+    from switchboard.config.check import machine_problems, summary
 
     try:
         config = load_config(path)
@@ -149,7 +149,7 @@ def _status(path: str, *, as_json: bool) -> int:
     """``switchboard status``: 0 with the tables, 1 when nothing answers, 2 on a bad config."""
     import json
 
-    from switchboard.status_http import StatusUnavailable, fetch_status, render_tables
+    from switchboard.status.http import StatusUnavailable, fetch_status, render_tables
 
     try:
         snap = fetch_status(load_config(path))
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
-        from switchboard.configcheck import store_problem
+        from switchboard.config.check import store_problem
 
         if (problem := store_problem(config)) is not None:
             print(f"switchboard: config file {args.config}: {problem}", file=sys.stderr)
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             args.log_level or config.log_level,
             json=args.log_json or config.log_format == "json",
         )
-        from switchboard.serve import serve_until_signalled
+        from switchboard.app.serve import serve_until_signalled
 
         try:
             anyio.run(lambda: serve_until_signalled(config, agent=args.agent))
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_agents(args, config.store.path)
     if args.command == "demo":
         configure(args.log_level or "WARNING", json=args.log_json)
-        from switchboard.demo import run_demo
+        from switchboard.app.demo import run_demo
 
         with tempfile.TemporaryDirectory(prefix="switchboard-demo-") as tmp:
             store = args.store or str(Path(tmp) / "demo.sqlite")

@@ -21,7 +21,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from switchboard.agent_http import MCP_PATH, bind_endpoint, plan_endpoint
+from switchboard.agents.http import MCP_PATH, bind_endpoint, plan_endpoint
 from switchboard.config import AgentConfig, Config, ConfigError, StoreConfig, load_config
 from tests.helpers import serving
 

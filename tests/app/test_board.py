@@ -14,12 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.channels import ChannelRef, TuneOutScope, TuneOutTerms
+from switchboard.app.board import Switchboard
+from switchboard.channels import ChannelRef
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import ConnectorSession, Switchboard
+from switchboard.connections.session import ConnectorSession
+from switchboard.lifecycle.rules.decisions import TuneOutScope
 from switchboard.store import MessageStore
+from switchboard.tuneouts.rules.epochs import TuneOutTerms
+from tests.fake import FakeConnector, board_with_log, register_admitted
 from tests.helpers import Recorder
-from tests.host.fake import FakeConnector, board_with_log, register_admitted
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ must reach the client as an ``isError`` result whose text says what happened and
 next. (Before refusals stopped carrying structured content, every refused call here threw
 ``MCP error -32602: Structured content does not match the tool's output schema``.)
 
-What it deliberately does not check: what each tool does (tests/tools/ does, through the Python
-SDK); only that every client can read the answers.
+What it deliberately does not check: what each tool does (tests/agents/tools/ does, through the
+Python SDK); only that every client can read the answers.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import anyio.abc
 import anyio.streams.text
 import pytest
 
-from switchboard.tools.results import REFUSAL_META
-from switchboard.tools.server import OWN_TOOLS
+from switchboard.agents.tools.results import REFUSAL_META
+from switchboard.agents.tools.server import OWN_TOOLS
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -130,7 +130,7 @@ NEVER_REFUSED = frozenset({"channel_list", "tune_out_status"})
 
 TASKS_ONLY = frozenset({"task_finish"})
 """Tools offered to task agents only; the plan's one agent is configured, not a task, so its
-call is refused as ``unknown-tool`` (tests/tools/test_task_tools.py calls them as a task)."""
+call is refused as ``unknown-tool`` (tests/agents/tools/test_task_tools.py calls them as a task)."""
 
 PLAN = [
     *SUCCESSES,

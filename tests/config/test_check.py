@@ -3,7 +3,7 @@ anything (issue #13, item 1), and what ``load_config`` does with paths and the e
 that the check shows: relative paths against the config's folder, ``env_file``.
 
 What this module knows: the command's exit codes and the lines of its summary. What it
-deliberately doesn't: the words of each single mistake (tests/test_config_mistakes.py).
+deliberately doesn't: the words of each single mistake (tests/config/test_mistakes.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from switchboard.config import load_config
-from switchboard.configcheck import machine_problems, program_argv, summary
+from switchboard.config.check import machine_problems, program_argv, summary
 
 __all__: list[str] = []
 

@@ -3,7 +3,7 @@ given to the real ``switchboard`` command in a subprocess. Each one stops start-
 code 2 and a message that names the key and the fix, and none prints a traceback.
 
 What this module knows: the words of each message that tell the operator the fix. What it
-deliberately doesn't: how the checks are implemented (config.py, configcheck.py).
+deliberately doesn't: how the checks are implemented (config/model.py, config/check.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Held early messages, the 0.4 reading of a manifest, 0.4 push rules, the ``compat`` switch, and
 pushes that name a channel by its platform-native id. Over an in-memory link to a scripted
-connector (tests/host/fake.py) or raw frames where the order of frames on the wire matters; the
+connector (tests/fake.py) or raw frames where the order of frames on the wire matters; the
 real-subprocess versions of each peer live in tests/integration/peers/.
 """
 
@@ -17,14 +17,15 @@ import anyio
 import orjson
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import SessionState, Switchboard
-from switchboard.host.connection.compat import HeldMessages, legacy_reading, pre05_reason
+from switchboard.connections.compat import HeldMessages, legacy_reading, pre05_reason
+from switchboard.connections.session import SessionState
 from switchboard.protocol import parse_manifest
 from switchboard.store import MessageStore
 from switchboard.transport import MemoryLink, RpcError, memory_link_pair
-from tests.host.fake import FakeConnector, board_with, descriptor, message
+from tests.fake import FakeConnector, board_with, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

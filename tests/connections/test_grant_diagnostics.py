@@ -1,6 +1,6 @@
 """Grants real connectors can live with, and nothing refused in silence (issue #10, 1 and 4).
 
-Each test drives a Switchboard over a memory link with a scripted connector (tests/host/fake.py)
+Each test drives a Switchboard over a memory link with a scripted connector (tests/fake.py)
 and reads what the host logged and counted.
 """
 
@@ -14,9 +14,9 @@ import anyio
 import pytest
 
 from switchboard.config import DEFAULT_GRANT
-from switchboard.host import SessionState
+from switchboard.connections.session import SessionState
 from switchboard.transport import RequestTimeoutError, RpcError
-from tests.host.fake import ALL_CHANNELS, FakeConnector, board_with, descriptor, message
+from tests.fake import ALL_CHANNELS, FakeConnector, board_with, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

@@ -19,11 +19,11 @@ import anyio
 import orjson
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import Switchboard
 from switchboard.store import MessageStore, StoredMessage
 from switchboard.transport import MemoryLink, memory_link_pair
-from tests.host.fake import ALL_CHANNELS, descriptor
+from tests.fake import ALL_CHANNELS, descriptor
 
 __all__: list[str] = []
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.host.connection.limits import (
+from switchboard.connections.limits import (
     CHANNEL_CAP_REASON,
     REGISTRATION_RATE_REASON,
     RegistrationLimits,

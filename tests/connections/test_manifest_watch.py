@@ -16,13 +16,14 @@ from typing import Any
 import anyio
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
-from switchboard.host import SessionState, Switchboard
-from switchboard.host.events import ChannelsRemoved, ManifestApplied
+from switchboard.connections.session import SessionState
+from switchboard.events import ChannelsRemoved, ManifestApplied
 from switchboard.protocol import manifest_digest
 from switchboard.transport import RpcError
+from tests.fake import FakeConnector, board_with, descriptor, message
 from tests.helpers import Recorder
-from tests.host.fake import FakeConnector, board_with, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

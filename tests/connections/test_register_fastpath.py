@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.connection.limits import RegistrationLimits
-from switchboard.host.connection.registration import RegistrationHandler
-from switchboard.host.events import ChannelsRegistered, EventBus, HostEvent
+from switchboard.connections.limits import RegistrationLimits
+from switchboard.connections.registration import RegistrationHandler
+from switchboard.events import ChannelsRegistered, EventBus, HostEvent
 from switchboard.protocol import (
     ChannelDescriptor,
     DescriptorProblem,

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from switchboard.channels import ChannelRegistry
-from switchboard.host.connection.limits import RegistrationLimits
-from switchboard.host.connection.registration import RegistrationHandler
-from switchboard.host.events import EventBus
+from switchboard.connections.limits import RegistrationLimits
+from switchboard.connections.registration import RegistrationHandler
+from switchboard.events import EventBus
 
 
 @given(

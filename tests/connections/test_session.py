@@ -9,15 +9,16 @@ import anyio
 import orjson
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
 from switchboard.channels.records import UPDATE_UNREGISTERED
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import SessionState, Switchboard
-from switchboard.host.events import ChannelsChanged
+from switchboard.connections.session import SessionState
+from switchboard.events import ChannelsChanged
 from switchboard.store import MessageStore
 from switchboard.transport import RpcError, memory_link_pair
+from tests.fake import FakeConnector, board_with, descriptor, message
 from tests.helpers import Recorder
-from tests.host.fake import FakeConnector, board_with, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

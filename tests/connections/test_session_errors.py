@@ -11,7 +11,7 @@ import pytest
 
 from switchboard.protocol import ChannelNotPermitted, UnknownChannel
 from switchboard.transport import ParamProblem, RpcError, invalid_params, method_not_found
-from tests.host.fake import FakeConnector, board_with
+from tests.fake import FakeConnector, board_with
 
 pytestmark = pytest.mark.anyio
 

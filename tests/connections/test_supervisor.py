@@ -7,7 +7,7 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.host.connection.supervisor import backoff_delay
+from switchboard.connections.supervisor import backoff_delay
 
 
 @given(

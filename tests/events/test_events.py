@@ -11,20 +11,20 @@ from typing import Any
 
 import pytest
 
+from switchboard.agents.desk.defaults import DefaultChannel
+from switchboard.agents.inbox.routing import Router
+from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.channels import ChannelRef
-from switchboard.host.agent.defaults import DefaultChannel
-from switchboard.host.agent.typing_keeper import TypingKeeper
-from switchboard.host.agents.routing import Router
-from switchboard.host.events import (
+from switchboard.events import (
     ChannelsRegistered,
     ConnectorExited,
     EventBus,
     HostEvent,
     MessagesAccepted,
 )
-from switchboard.host.lifecycle.host import LifecycleHost
+from switchboard.lifecycle.host import LifecycleHost
+from tests.fake import FakeConnector, board_of, descriptor, message
 from tests.helpers import Recorder
-from tests.host.fake import FakeConnector, board_of, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

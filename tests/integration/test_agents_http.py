@@ -10,7 +10,7 @@ Which agent a client is shows in ``speak``'s description, which follows the agen
 ``@a`` has prose ``disabled`` and ``@b`` prose ``locus``.
 
 The HTTP tests serve a real host (:meth:`Switchboard.started`, a real store file) on a real
-loopback socket with the server ``switchboard run`` builds (:func:`switchboard.serve.
+loopback socket with the server ``switchboard run`` builds (:func:`switchboard.app.serve.
 agent_servers`), so they can watch the host's attachments; one runs ``switchboard run`` itself.
 The clients are real ``mcp`` SDK clients.
 """
@@ -33,14 +33,14 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from switchboard.agent_http import AgentServers, bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.http import AgentServers, bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.roster.attach import Attachments
+from switchboard.agents.roster.roster import Identity, Roster, token_digest
+from switchboard.agents.tools.channel_tools import SPEAK_DESCRIPTIONS
+from switchboard.app.board import Switchboard
+from switchboard.app.serve import agent_servers
 from switchboard.config import AgentConfig, AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory, NameTaken, NotFound, export_snapshot
-from switchboard.host import Switchboard
-from switchboard.host.agents.attach import Attachments
-from switchboard.host.agents.roster import Identity, Roster, token_digest
-from switchboard.serve import agent_servers
-from switchboard.tools.channel_tools import SPEAK_DESCRIPTIONS
 
 pytestmark = pytest.mark.anyio
 

@@ -19,9 +19,9 @@ import anyio
 import pytest
 
 from switchboard.config import ConnectorConfig
-from switchboard.host.connection import session
-from switchboard.host.events import ChannelsRegistered, LifecycleStep
-from switchboard.host.lifecycle import admission
+from switchboard.connections import session
+from switchboard.events import ChannelsRegistered, LifecycleStep
+from switchboard.lifecycle import admission
 from tests.helpers import Recorder, connector, running_board
 
 pytestmark = pytest.mark.anyio

@@ -25,10 +25,16 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from switchboard.channels import ChannelRef, DesiredStateSet, Source, TuneOutEnded, TuneOutStarted
-from switchboard.channels.lifecycle.events import decode_event
-from switchboard.host.tuneouts.records import Settled, decode_host_record
+from switchboard.channels import ChannelRef
+from switchboard.lifecycle.rules.decisions import Source
+from switchboard.lifecycle.rules.events import (
+    DesiredStateSet,
+    TuneOutEnded,
+    TuneOutStarted,
+    decode_event,
+)
 from switchboard.store import DecisionLog
+from switchboard.tuneouts.records import Settled, decode_host_record
 from tests.integration.crash_support import (
     StderrWatch,
     kill_group,

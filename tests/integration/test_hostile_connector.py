@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 import pytest
 
-from switchboard.host.connection.limits import CHANNEL_CAP_REASON
-from switchboard.host.events import ChannelsRegistered, MessagesAccepted
+from switchboard.connections.limits import CHANNEL_CAP_REASON
+from switchboard.events import ChannelsRegistered, MessagesAccepted
 from switchboard.store import MessageStore
 from tests.helpers import Recorder, connector, running_board
 

@@ -14,12 +14,12 @@ from typing import Any
 import anyio
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Source
-from switchboard.host import Switchboard
-from switchboard.host.lifecycle.answers import Origin
+from switchboard.lifecycle.answers import Origin
+from switchboard.lifecycle.rules.decisions import DesiredState, Source
+from tests.fake import lifecycle_event
 from tests.helpers import Recorder, connector, running_board
-from tests.host.fake import lifecycle_event
 
 pytestmark = pytest.mark.anyio
 

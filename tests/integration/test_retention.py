@@ -19,15 +19,15 @@ import anyio
 import orjson
 import pytest
 
-from switchboard.channels import ChannelRef, TuneOutScope
-from switchboard.channels.lifecycle.decisions import Source, TuneOutEpoch
-from switchboard.channels.lifecycle.events import EndReason, TuneOutStarted
+from switchboard.app.board import Switchboard
+from switchboard.channels import ChannelRef
 from switchboard.config import AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory
-from switchboard.host import Switchboard
-from switchboard.host.agents.mailmark import MAIL_SERVER
-from switchboard.host.tuneouts.records import Settled
+from switchboard.lifecycle.rules.decisions import Source, TuneOutEpoch, TuneOutScope
+from switchboard.lifecycle.rules.events import EndReason, TuneOutStarted
 from switchboard.store import MessageStore
+from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.tuneouts.records import Settled
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ import pytest
 from anyio.abc import Process
 
 from switchboard.store import MessageStore
-from switchboard.store.schema import create_private
+from switchboard.store.sqlite.schema import create_private
 from tests.integration.crash_support import (
     StderrWatch,
     kill_group,

@@ -15,9 +15,9 @@ import orjson
 import pytest
 from mcp import Client, StdioServerParameters
 
+from switchboard.agents.tools import build_server
 from switchboard.config import demo_connector_command
-from switchboard.host.events import ChannelsRegistered, ConnectorExited
-from switchboard.tools import build_server
+from switchboard.events import ChannelsRegistered, ConnectorExited
 from switchboard.transport import StdioLink
 from tests.helpers import Recorder, connector, running_board
 

@@ -24,11 +24,11 @@ import orjson
 import pytest
 from mcp import Client
 
-from switchboard.host.events import MessagesAccepted, StorageFailed, StorageRecovered
+from switchboard.agents.tools import build_server
+from switchboard.events import MessagesAccepted, StorageFailed, StorageRecovered
 from switchboard.store import MessageStore
-from switchboard.tools import build_server
+from tests.agents.tools.channel_support import answer
 from tests.helpers import Recorder, connector, running_board
-from tests.tools.channel_support import answer
 
 pytestmark = pytest.mark.anyio
 

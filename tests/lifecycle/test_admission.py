@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Source
 from switchboard.config import DEFAULT_GRANT
-from switchboard.host.lifecycle.answers import Origin
+from switchboard.lifecycle.answers import Origin
+from switchboard.lifecycle.rules.decisions import DesiredState, Source
 from switchboard.store import DecisionLog
-from tests.helpers import Recorder
-from tests.host.fake import (
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     board_with,
@@ -22,6 +21,7 @@ from tests.host.fake import (
     lifecycle_steps,
     register_settled,
 )
+from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
 

@@ -14,16 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switchboard.channels import ChannelRef, LifecycleBook
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels import ChannelRef
+from switchboard.lifecycle.book import book_snapshot, restore_book
+from switchboard.lifecycle.journal import DecisionJournal, DecisionNotRecorded
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
     DesiredState,
     Source,
     TuneOutEpoch,
     TuneOutScope,
 )
-from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet, TuneOutStarted
-from switchboard.host.lifecycle.book_state import book_snapshot, restore_book
-from switchboard.host.lifecycle.journal import DecisionJournal, DecisionNotRecorded
+from switchboard.lifecycle.rules.events import DecisionEvent, DesiredStateSet, TuneOutStarted
 from switchboard.store import DecisionLog, LoadedLog, StoreError
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from switchboard.channels import ChannelRef
-from switchboard.host.lifecycle.queue import DecisionGate, LifecycleQueue
+from switchboard.lifecycle.queue import DecisionGate, LifecycleQueue
 
 pytestmark = pytest.mark.anyio
 

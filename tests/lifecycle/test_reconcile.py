@@ -9,13 +9,13 @@ from pathlib import Path
 import anyio
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Source
-from switchboard.channels.lifecycle.reconcile import MAX_CONVERGE_ATTEMPTS
-from switchboard.host import Refusal, Switchboard
-from switchboard.host.lifecycle.answers import LifecycleAnswer
-from tests.helpers import Recorder
-from tests.host.fake import (
+from switchboard.lifecycle.answers import LifecycleAnswer
+from switchboard.lifecycle.rules.decisions import DesiredState, Source
+from switchboard.lifecycle.rules.reconcile import MAX_CONVERGE_ATTEMPTS
+from switchboard.refusals.refusal import Refusal
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     board_with,
@@ -25,6 +25,7 @@ from tests.host.fake import (
     message,
     register_settled,
 )
+from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
 

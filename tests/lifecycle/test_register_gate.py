@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from switchboard.channels import ChannelRef
-from switchboard.host.lifecycle.queue import DecisionGate
+from switchboard.lifecycle.queue import DecisionGate
 
 pytestmark = pytest.mark.anyio
 

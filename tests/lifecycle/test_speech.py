@@ -9,12 +9,12 @@ import anyio
 import pytest
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Source
 from switchboard.config import DEFAULT_GRANT
-from switchboard.host import PublishOutcome, PublishStatus, Refusal
-from switchboard.host.lifecycle.answers import Origin
-from tests.helpers import Recorder
-from tests.host.fake import (
+from switchboard.lifecycle.answers import Origin
+from switchboard.lifecycle.rules.decisions import DesiredState, Source
+from switchboard.refusals.outcome import PublishOutcome, PublishStatus
+from switchboard.refusals.refusal import Refusal
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     board_with,
@@ -22,6 +22,7 @@ from tests.host.fake import (
     lifecycle_steps,
     register_settled,
 )
+from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
 

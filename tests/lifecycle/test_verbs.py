@@ -12,20 +12,20 @@ from typing import Any
 import anyio
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.lifecycle.answers import LifecycleAnswer, Origin
+from switchboard.lifecycle.rules.decisions import (
     DesiredState,
     Source,
     TuneOutEpoch,
     TuneOutScope,
 )
-from switchboard.channels.lifecycle.events import TuneOutStarted
-from switchboard.channels.lifecycle.speech import ClosedByAgent, closed_by_agent
-from switchboard.host import Refusal, Switchboard
-from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin
+from switchboard.lifecycle.rules.events import TuneOutStarted
+from switchboard.lifecycle.rules.speech import ClosedByAgent, closed_by_agent
+from switchboard.refusals.refusal import Refusal
 from switchboard.store import DecisionLog, StoreError
-from tests.helpers import Recorder
-from tests.host.fake import (
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     board_with,
@@ -33,6 +33,7 @@ from tests.host.fake import (
     message,
     register_settled,
 )
+from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
 

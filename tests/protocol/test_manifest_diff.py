@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.host.connection.manifest_diff import diff_manifests, narrow, read_fetched_manifest
 from switchboard.protocol import CAPABILITY_PATHS, Grant, Manifest, effective_grant
+from switchboard.protocol.manifest_diff import diff_manifests, narrow, read_fetched_manifest
 
 PATHS = sorted(CAPABILITY_PATHS - {"tools"})
 

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from switchboard.protocol import fast_descriptors, read_register_params
-from tests.host.connection.test_register_fastpath import items
+from tests.connections.test_register_fastpath import items
 
 
 def _encode(value: Any) -> bytes:

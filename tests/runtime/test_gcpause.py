@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from switchboard.gcpause import gc_paused, pause_collector
+from switchboard.runtime.gcpause import gc_paused, pause_collector
 
 
 def test_the_collector_is_off_inside_and_back_on_after() -> None:

@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
-from switchboard.gcpolicy import SERVER_THRESHOLDS
+from switchboard.runtime.gcpolicy import SERVER_THRESHOLDS
 
 _PROBE = """
 import gc, json, sys
-from switchboard.gcpolicy import apply_server_policy
+from switchboard.runtime.gcpolicy import apply_server_policy
 applied = apply_server_policy({"SWITCHBOARD_GC": sys.argv[1]})
 print(json.dumps({"applied": applied, "frozen": gc.get_freeze_count(),
                   "thresholds": list(gc.get_threshold()), "enabled": gc.isenabled()}))
@@ -52,7 +52,7 @@ def test_stock_leaves_pythons_collector_as_it_was() -> None:
 # Where a 16 MiB buffer lands: inside the heap glibc grows with brk, or in a mapping of its own.
 _ALLOCATOR_PROBE = """
 import ctypes, json, os, sys
-from switchboard.gcpolicy import apply_allocator_policy
+from switchboard.runtime.gcpolicy import apply_allocator_policy
 applied = apply_allocator_policy({"SWITCHBOARD_MALLOC": sys.argv[1]})
 buffer = bytearray(16 << 20)
 address = ctypes.addressof(ctypes.c_char.from_buffer(buffer))

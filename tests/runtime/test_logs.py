@@ -1,9 +1,9 @@
 """One log format for every line, tracebacks joined, volume bounded (issue #13, item 3).
 
-The in-process parts: :func:`switchboard.logging.configure` renders the stdlib's records (the
+The in-process parts: :func:`switchboard.runtime.logs.configure` renders the stdlib's records (the
 MCP SDK's, uvicorn's) with the same renderer as structlog's events;
-:class:`~switchboard.ratelog.LineJoiner` turns a connector's stderr lines into blocks;
-:class:`~switchboard.ratelog.VolumeBudget` bounds how much of it is logged. The whole path
+:class:`~switchboard.runtime.ratelog.LineJoiner` turns a connector's stderr lines into blocks;
+:class:`~switchboard.runtime.ratelog.VolumeBudget` bounds how much of it is logged. The whole path
 through a real ``switchboard run`` is in tests/integration/test_operator_logs.py.
 """
 
@@ -21,8 +21,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from switchboard.config import ConfigError, load_config
-from switchboard.host.connection.supervisor import exit_status
-from switchboard.host.events import (
+from switchboard.connections.supervisor import exit_status
+from switchboard.events import (
     ChannelsRegistered,
     ConnectorExited,
     ConnectorReady,
@@ -30,8 +30,8 @@ from switchboard.host.events import (
     ConnectorStarted,
     log_event,
 )
-from switchboard.logging import LOG_FORMATS, configure
-from switchboard.ratelog import LineJoiner, VolumeBudget
+from switchboard.runtime.logs import LOG_FORMATS, configure
+from switchboard.runtime.ratelog import LineJoiner, VolumeBudget
 
 TRACEBACK = [
     "Traceback (most recent call last):",

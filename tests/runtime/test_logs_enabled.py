@@ -1,4 +1,4 @@
-"""``switchboard.logging.enabled_for``: the cheap level check a hot path asks before a call.
+"""``switchboard.runtime.logs.enabled_for``: the cheap level check a hot path asks before a call.
 
 It must agree with structlog's configured filter and follow a reconfiguration (the ``logs``
 fixture turns debug on for one test, and back off after).
@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from switchboard.logging import configure, enabled_for
+from switchboard.runtime.logs import configure, enabled_for
 
 
 def test_the_check_agrees_with_the_configured_level_and_follows_a_reconfiguration() -> None:
@@ -42,7 +42,7 @@ def test_a_wrapper_that_is_not_a_level_filter_is_taken_to_let_everything_through
 def test_a_debug_event_on_the_hot_path_is_still_logged_when_debug_is_captured(
     logs: list[MutableMapping[str, Any]],
 ) -> None:
-    from switchboard.host.events import MessagesAccepted, log_event
+    from switchboard.events import MessagesAccepted, log_event
 
     assert enabled_for(logging.DEBUG)
     log_event(MessagesAccepted("s", [{"channelId": "c", "messageId": "m"}]))
@@ -52,7 +52,7 @@ def test_a_debug_event_on_the_hot_path_is_still_logged_when_debug_is_captured(
 def test_a_debug_event_on_the_hot_path_is_skipped_at_info() -> None:
     from structlog.testing import capture_logs
 
-    from switchboard.host.events import MessagesAccepted, log_event
+    from switchboard.events import MessagesAccepted, log_event
 
     configure("INFO")
     try:
@@ -69,7 +69,7 @@ def test_the_fast_read_of_the_wrapper_class_agrees_with_get_config_across_reconf
     # enabled_for reads structlog's configuration object directly where it has one that agrees
     # with get_config(); this holds the two together, so an upgrade that changes structlog's
     # internals fails here rather than filtering wrongly.
-    from switchboard import logging as switchboard_logging
+    from switchboard.runtime import logs as switchboard_logging
 
     read = switchboard_logging._wrapper
     assert read is not switchboard_logging._configured_wrapper  # the fast read is in use

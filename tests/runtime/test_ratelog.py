@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.ratelog import RateLimitedLog
+from switchboard.runtime.ratelog import RateLimitedLog
 
 
 class _Lines:

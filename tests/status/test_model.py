@@ -1,4 +1,4 @@
-"""The status model kept from host events (``switchboard.host.status``), without processes.
+"""The status model kept from host events (``switchboard.status.model``), without processes.
 
 A real host (a real store file) is built with its status model; the tests emit host events on
 its bus as the parts would and read the model's snapshot and readiness.
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import Switchboard
-from switchboard.host.events import (
+from switchboard.events import (
     ConnectorExited,
     ConnectorFailed,
     ConnectorReady,
@@ -24,7 +24,7 @@ from switchboard.host.events import (
     StorageFailed,
     StorageRecovered,
 )
-from switchboard.host.status import RING, TEXT_CUT
+from switchboard.status.model import RING, TEXT_CUT
 from switchboard.store import MessageStore
 
 pytestmark = pytest.mark.anyio

@@ -2,7 +2,7 @@
 
 A batch of messages in is kept whole, as one entry, and shaped into rows only at a snapshot
 (issue #14), so the ring is checked here against the plain model it replaces: a deque of the
-last :data:`~switchboard.host.status.RING` rows.
+last :data:`~switchboard.status.model.RING` rows.
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.host import PublishOutcome, PublishStatus, Switchboard
-from switchboard.host.events import MessagesAccepted, Published
-from switchboard.host.status import RING
+from switchboard.events import MessagesAccepted, Published
+from switchboard.refusals.outcome import PublishOutcome, PublishStatus
+from switchboard.status.model import RING
 from switchboard.store import MessageStore
 
 pytestmark = pytest.mark.anyio

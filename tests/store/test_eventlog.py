@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.channels import LifecycleBook
-from switchboard.channels.lifecycle.decisions import DesiredState, Source
-from switchboard.channels.lifecycle.events import DesiredStateSet, decode_events
 from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import DesiredState, Source
+from switchboard.lifecycle.rules.events import DesiredStateSet, decode_events
 from switchboard.store import MessageStore, StoreClosedError, StoreError
-from switchboard.store.eventlog import DecisionLog, Snapshot
+from switchboard.store.sqlite.eventlog import DecisionLog, Snapshot
 
 pytestmark = pytest.mark.anyio
 

@@ -11,7 +11,7 @@ import anyio
 import pytest
 from anyio.streams.text import TextReceiveStream
 
-from switchboard.store.eventlog import DecisionLog
+from switchboard.store.sqlite.eventlog import DecisionLog
 
 pytestmark = pytest.mark.anyio
 
@@ -20,7 +20,7 @@ _CHILD = textwrap.dedent(
     import sys
     import anyio
     import structlog
-    from switchboard.store.eventlog import DecisionLog
+    from switchboard.store.sqlite.eventlog import DecisionLog
 
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
 

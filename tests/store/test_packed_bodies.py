@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from switchboard.store import MessageStore
 from switchboard.store.records import StoreError
-from switchboard.store.schema import SCHEMA_VERSION
+from switchboard.store.sqlite.schema import SCHEMA_VERSION
 from switchboard.store.wire import PACK_MIN_BYTES, decode_body, encode_body, pack_body
 from tests.store.storekit import build_wire
 

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from switchboard.config import StoreConfig, parse_duration
 from switchboard.store import MessageStore
-from switchboard.store.retention import Floor, RetentionPolicy, RetentionTask
+from switchboard.store.sqlite.retention import Floor, RetentionPolicy, RetentionTask
 from tests.store.storekit import batch_rows, build_wire
 
 pytestmark = pytest.mark.anyio

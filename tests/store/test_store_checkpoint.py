@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from switchboard.store import MessageStore
-from switchboard.store.checkpoint import Checkpointer
-from switchboard.store.schema import open_checkpointer, open_writer
+from switchboard.store.sqlite.checkpoint import Checkpointer
+from switchboard.store.sqlite.schema import open_checkpointer, open_writer
 from tests.store.storekit import build_wire
 
 pytestmark = pytest.mark.anyio

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 CHILD = """
 import os, signal, sys
 import anyio
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 from switchboard.store import IncomingRecord, MessageStore
 
 def record(batch, i):

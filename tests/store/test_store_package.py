@@ -9,7 +9,7 @@ import pytest
 
 import switchboard.store
 from switchboard.store import MessageStore
-from switchboard.store.schema import SCHEMA_VERSION
+from switchboard.store.sqlite.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.anyio
 

@@ -11,9 +11,9 @@ import pytest
 
 from switchboard.store import AppendResult, StoreError
 from switchboard.store.dedupe import DedupeIndex
-from switchboard.store.schema import open_writer
+from switchboard.store.sqlite.schema import open_writer
+from switchboard.store.sqlite.writer import AppendJob, CursorJob, GroupWriter, Job
 from switchboard.store.wire import encode_body, keys_of
-from switchboard.store.writer import AppendJob, CursorJob, GroupWriter, Job
 from tests.store.storekit import batch_rows, build_wire
 
 

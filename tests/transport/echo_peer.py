@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 from switchboard.transport import Peer, RpcError, method_not_found, stdio_server_link
 
 

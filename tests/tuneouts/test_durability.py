@@ -11,13 +11,21 @@ from pathlib import Path
 import anyio
 import pytest
 
-from switchboard.channels import ChannelRef, DesiredState, Source, TuneOutScope, TuneOutTerms
-from switchboard.channels.lifecycle.decisions import ScopeKind, Vetoed, VetoReason
-from switchboard.host import Switchboard
-from switchboard.host.agent.delivery import Reader
-from switchboard.host.refusal import Refusal
+from switchboard.agents.inbox.delivery import Reader
+from switchboard.app.board import Switchboard
+from switchboard.channels import ChannelRef
+from switchboard.lifecycle.rules.decisions import (
+    DesiredState,
+    ScopeKind,
+    Source,
+    TuneOutScope,
+    Vetoed,
+    VetoReason,
+)
+from switchboard.refusals.refusal import Refusal
 from switchboard.store import StoredMessage
-from tests.host.fake import (
+from switchboard.tuneouts.rules.epochs import TuneOutTerms
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     addressed_message,

@@ -12,12 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
-from switchboard.channels import ChannelRef, TuneOutScope, TuneOutTerms
-from switchboard.channels.lifecycle.decisions import ScopeKind
-from switchboard.host import Switchboard
-from switchboard.host.tuneouts.inbox import NOTICE_TAG
+from switchboard.agents.inbox.read import NOTICE_TAG
+from switchboard.app.board import Switchboard
+from switchboard.channels import ChannelRef
+from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
 from switchboard.store import StoredMessage
-from tests.host.fake import (
+from switchboard.tuneouts.rules.epochs import TuneOutTerms
+from tests.fake import (
     FakeConnector,
     ManualClock,
     addressed_message,

@@ -20,15 +20,16 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switchboard.channels import ChannelRef, TuneOutScope, TuneOutTerms
-from switchboard.channels.lifecycle.decisions import ScopeKind
+from switchboard.agents.inbox.read import NOTICE_KIND
+from switchboard.app.board import Switchboard
+from switchboard.channels import ChannelRef
 from switchboard.config import Config, StoreConfig
-from switchboard.host import Switchboard
-from switchboard.host.refusal import Refusal
-from switchboard.host.tuneouts.inbox import NOTICE_KIND
+from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
 from switchboard.protocol.channel_messages import ChannelDescriptor
+from switchboard.refusals.refusal import Refusal
 from switchboard.store import DecisionLog, MessageStore, StoredMessage
-from tests.host.fake import ManualClock, descriptor, message
+from switchboard.tuneouts.rules.epochs import TuneOutTerms
+from tests.fake import ManualClock, descriptor, message
 
 ROOM = ChannelRef("s1", "room")
 OTHER = ChannelRef("s1", "other")

@@ -79,7 +79,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import AgentConfig, AgentEntry, Config
-from switchboard.listening import (
+from switchboard.runtime.ratelog import RateLimitedLog
+from switchboard.web.serving import (
     bare_host,
     bind_listener,
     default_hosts,
@@ -87,7 +88,6 @@ from switchboard.listening import (
     read_token_file,
     serve_on,
 )
-from switchboard.ratelog import RateLimitedLog
 
 __all__ = [
     "MCP_PATH",

@@ -1,29 +1,10 @@
-"""switchboard.host: connector sessions, supervision, and the host object agents talk to.
+"""switchboard.app: the composition root: the board that builds every part, and the ways to run it.
 
-The tools reach the host only through :class:`AgentPort` (:mod:`switchboard.host.port`), made
-for one agent by :func:`agent_port`.
+:class:`Switchboard` (:mod:`.board`) builds the parts in dependency order; :mod:`.serve`
+serves the agents over stdio or HTTP with the status surface beside them; :mod:`.demo` runs
+the bundled demo community in the terminal.
 """
 
-from switchboard.host.agent.delivery import InboxRead
-from switchboard.host.agent.desk import AgentDesk, Turn
-from switchboard.host.agent.port import agent_port
-from switchboard.host.app import Switchboard
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.outcome import PublishOutcome, PublishStatus
-from switchboard.host.port import AgentPort
-from switchboard.host.refusal import Refusal, RefusalKind
+from switchboard.app.board import Switchboard
 
-__all__ = [
-    "AgentDesk",
-    "AgentPort",
-    "ConnectorSession",
-    "InboxRead",
-    "PublishOutcome",
-    "PublishStatus",
-    "Refusal",
-    "RefusalKind",
-    "SessionState",
-    "Switchboard",
-    "Turn",
-    "agent_port",
-]
+__all__ = ["Switchboard"]

@@ -9,23 +9,23 @@ It is the host's composition root: :meth:`Switchboard.__init__` builds every par
 dependency order and hands each, by constructor argument, only what it uses; nothing is wired
 onto a part after it is built. The order:
 
-1. the registry, the session map, the host :class:`~switchboard.host.events.EventBus`
-   (``board.events``) and the :class:`~switchboard.host.connection.supervisor.SessionFactory`;
+1. the registry, the session map, the host :class:`~switchboard.events.EventBus`
+   (``board.events``) and the :class:`~switchboard.connections.supervisor.SessionFactory`;
 2. the agent-facing presence parts (default channel, typing, streams, context hooks);
 3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
    state (which also answers whether a tune-out covers a channel), the decision journal kept
    with both as its parts, and the decision gate;
-4. the :class:`~switchboard.host.lifecycle.host.LifecycleHost` (which builds the reconciler),
-   then the :class:`~switchboard.host.tuneouts.host.TuneOutHost` over the lifecycle's
+4. the :class:`~switchboard.lifecycle.host.LifecycleHost` (which builds the reconciler),
+   then the :class:`~switchboard.tuneouts.host.TuneOutHost` over the lifecycle's
    reconciler, then the tune-out inbox and the inbox delivery over it;
-5. the :class:`~switchboard.host.connection.supervisor.Supervisor`.
+5. the :class:`~switchboard.connections.supervisor.Supervisor`.
 
 Last it subscribes the parts that follow host events (the log, the default channel, typing,
 lifecycle), then the caller's ``listener``: the bus's own registration, in the order listeners
 hear each event.
 
 What it deliberately does not know: MCP and tool results (the tools reach it through
-:mod:`switchboard.host.port`), and the rules each part keeps.
+:mod:`switchboard.agents.port.protocol`), and the rules each part keeps.
 """
 
 from __future__ import annotations
@@ -38,47 +38,47 @@ from typing import Any
 import anyio
 import structlog
 
+from switchboard.agents.desk.defaults import DefaultChannel
+from switchboard.agents.desk.desk import AgentDesk
+from switchboard.agents.inbox.delivery import DIRECT_READER, InboxDelivery, InboxRead, PageBudget
+from switchboard.agents.inbox.mail import Mail
+from switchboard.agents.inbox.read import TuneOutInbox
+from switchboard.agents.inbox.routing import Router
+from switchboard.agents.presence.context import ContextHooks
+from switchboard.agents.presence.typing import TypingKeeper
+from switchboard.agents.roster.attach import Attachments
+from switchboard.agents.roster.lifetimes import Lifetimes
+from switchboard.agents.roster.roster import Roster
+from switchboard.agents.speech.streams import OutgoingStreams
+from switchboard.app.retention import RetentionFloor, retention_policy
 from switchboard.channels import (
     ChannelEntry,
     ChannelNameError,
     ChannelRef,
     ChannelRegistry,
-    LifecycleBook,
     UnknownName,
     qualified_name,
 )
 from switchboard.config import Config, ConnectorConfig
+from switchboard.connections.session import ConnectorSession, SessionState, publish_over
+from switchboard.connections.supervisor import SessionFactory, Supervisor
 from switchboard.directory import Directory
-from switchboard.host.agent.context import ContextHooks
-from switchboard.host.agent.defaults import DefaultChannel
-from switchboard.host.agent.delivery import DIRECT_READER, InboxDelivery, InboxRead, PageBudget
-from switchboard.host.agent.desk import AgentDesk
-from switchboard.host.agent.streams import OutgoingStreams
-from switchboard.host.agent.typing_keeper import TypingKeeper
-from switchboard.host.agents.attach import Attachments
-from switchboard.host.agents.lifetimes import Lifetimes
-from switchboard.host.agents.mail import Mail
-from switchboard.host.agents.roster import Roster
-from switchboard.host.agents.routing import Router
-from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
-from switchboard.host.connection.supervisor import SessionFactory, Supervisor
-from switchboard.host.events import EventBus, Listener, Published, log_event
-from switchboard.host.lifecycle.book_state import LifecycleBookPart
-from switchboard.host.lifecycle.host import LifecycleHost
-from switchboard.host.lifecycle.journal import DecisionJournal
-from switchboard.host.lifecycle.queue import DecisionGate
-from switchboard.host.outcome import PublishOutcome
-from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
-from switchboard.host.retention import RetentionFloor, retention_policy
-from switchboard.host.status import HostStatus
-from switchboard.host.storage_watch import StorageWatch
-from switchboard.host.tuneouts.host import TuneOutHost
-from switchboard.host.tuneouts.inbox import TuneOutInbox
-from switchboard.host.tuneouts.state import TuneOutState
+from switchboard.events import EventBus, Listener, Published, log_event
+from switchboard.events.storage import StorageWatch
+from switchboard.lifecycle.book import LifecycleBookPart
+from switchboard.lifecycle.host import LifecycleHost
+from switchboard.lifecycle.journal import DecisionJournal
+from switchboard.lifecycle.queue import DecisionGate
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.refusals.outcome import PublishOutcome
+from switchboard.refusals.refusal import Refusal, RefusalKind, name_refusal
+from switchboard.status.model import HostStatus
 from switchboard.store import DecisionLog, MessageStore
-from switchboard.store.leaves import ChannelLeaves
-from switchboard.store.retention import RetentionTask
+from switchboard.store.sqlite.leaves import ChannelLeaves
+from switchboard.store.sqlite.retention import RetentionTask
 from switchboard.transport import Link
+from switchboard.tuneouts.host import TuneOutHost
+from switchboard.tuneouts.state import TuneOutState
 
 log = structlog.get_logger(__name__)
 
@@ -101,7 +101,7 @@ class Switchboard:
 
         Args:
             listener: told every host event, after the host's own parts (the demo's terminal
-                view, a test's recorder); see :mod:`switchboard.host.events` for the contract.
+                view, a test's recorder); see :mod:`switchboard.events` for the contract.
         """
         self.config = config
         self.store = store
@@ -213,7 +213,7 @@ class Switchboard:
             clock=clock,
             retention=self.retention.last_pass,
         )
-        # -- who follows host events, in this order (see switchboard.host.events)
+        # -- who follows host events, in this order (see switchboard.events)
         self.events.subscribe(log_event)
         self.events.subscribe(self.default_channel.observe, takes=DefaultChannel.OBSERVES)
         self.events.subscribe(self.typing.observe, takes=TypingKeeper.OBSERVES)
@@ -320,7 +320,7 @@ class Switchboard:
         Called by the ``inbox`` tool when a read begins a turn, with the text of the messages
         that began it (sent only to servers granted ``observe``). The agent's streamed speech
         still open is abandoned, its automatic typing moves to the new turn's locus, and every
-        server granted the hook is asked (see :mod:`switchboard.host.agent.context`).
+        server granted the hook is asked (see :mod:`switchboard.agents.presence.context`).
         """
         await self.streams.abort_all(desk.name)
         await self.typing.turn_began(desk.name, desk.locus(self.registry, self.default_channel).ref)
@@ -433,7 +433,7 @@ class Switchboard:
     ) -> InboxRead:
         """What is owed to ``agent`` above its acknowledged position (waiting up to
         ``wait_seconds`` for the first), after acknowledging ``after`` or, without it,
-        ``reader``'s previous read (see :mod:`switchboard.host.agent.delivery`); cut at a
+        ``reader``'s previous read (see :mod:`switchboard.agents.inbox.delivery`); cut at a
         message boundary to ``budget`` when one is given.
 
         Owed tune-out backlogs come first; what a tune-out withholds is skipped.

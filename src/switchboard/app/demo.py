@@ -15,9 +15,10 @@ from typing import Any, TextIO
 import anyio
 from mcp import Client
 
+from switchboard.agents.tools import build_server
+from switchboard.app.board import Switchboard
 from switchboard.config import Config
-from switchboard.host import Switchboard
-from switchboard.host.events import (
+from switchboard.events import (
     ChannelsRegistered,
     ConnectorExited,
     ConnectorMcpOnly,
@@ -28,7 +29,6 @@ from switchboard.host.events import (
     Published,
     PushAccepted,
 )
-from switchboard.tools import build_server
 
 
 class TerminalView:

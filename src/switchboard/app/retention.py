@@ -1,7 +1,8 @@
 """What retention may never delete, as the host knows it: :class:`RetentionFloor`.
 
 What this module knows (docs/operations.md, "Retention"): the store's retention
-(:mod:`switchboard.store.retention`) deletes only messages at or below a *floor*, the highest seq
+(:mod:`switchboard.store.sqlite.retention`) deletes only messages at or below a *floor*, the
+highest seq
 nobody still owes. Here the floor is the least of:
 
 - every agent's acknowledged cursor: the roster's agents (configured and live task agents,
@@ -21,12 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from switchboard.agents.roster.roster import Roster
 from switchboard.config import StoreConfig
-from switchboard.host.agents.mailmark import MAIL_SERVER
-from switchboard.host.agents.roster import Roster
-from switchboard.host.tuneouts.state import TuneOutState
 from switchboard.store import MessageStore
-from switchboard.store.retention import Floor, RetentionPolicy
+from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.sqlite.retention import Floor, RetentionPolicy
+from switchboard.tuneouts.state import TuneOutState
 
 __all__ = ["RetentionFloor", "retention_policy"]
 

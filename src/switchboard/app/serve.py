@@ -3,7 +3,7 @@
 For ``transport = "http"`` it plans the endpoint (reading every agent's token) and binds its
 socket before any connector starts (so a refused token file or a port in use stops it at once),
 logs the endpoint's URL, auth mode and the agents' handles (``agent_endpoint``), then serves
-every agent of the roster through :mod:`switchboard.agent_http`: the bearer token says which
+every agent of the roster through :mod:`switchboard.agents.http`: the bearer token says which
 agent a request is, and each agent gets its own MCP server (:func:`agent_servers`). Tokens read
 from a ``token_file`` are handed to the roster (as digests) once the host is built.
 
@@ -35,18 +35,19 @@ from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 
-from switchboard.agent_http import (
+from switchboard.agents.http import (
     AgentServers,
     EndpointPlan,
     bind_endpoint,
     plan_endpoint,
     serve_endpoint,
 )
+from switchboard.agents.roster.roster import token_digest
+from switchboard.agents.tools import build_server
+from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConfigError
-from switchboard.gcpolicy import apply_server_policy
-from switchboard.host import Switchboard
-from switchboard.host.agents.roster import token_digest
-from switchboard.status_http import (
+from switchboard.runtime.gcpolicy import apply_server_policy
+from switchboard.status.http import (
     StatusPlan,
     beside,
     bind_status,
@@ -55,7 +56,6 @@ from switchboard.status_http import (
     status_app,
     status_hosts,
 )
-from switchboard.tools import build_server
 
 __all__ = ["agent_servers", "pick_stdio_agent", "serve", "serve_until_signalled"]
 
@@ -304,7 +304,7 @@ async def _serve(
 async def serve_until_signalled(config: Config, *, agent: str | None = None) -> str | None:
     """Run :func:`serve` until it ends or SIGINT or SIGTERM arrives, then stop it cleanly.
 
-    Applies the collector's server policy first (:mod:`switchboard.gcpolicy`).
+    Applies the collector's server policy first (:mod:`switchboard.runtime.gcpolicy`).
 
     Logs one ``shutdown_complete`` line (with the signal's name, or the reason the host ended
     by itself).

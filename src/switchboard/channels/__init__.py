@@ -19,37 +19,13 @@ Each concept built on it has its own folder:
 - :mod:`switchboard.channels.names`: full name resolution (channel-registry.md §3, §4.4-§4.7);
   :mod:`~switchboard.channels.names.resolve` is the entry point, ``wording`` says every
   refusal.
-- :mod:`switchboard.channels.lifecycle`: desired lifecycle state, the decision vocabulary and
-  its events, speech into closed channels, and reconciliation plans (§5, §8.3).
 - :mod:`switchboard.channels.prose`: the ``>>`` grammar, its modes, the streaming router and
   kept drafts (§4).
-- :mod:`switchboard.channels.tuneouts`: tune-out epochs and their delivery (§5.3, §6).
 """
 
 from switchboard.channels.descriptor import CheckedDescriptors, DescriptorLike, Rejected
 from switchboard.channels.errors import ChannelsError
 from switchboard.channels.index import IndexStatistics
-from switchboard.channels.lifecycle.book import LifecycleBook, SubscriptionPolicy
-from switchboard.channels.lifecycle.decisions import (
-    Append,
-    DesiredRecord,
-    DesiredState,
-    NoChange,
-    Source,
-    TuneOutScope,
-    Vetoed,
-)
-from switchboard.channels.lifecycle.events import (
-    DecisionEvent,
-    DesiredStateSet,
-    InvitationDeclined,
-    TuneOutEnded,
-    TuneOutStarted,
-    TuneOutWake,
-    decode_events,
-)
-from switchboard.channels.lifecycle.reconcile import OPEN_STATE, Convergence, TransportState
-from switchboard.channels.lifecycle.speech import ChannelFacts, Reach, plan_speech
 from switchboard.channels.names.errors import (
     AmbiguousName,
     ChannelNameError,
@@ -90,7 +66,6 @@ from switchboard.channels.records import (
 )
 from switchboard.channels.ref import ChannelRef, qualified_name
 from switchboard.channels.registry import ChannelRegistry
-from switchboard.channels.tuneouts.epochs import TuneOutBook, TuneOutTerms
 
 __all__ = [
     "BLOCKED_STICKY",
@@ -98,19 +73,16 @@ __all__ = [
     "LOOKUP",
     "NO_OWN",
     "NO_STICKY",
-    "OPEN_STATE",
     "POST",
     "RUN",
     "SPEECH",
     "UNSENT",
     "AllAccepted",
     "AmbiguousName",
-    "Append",
     "Authorizer",
     "BatchAuthorizer",
     "Caller",
     "ChannelEntry",
-    "ChannelFacts",
     "ChannelNameError",
     "ChannelNames",
     "ChannelRef",
@@ -118,12 +90,7 @@ __all__ = [
     "ChannelsError",
     "CheckedDescriptors",
     "Choice",
-    "Convergence",
-    "DecisionEvent",
     "DescriptorLike",
-    "DesiredRecord",
-    "DesiredState",
-    "DesiredStateSet",
     "Disposition",
     "DmMeta",
     "Draft",
@@ -131,43 +98,27 @@ __all__ = [
     "InboundOnly",
     "IndexStatistics",
     "InvalidName",
-    "InvitationDeclined",
     "ItemResult",
     "LabelHistory",
     "LabelSighting",
-    "LifecycleBook",
     "Match",
-    "NoChange",
     "NoUnsentDraft",
     "Own",
     "OwnChannelGone",
     "ParseResult",
     "Piece",
     "ProseMode",
-    "Reach",
     "RegistryChange",
     "Rejected",
     "Route",
     "Segment",
-    "Source",
     "Sticky",
     "StreamingRouter",
-    "SubscriptionPolicy",
     "TargetCheck",
     "Tier",
-    "TransportState",
-    "TuneOutBook",
-    "TuneOutEnded",
-    "TuneOutScope",
-    "TuneOutStarted",
-    "TuneOutTerms",
-    "TuneOutWake",
     "UnknownName",
-    "Vetoed",
-    "decode_events",
     "extract_dm_meta",
     "is_prose_target_token",
     "parse_speech",
-    "plan_speech",
     "qualified_name",
 ]

@@ -42,7 +42,7 @@ from switchboard.channels.records import (
     accepted_results,
 )
 from switchboard.channels.ref import ChannelRef
-from switchboard.gcpause import gc_paused
+from switchboard.runtime.gcpause import gc_paused
 
 __all__ = [
     "INVALID_REMOVAL",

@@ -9,7 +9,7 @@ permanent error of that connector, not a retry); :func:`store_problem` the last;
 that command prints when the config is fine.
 
 What it deliberately does not know: the HTTP endpoint's token files and port (that is
-``switchboard.agent_http``), or whether a dialed connector answers.
+``switchboard.agents.http``), or whether a dialed connector answers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from switchboard.config import Config, ConnectorConfig
+from switchboard.config.model import Config, ConnectorConfig
 
 __all__ = ["machine_problems", "program_argv", "spawn_problem", "store_problem", "summary"]
 

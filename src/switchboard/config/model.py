@@ -16,12 +16,12 @@ variable by name, makes relative paths absolute against the config file's folder
 pydantic's errors into one line per problem with the fix (the nearest key, the TOML form of a
 list of tables, the list a string ``command`` should be). Values are checked without I/O: port
 range, URL schemes, log level, grant entries that match no capability path, home syntax;
-what needs the machine (programs, folders) is :mod:`switchboard.configcheck`.
+what needs the machine (programs, folders) is :mod:`switchboard.config.check`.
 
 The ``[agent]`` model holds the rules of the HTTP endpoint that need no I/O: a bind address
 other than loopback needs a token, a wildcard bind needs ``allowed_hosts``, a token has a usable
 shape. Reading a ``token_file``, binding and checking requests belong to
-:mod:`switchboard.agent_http`.
+:mod:`switchboard.agents.http`.
 """
 
 from __future__ import annotations
@@ -1034,7 +1034,7 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Co
     (``store.path``, ``env_file``, ``token_file``, a connector's ``cwd``, and a ``command[0]``
     that holds a ``/``, the last against the connector's ``cwd`` when it has one) are made
     absolute against the config file's folder. Nothing else is checked on disk here; see
-    :mod:`switchboard.configcheck`.
+    :mod:`switchboard.config.check`.
     """
     p = Path(path)
     base = Path(os.path.abspath(p)).parent

@@ -17,7 +17,7 @@ A-12):
   the previous list and is logged.
 - **Telling.** Each fetch whose list differs from the one held, and the end of the session
   when it held tools, is told as
-  :class:`~switchboard.host.events.ConnectorToolsChanged` on the host's bus.
+  :class:`~switchboard.events.ConnectorToolsChanged` on the host's bus.
 - **Calling.** :meth:`ConnectorTools.call` forwards one ``tools/call`` and returns the
   connector's result object as it came. The call is an ordinary host request on the session's
   peer: while it is outstanding the peer keeps dispatching what the connector sends, so a
@@ -25,7 +25,7 @@ A-12):
   dog_events_mcpl; peers.md §4, §7) is served.
 
 What it deliberately does not know: agents, tool names as agents see them, and refusals (the
-agent's port decides what a missing server or tool means, :mod:`switchboard.host.agent.port`).
+agent's port decides what a missing server or tool means, :mod:`switchboard.agents.port.service`).
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from switchboard.host.events import ConnectorToolsChanged, EventBus
+from switchboard.events import ConnectorToolsChanged, EventBus
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 if TYPE_CHECKING:
-    from switchboard.host.connection.session import ConnectorSession
+    from switchboard.connections.session import ConnectorSession
 
 __all__ = ["MAX_PAGES", "MAX_TOOLS", "ConnectorTool", "ConnectorTools", "read_tool"]
 

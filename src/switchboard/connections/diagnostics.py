@@ -11,7 +11,7 @@ What this module knows:
   ``enabled_feature_sets`` on purpose (INFO).
 - **Refusals** (:class:`RefusalLog`). Every refusal the host gives a connector is counted by
   kind, method and reason, and logged rate-limited (the first in full, then one summary per
-  interval with the count; :class:`~switchboard.ratelog.RateLimitedLog`). The kinds:
+  interval with the count; :class:`~switchboard.runtime.ratelog.RateLimitedLog`). The kinds:
   ``capability_denied`` (a ``-32002`` answer), ``request_refused`` (any other error answer),
   ``descriptor_rejected`` (one item of a register or changed), ``incoming_refused`` (one
   message of ``channels/incoming``) and ``push_refused`` (a ``push/event`` answered with an
@@ -39,7 +39,7 @@ from switchboard.protocol import (
     Grant,
     Manifest,
 )
-from switchboard.ratelog import DEFAULT_LOG_INTERVAL, RateLimitedLog
+from switchboard.runtime.ratelog import DEFAULT_LOG_INTERVAL, RateLimitedLog
 
 __all__ = [
     "CAPABILITY_DENIED",

@@ -7,11 +7,11 @@ The method gate itself was checked by the session against the current grant. Res
 per message. Accepted messages are handed to the store synchronously, so arrival order is kept,
 and the answer goes back only once the store has committed them (a :class:`Deferred`, so the
 next request is read while this one waits for its commit). Once committed, a batch with new
-messages is told as one :class:`~switchboard.host.events.MessagesAccepted` (a new push event as
-one :class:`~switchboard.host.events.PushAccepted`).
+messages is told as one :class:`~switchboard.events.MessagesAccepted` (a new push event as
+one :class:`~switchboard.events.PushAccepted`).
 
 Every message refused is counted and logged, rate-limited, through the connection's
-:class:`~switchboard.host.connection.diagnostics.RefusalLog` (one series per reason).
+:class:`~switchboard.connections.diagnostics.RefusalLog` (one series per reason).
 
 Two refusals take the whole batch and acknowledge none of it, so a connector that sends again
 what was not acknowledged loses nothing (docs/operations.md, "Limits" and "Storage failures"):
@@ -32,13 +32,13 @@ import orjson
 import structlog
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
-from switchboard.host.connection.diagnostics import INCOMING_REFUSED, RefusalLog
-from switchboard.host.connection.limits import (
+from switchboard.connections.diagnostics import INCOMING_REFUSED, RefusalLog
+from switchboard.connections.limits import (
     TokenBucket,
     message_rate_refusal,
     storage_unavailable_error,
 )
-from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
+from switchboard.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import CheckedMessages, accepted_results, incoming_is_valid
 from switchboard.protocol.messages import MessageProblem

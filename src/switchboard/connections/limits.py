@@ -24,7 +24,7 @@ What this module knows:
   write: ``-32603`` with ``data: {"reason": "storage-unavailable", "detail"}``.
 
 Every refusal these cause is logged rate-limited with a count by the session's
-:class:`~switchboard.host.connection.diagnostics.RefusalLog` (the reasons here are constant
+:class:`~switchboard.connections.diagnostics.RefusalLog` (the reasons here are constant
 strings, so each is one series whatever the volume).
 
 What it deliberately does not know: the wire forms of the methods, the registry, the store.

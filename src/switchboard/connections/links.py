@@ -2,7 +2,7 @@
 
 It also tells a permanent failure from a transient one (:func:`permanent_failure`): a program
 or ``cwd`` that is missing (checked before each spawn by
-:func:`switchboard.configcheck.spawn_problem`, naming the path) or a URL that cannot be dialed
+:func:`switchboard.config.check.spawn_problem`, naming the path) or a URL that cannot be dialed
 will not mend by retrying, while a refused connection or a child that exited may.
 """
 
@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 from switchboard.config import ConnectorConfig
-from switchboard.configcheck import program_argv, spawn_problem
-from switchboard.host.errors import HostError
+from switchboard.config.check import program_argv, spawn_problem
+from switchboard.refusals.errors import HostError
 from switchboard.transport import Link, SpawnError, dial_tcp, dial_websocket, spawn_stdio
 
 __all__ = ["LinkConfigError", "open_link", "permanent_failure"]

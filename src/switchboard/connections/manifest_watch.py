@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import structlog
 
-from switchboard.host.connection.manifest_diff import diff_manifests, narrow, read_fetched_manifest
 from switchboard.protocol import DigestError, manifest_digest
+from switchboard.protocol.manifest_diff import diff_manifests, narrow, read_fetched_manifest
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 if TYPE_CHECKING:
-    from switchboard.host.connection.session import ConnectorSession
+    from switchboard.connections.session import ConnectorSession
 
 __all__ = ["ManifestWatch"]
 

@@ -27,13 +27,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from switchboard.host.outcome import PublishOutcome, PublishStatus
-from switchboard.host.refusal import Refusal, RefusalKind
 from switchboard.protocol import CapabilityDenied, ChannelNotPermitted, McplError, UnknownChannel
+from switchboard.refusals.outcome import PublishOutcome, PublishStatus
+from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.transport import METHOD_NOT_FOUND, LinkClosedError, RequestTimeoutError, RpcError
 
 if TYPE_CHECKING:
-    from switchboard.host.connection.session import ConnectorSession
+    from switchboard.connections.session import ConnectorSession
 
 __all__ = ["DEFINITE_REFUSALS", "MAY_HAVE_POSTED", "publish_over"]
 

@@ -5,7 +5,7 @@ and authorized on its own, against the grant as it stands when the message arriv
 configured per-channel narrowing, and the answer has one result per submitted item; a
 ``channels/changed`` Notification cannot carry results, so what it filters out is logged item
 by item; ``channels/list`` answers with this connection's accepted channels only. A new
-channel past the connection's :class:`~switchboard.host.connection.limits.RegistrationLimits`
+channel past the connection's :class:`~switchboard.connections.limits.RegistrationLimits`
 (``max_channels``, ``max_registrations_per_second``) is refused item by item with the reason.
 
 What it deliberately does not know: the method gate (the session checks it before calling in),
@@ -32,9 +32,8 @@ from switchboard.channels import (
     ItemResult,
     Rejected,
 )
-from switchboard.gcpause import pause_collector
-from switchboard.host.connection.limits import RegistrationBudget, RegistrationLimits
-from switchboard.host.events import ChannelsChanged, ChannelsRegistered, EventBus
+from switchboard.connections.limits import RegistrationBudget, RegistrationLimits
+from switchboard.events import ChannelsChanged, ChannelsRegistered, EventBus
 from switchboard.protocol import (
     ChangedParams,
     RegisterParams,
@@ -43,6 +42,7 @@ from switchboard.protocol import (
     validate_descriptors,
 )
 from switchboard.protocol.messages import DescriptorProblem
+from switchboard.runtime.gcpause import pause_collector
 
 __all__ = ["RegistrationHandler"]
 

@@ -8,7 +8,7 @@ what the connector sends: ``channels/register``, ``channels/changed``, ``channel
 grant *as it stands when the message arrives*; before the policy exchange completes the grant
 is treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
 
-A pre-0.5 connector (:mod:`~switchboard.host.connection.compat`, the ``compat`` setting) is
+A pre-0.5 connector (:mod:`~switchboard.connections.compat`, the ``compat`` setting) is
 judged by 0.4 rules instead: its manifest is read the 0.4 way, privileged messages it sends
 before the exchange completes are held and judged once it does (completed as a 0.4
 Notification after a grace when the connector holds back its answer), and its pushes need the
@@ -22,26 +22,26 @@ answer with :func:`switchboard.protocol.read_error`, so a request the host sends
 raises the MCPL class of the code (``except UnknownChannel:``), or a plain ``RpcError``.
 
 After the handshake the manifest can change (MCPL §17): ``mcpl/manifestChanged`` goes to the
-session's :class:`~switchboard.host.connection.manifest_watch.ManifestWatch`, which fetches and
+session's :class:`~switchboard.connections.manifest_watch.ManifestWatch`, which fetches and
 diffs it;
 the session adopts the narrowed grant (dropping this connection's registrations when
 ``channels.register`` is revoked, as if it had never been advertised) and tells the connector
 with a ``featureSets/update`` Request.
 
-What happened is told on the host's :class:`~switchboard.host.events.EventBus`:
+What happened is told on the host's :class:`~switchboard.events.EventBus`:
 ``ConnectorReady`` or ``ConnectorMcpOnly`` after the handshake, ``ChannelsRemoved`` (when a
 revocation drops the registrations) and ``ManifestApplied`` after a manifest change;
 registration and incoming emit their own events.
 
 It says out loud what it refuses or leaves off (docs/operations.md, "Logs"): at the handshake,
 one line per feature set the policy leaves disabled, with the config line that would enable it
-(:mod:`~switchboard.host.connection.diagnostics`); every refusal it gives the connector,
+(:mod:`~switchboard.connections.diagnostics`); every refusal it gives the connector,
 counted and rate-limited (:meth:`ConnectorSession.statistics`); and a handshake still
 unfinished after ``request_timeout``, with what it is waiting for. The grant never includes a
 leaf Switchboard cannot serve (:data:`switchboard.config.UNSERVED_LEAVES`), whatever the
 configured patterns match.
 
-It knows nothing of supervision (see :mod:`switchboard.host.connection.supervisor`) or of agents.
+It knows nothing of supervision (see :mod:`switchboard.connections.supervisor`) or of agents.
 """
 
 from __future__ import annotations
@@ -60,14 +60,14 @@ from pydantic import ValidationError
 from switchboard import __version__
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.config import UNSERVED_LEAVES, ConnectorConfig
-from switchboard.host.connection.compat import (
+from switchboard.connections.compat import (
     HOLD_GRACE,
     HeldMessages,
     legacy_reading,
     pre05_reason,
 )
-from switchboard.host.connection.connector_tools import ConnectorTools
-from switchboard.host.connection.diagnostics import (
+from switchboard.connections.connector_tools import ConnectorTools
+from switchboard.connections.diagnostics import (
     CAPABILITY_DENIED,
     DESCRIPTOR_REJECTED,
     INCOMING_REFUSED,
@@ -79,13 +79,12 @@ from switchboard.host.connection.diagnostics import (
     disabled_feature_sets,
     log_disabled,
 )
-from switchboard.host.connection.incoming import IncomingHandler
-from switchboard.host.connection.limits import RegistrationLimits, TokenBucket
-from switchboard.host.connection.manifest_diff import Narrowing
-from switchboard.host.connection.manifest_watch import ManifestWatch
-from switchboard.host.connection.publish_request import publish_over
-from switchboard.host.connection.registration import RegistrationHandler
-from switchboard.host.events import (
+from switchboard.connections.incoming import IncomingHandler
+from switchboard.connections.limits import RegistrationLimits, TokenBucket
+from switchboard.connections.manifest_watch import ManifestWatch
+from switchboard.connections.publish_request import publish_over
+from switchboard.connections.registration import RegistrationHandler
+from switchboard.events import (
     ChannelsRemoved,
     ConnectorMcpOnly,
     ConnectorReady,
@@ -113,6 +112,7 @@ from switchboard.protocol import (
     read_error,
     register_channels,
 )
+from switchboard.protocol.manifest_diff import Narrowing
 from switchboard.store import MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,

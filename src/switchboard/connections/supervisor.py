@@ -7,15 +7,15 @@ taken back. The delay before the next attempt doubles after each failure up to
 lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
 The warning that a connection ended or failed says when the next try is (``retry_in``). A
 permanent failure (a missing program or ``cwd``, a URL that cannot be dialed:
-:func:`~switchboard.host.connection.links.permanent_failure`) is not retried: it is logged once
+:func:`~switchboard.connections.links.permanent_failure`) is not retried: it is logged once
 as an ERROR (``connector_stopped``, naming the path) and that connector stays stopped while the
 host and the other connectors go on.
-Each end is told as :class:`~switchboard.host.events.ConnectorExited`, each planned reconnect as
-:class:`~switchboard.host.events.ConnectorRestartScheduled`. Once the host is stopping
+Each end is told as :class:`~switchboard.events.ConnectorExited`, each planned reconnect as
+:class:`~switchboard.events.ConnectorRestartScheduled`. Once the host is stopping
 (:meth:`Supervisor.stop`, or the supervision task is cancelled) an ending connection is a clean
 stop: no warning, and no restart.
 
-Every connection gets a fresh :class:`~switchboard.host.connection.session.ConnectorSession`
+Every connection gets a fresh :class:`~switchboard.connections.session.ConnectorSession`
 from the :class:`SessionFactory`, which also makes it the server's current session in the map
 the rest of the host reads (``board.sessions``); a link served outside supervision
 (``Switchboard.serve_link``) takes its session from the same factory.
@@ -37,9 +37,9 @@ import structlog
 
 from switchboard.channels import ChannelRegistry
 from switchboard.config import ConnectorConfig
-from switchboard.host.connection.links import open_link, permanent_failure
-from switchboard.host.connection.session import ConnectorSession
-from switchboard.host.events import (
+from switchboard.connections.links import open_link, permanent_failure
+from switchboard.connections.session import ConnectorSession
+from switchboard.events import (
     ConnectorExited,
     ConnectorFailed,
     ConnectorRestartScheduled,

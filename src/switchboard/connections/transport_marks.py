@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from switchboard.channels import OPEN_STATE, ChannelEntry, ChannelRegistry, TransportState
+from switchboard.channels import ChannelEntry, ChannelRegistry
+from switchboard.lifecycle.rules.reconcile import OPEN_STATE, TransportState
 
 __all__ = ["TransportMarks", "may_be_open_at_start"]
 

@@ -50,10 +50,10 @@ from typing import Any, Final, assert_never
 
 import structlog
 
-from switchboard.host.connection.manifest_diff import Impact
-from switchboard.host.outcome import PublishOutcome
-from switchboard.logging import enabled_for
 from switchboard.protocol.fastpath import CheckedMessage
+from switchboard.protocol.manifest_diff import Impact
+from switchboard.refusals.outcome import PublishOutcome
+from switchboard.runtime.logs import enabled_for
 
 __all__ = [
     "ChannelsChanged",
@@ -453,7 +453,7 @@ def log_event(event: HostEvent) -> None:
     Connection, channel and lifecycle events are INFO (a connector that went MCP-only is a
     warning). Traffic (:class:`MessagesAccepted`, :class:`PushAccepted`, :class:`Published`)
     is DEBUG, one line per batch and never one per message, asked for with
-    :func:`~switchboard.logging.enabled_for` first, so the hot paths pay only for that check.
+    :func:`~switchboard.runtime.logs.enabled_for` first, so the hot paths pay only for that check.
     """
     # Traffic first: with DEBUG off (the usual case) it costs one set lookup and one check.
     if type(event) in _TRAFFIC and not enabled_for(DEBUG):

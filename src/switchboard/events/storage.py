@@ -4,10 +4,10 @@ What this module knows: the message store calls its storage listeners once when 
 starts refusing writes (with the cause: ``database or disk is full``, a disk I/O error, a
 read-only file) and once when a write succeeds again (with None), see
 :meth:`switchboard.store.MessageStore.watch_storage`. :class:`StorageWatch` is such a listener:
-it turns the first into one :class:`~switchboard.host.events.StorageFailed` and the second into
-one :class:`~switchboard.host.events.StorageRecovered` with how long the outage lasted. The log
+it turns the first into one :class:`~switchboard.events.StorageFailed` and the second into
+one :class:`~switchboard.events.StorageRecovered` with how long the outage lasted. The log
 lines (``storage_failed`` ERROR, ``storage_recovered`` INFO) are written by
-:func:`~switchboard.host.events.log_event`, so an outage costs two lines however many writes
+:func:`~switchboard.events.log_event`, so an outage costs two lines however many writes
 it refused (the writes themselves are logged rate-limited by the store).
 
 What it deliberately does not know: what is refused meanwhile (the incoming handler answers
@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from switchboard.host.events import EventBus, StorageFailed, StorageRecovered
+from switchboard.events.kinds import EventBus, StorageFailed, StorageRecovered
 
 __all__ = ["StorageWatch"]
 

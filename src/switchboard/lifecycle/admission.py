@@ -4,7 +4,7 @@ What this module knows (channel-registry.md §5.5, §5.6, §11.1-§11.2): :class
 whose :meth:`~Admission.admit` runs after the ``channels/register`` (or ``changed.added``)
 answer is on the wire. Every channel of the batch first gets its initial record
 (:meth:`~switchboard.channels.LifecycleBook.ensure_initial`: ``initiallyOpen`` or the
-connector's subscription policy (:func:`~switchboard.host.lifecycle.parts.subscription_policy`)
+connector's subscription policy (:func:`~switchboard.lifecycle.parts.subscription_policy`)
 lift a ``default-closed`` record, a real decision is never overridden), recorded as one batch;
 fresh policy opens are announced once (a ``LifecycleStep`` ``auto-opened``); then each channel
 is reconciled on its own queue, and a ``LifecycleStep`` ``reconciled`` reports the end. A
@@ -24,16 +24,17 @@ import anyio
 import structlog
 from anyio.lowlevel import checkpoint
 
-from switchboard.channels import ChannelRef, ChannelRegistry, LifecycleBook
-from switchboard.channels.lifecycle.decisions import Append
-from switchboard.channels.lifecycle.events import DesiredStateSet
-from switchboard.channels.lifecycle.speech import Reach
-from switchboard.host.connection.session import ANSWER_WAIT
-from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
-from switchboard.host.lifecycle.journal import DecisionJournal, DecisionNotRecorded
-from switchboard.host.lifecycle.parts import Connectors
-from switchboard.host.lifecycle.queue import DecisionGate
-from switchboard.host.lifecycle.reconcile import Reconciler
+from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.connections.session import ANSWER_WAIT
+from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
+from switchboard.lifecycle.journal import DecisionJournal, DecisionNotRecorded
+from switchboard.lifecycle.parts import Connectors
+from switchboard.lifecycle.queue import DecisionGate
+from switchboard.lifecycle.reconcile import Reconciler
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import Append
+from switchboard.lifecycle.rules.events import DesiredStateSet
+from switchboard.lifecycle.rules.speech import Reach
 
 __all__ = ["Admission"]
 

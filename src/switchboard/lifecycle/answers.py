@@ -5,7 +5,7 @@ input), :class:`LifecycleAnswer` (what a verb did), and :class:`VerbBase`, the r
 to ``open``, ``close`` and ``decline``: a channel no longer registered, a tuned-out channel (with
 how its tune-out ends), and a decision that is recorded but cannot be carried out now (the
 connector is down, or does not let this host open or close its channels). A verb that did
-nothing raises a :class:`~switchboard.host.refusal.Refusal` naming the channel (``server_id``,
+nothing raises a :class:`~switchboard.refusals.refusal.Refusal` naming the channel (``server_id``,
 ``channel_id``).
 
 What it deliberately does not know: the flows of the verbs (:mod:`.verbs`,
@@ -19,12 +19,12 @@ from enum import StrEnum
 from typing import Any
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
 from switchboard.channels.names.wording import q
-from switchboard.host.lifecycle.errors import not_up_clause
-from switchboard.host.lifecycle.parts import LifecycleParts
-from switchboard.host.refusal import GONE, Refusal, RefusalKind
-from switchboard.host.tuneouts.words import tuned_out_meanwhile_text, tuned_out_refusal_text
+from switchboard.lifecycle.errors import not_up_clause
+from switchboard.lifecycle.parts import LifecycleParts
+from switchboard.lifecycle.rules.speech import Reach, lifecycle_withheld_text
+from switchboard.refusals.refusal import GONE, Refusal, RefusalKind
+from switchboard.tuneouts.words import tuned_out_meanwhile_text, tuned_out_refusal_text
 
 __all__ = ["LifecycleAnswer", "Origin", "VerbBase", "refuse"]
 

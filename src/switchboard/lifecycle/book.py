@@ -9,7 +9,7 @@ time; the epoch's other terms live in the tune-out book's own snapshot part). Ju
 are skipped, as replay skips junk events.
 
 :class:`LifecycleBookPart` is how the book joins the
-:class:`~switchboard.host.lifecycle.journal.DecisionJournal` (as ``"lifecycle"``): it applies
+:class:`~switchboard.lifecycle.journal.DecisionJournal` (as ``"lifecycle"``): it applies
 committed events to the book and restores the book *in place*, so every part that was handed
 the book at construction keeps reading the live one.
 
@@ -20,15 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from switchboard.channels import ChannelRef, LifecycleBook
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
     DecodeError,
     DesiredRecord,
     DesiredState,
     TuneOutEpoch,
     TuneOutScope,
 )
-from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet, TuneOutStarted
+from switchboard.lifecycle.rules.events import DecisionEvent, DesiredStateSet, TuneOutStarted
 
 __all__ = ["LifecycleBookPart", "book_snapshot", "restore_book"]
 

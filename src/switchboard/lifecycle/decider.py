@@ -4,13 +4,13 @@ What this module knows: :class:`Decider`.
 
 1. The :class:`~switchboard.channels.LifecycleBook` *proposes* (the overwrite rules of
    channel-registry.md §5.2 live there).
-2. The :class:`~switchboard.host.lifecycle.journal.DecisionJournal` appends the event to the
+2. The :class:`~switchboard.lifecycle.journal.DecisionJournal` appends the event to the
    decision log, and only once it committed applies it to memory. A failed append raises
-   :class:`~switchboard.host.lifecycle.journal.DecisionNotRecorded`: the decision was not
+   :class:`~switchboard.lifecycle.journal.DecisionNotRecorded`: the decision was not
    made, and the caller tells the agent so.
 
 A channel's decision is proposed only once the previous decision on it is applied
-(:class:`~switchboard.host.lifecycle.queue.DecisionGate`). A machine close of a channel an
+(:class:`~switchboard.lifecycle.queue.DecisionGate`). A machine close of a channel an
 active tune-out covers is judged as a close of stated intent: the decider asks a
 :class:`TuneOutCover` (the tune-out state, built before the decider).
 
@@ -26,9 +26,12 @@ from typing import Protocol
 
 import structlog
 
-from switchboard.channels import ChannelRef, ChannelRegistry, LifecycleBook
-from switchboard.channels.lifecycle.book import SelectedForOpening
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.lifecycle.journal import DecisionJournal, DecisionNotRecorded
+from switchboard.lifecycle.parts import Connectors
+from switchboard.lifecycle.queue import DecisionGate
+from switchboard.lifecycle.rules.book import LifecycleBook, SelectedForOpening
+from switchboard.lifecycle.rules.decisions import (
     MACHINE_CLOSE_SOURCES,
     Append,
     DesiredRecord,
@@ -37,10 +40,7 @@ from switchboard.channels.lifecycle.decisions import (
     Source,
     Vetoed,
 )
-from switchboard.channels.lifecycle.events import DecisionEvent, DesiredStateSet
-from switchboard.host.lifecycle.journal import DecisionJournal, DecisionNotRecorded
-from switchboard.host.lifecycle.parts import Connectors
-from switchboard.host.lifecycle.queue import DecisionGate
+from switchboard.lifecycle.rules.events import DecisionEvent, DesiredStateSet
 
 __all__ = ["Decider", "Decision", "TuneOutCover"]
 

@@ -8,7 +8,7 @@ is up and granted ``channels.acknowledge``, closes the channel through its queue
 still be open, and appends an ``invitation-declined`` audit line naming what was posted (only
 an acknowledgment the connector confirmed). The status is ``remained closed`` when the channel
 is known closed, else ``close not confirmed`` with why. A decline that did nothing raises a
-:class:`~switchboard.host.refusal.Refusal` (``unknown-channel``, ``tuned-out``,
+:class:`~switchboard.refusals.refusal.Refusal` (``unknown-channel``, ``tuned-out``,
 ``nothing-to-decline``, ``not-recorded``).
 
 What it deliberately does not know: names and tool result shapes.
@@ -21,16 +21,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredState, Source, Vetoed
-from switchboard.channels.lifecycle.events import InvitationDeclined
-from switchboard.channels.lifecycle.speech import Reach, lifecycle_withheld_text
 from switchboard.channels.names.wording import q
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.lifecycle.answers import LifecycleAnswer, VerbBase, refuse
-from switchboard.host.lifecycle.errors import LifecycleError, not_up_clause
-from switchboard.host.lifecycle.journal import DecisionNotRecorded
-from switchboard.host.lifecycle.parts import LifecycleParts
-from switchboard.host.refusal import ASK_TO_CLOSE, RefusalKind
+from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.lifecycle.answers import LifecycleAnswer, VerbBase, refuse
+from switchboard.lifecycle.errors import LifecycleError, not_up_clause
+from switchboard.lifecycle.journal import DecisionNotRecorded
+from switchboard.lifecycle.parts import LifecycleParts
+from switchboard.lifecycle.rules.decisions import DesiredState, Source, Vetoed
+from switchboard.lifecycle.rules.events import InvitationDeclined
+from switchboard.lifecycle.rules.speech import Reach, lifecycle_withheld_text
+from switchboard.refusals.refusal import ASK_TO_CLOSE, RefusalKind
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["Decliner"]

@@ -1,23 +1,23 @@
 """Why a lifecycle request did not do what it was for, and how that is said to an agent.
 
 What this module knows: :class:`LifecycleError`, raised by a channel's lifecycle run (see
-:mod:`switchboard.host.lifecycle.reconcile`) and by the speech gate, with a ``kind`` from
-:class:`~switchboard.channels.lifecycle.reconcile.LifecycleErrorKind` (or None for a plain
+:mod:`switchboard.lifecycle.reconcile`) and by the speech gate, with a ``kind`` from
+:class:`~switchboard.lifecycle.rules.reconcile.LifecycleErrorKind` (or None for a plain
 request failure: the connector refused, timed out or went away), and the clauses every
 lifecycle text is built from. Each clause names the channel or server concerned and says what
 did or did not happen; none pretends a channel closed without a close answer.
 
 What it deliberately does not know: names (the caller passes the channel as it is shown), how
-a failure is refused to an agent (:mod:`switchboard.host.refusal`), and the tools' result
+a failure is refused to an agent (:mod:`switchboard.refusals.refusal`), and the tools' result
 shapes.
 """
 
 from __future__ import annotations
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
 from switchboard.channels.names.wording import q
-from switchboard.host.errors import HostError
+from switchboard.lifecycle.rules.reconcile import LifecycleErrorKind
+from switchboard.refusals.errors import HostError
 
 __all__ = [
     "LifecycleError",

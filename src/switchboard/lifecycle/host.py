@@ -3,26 +3,26 @@
 What this module knows: :class:`LifecycleHost`, reached as ``board.lifecycle``. It is handed
 the lower-level objects it shares with the tune-outs (the
 :class:`~switchboard.channels.LifecycleBook`, the
-:class:`~switchboard.host.lifecycle.journal.DecisionJournal` that keeps it, the
-:class:`~switchboard.host.lifecycle.queue.DecisionGate`, and whether a tune-out covers a
+:class:`~switchboard.lifecycle.journal.DecisionJournal` that keeps it, the
+:class:`~switchboard.lifecycle.queue.DecisionGate`, and whether a tune-out covers a
 channel), builds its own parts in dependency order, and hands each only what it uses:
 
-1. the :class:`~switchboard.host.lifecycle.queue.LifecycleQueue`, the transport marks and the
-   :class:`~switchboard.host.lifecycle.reconcile.Reconciler`, which drives a connector toward
+1. the :class:`~switchboard.lifecycle.queue.LifecycleQueue`, the transport marks and the
+   :class:`~switchboard.lifecycle.reconcile.Reconciler`, which drives a connector toward
    the record;
-2. :class:`~switchboard.host.lifecycle.parts.Connectors` (reach, direction, policy, facts);
-3. the :class:`~switchboard.host.lifecycle.decider.Decider`, the one path every decision takes
+2. :class:`~switchboard.lifecycle.parts.Connectors` (reach, direction, policy, facts);
+3. the :class:`~switchboard.lifecycle.decider.Decider`, the one path every decision takes
    (the book proposes, the journal appends, then applies);
 4. the verbs (:mod:`.verbs`: ``open``, ``close``; :mod:`.decline`: ``decline``), for an agent or
    a module (:class:`~.answers.Origin`), and the speech rules (:mod:`.speech_gate`,
-   ``board.lifecycle.speech``), over one :class:`~switchboard.host.lifecycle.parts.LifecycleParts`;
-5. :class:`~switchboard.host.lifecycle.admission.Admission`.
+   ``board.lifecycle.speech``), over one :class:`~switchboard.lifecycle.parts.LifecycleParts`;
+5. :class:`~switchboard.lifecycle.admission.Admission`.
 
 Start-up replays the journal (:meth:`LifecycleHost.restore`: snapshot, then the events after
 it) into the same book every part was handed.
 
 It follows host events (:meth:`LifecycleHost.observe`, which the board subscribes to its
-:class:`~switchboard.host.events.EventBus`): a channel admitted by ``channels/register`` or
+:class:`~switchboard.events.EventBus`): a channel admitted by ``channels/register`` or
 ``channels/changed`` (added) gets its initial record from the connector's subscription policy
 (:mod:`.admission`; policy and ``initiallyOpen`` lift a ``default-closed`` record and
 never override a decision), then is reconciled, each channel on its own queue; accepted traffic
@@ -31,7 +31,7 @@ connector whose grant lacks ``channels.lifecycle`` is never admitted or reconcil
 channels as it chooses.
 
 What it deliberately does not know: names and tool results, tune-out epochs beyond whether one
-covers a channel, and the wire beyond what :mod:`~switchboard.host.lifecycle.reconcile` sends.
+covers a channel, and the wire beyond what :mod:`~switchboard.lifecycle.reconcile` sends.
 """
 
 from __future__ import annotations
@@ -41,13 +41,11 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import ClassVar
 
-from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, LifecycleBook
-from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source
-from switchboard.channels.lifecycle.speech import ChannelFacts
+from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
 from switchboard.config import ConnectorConfig
-from switchboard.host.connection.session import ConnectorSession
-from switchboard.host.connection.transport_marks import TransportMarks
-from switchboard.host.events import (
+from switchboard.connections.session import ConnectorSession
+from switchboard.connections.transport_marks import TransportMarks
+from switchboard.events import (
     ChannelsChanged,
     ChannelsRegistered,
     ConnectorExited,
@@ -56,17 +54,20 @@ from switchboard.host.events import (
     HostEvent,
     MessagesAccepted,
 )
-from switchboard.host.lifecycle.admission import Admission
-from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin
-from switchboard.host.lifecycle.background import BackgroundWork
-from switchboard.host.lifecycle.decider import Decider, Decision, TuneOutCover
-from switchboard.host.lifecycle.decline import Decliner
-from switchboard.host.lifecycle.journal import DecisionJournal, Restored
-from switchboard.host.lifecycle.parts import Connectors, LifecycleParts
-from switchboard.host.lifecycle.queue import DecisionGate, LifecycleQueue
-from switchboard.host.lifecycle.reconcile import Reconciler
-from switchboard.host.lifecycle.speech_gate import SpeechGate
-from switchboard.host.lifecycle.verbs import LifecycleVerbs
+from switchboard.lifecycle.admission import Admission
+from switchboard.lifecycle.answers import LifecycleAnswer, Origin
+from switchboard.lifecycle.background import BackgroundWork
+from switchboard.lifecycle.decider import Decider, Decision, TuneOutCover
+from switchboard.lifecycle.decline import Decliner
+from switchboard.lifecycle.journal import DecisionJournal, Restored
+from switchboard.lifecycle.parts import Connectors, LifecycleParts
+from switchboard.lifecycle.queue import DecisionGate, LifecycleQueue
+from switchboard.lifecycle.reconcile import Reconciler
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import DesiredRecord, DesiredState, Source
+from switchboard.lifecycle.rules.speech import ChannelFacts
+from switchboard.lifecycle.speech import SpeechGate
+from switchboard.lifecycle.verbs import LifecycleVerbs
 
 __all__ = ["LifecycleHost"]
 

@@ -2,7 +2,7 @@
 
 What this module knows:
 
-- :class:`DecisionJournal` turns decision events (:mod:`switchboard.channels.lifecycle.events`)
+- :class:`DecisionJournal` turns decision events (:mod:`switchboard.lifecycle.rules.events`)
   into log records and back. :meth:`~DecisionJournal.record` appends a batch *before* any
   memory changes; only once the batch has committed does it apply each event to every part,
   in commit order. A failed append raises :class:`DecisionNotRecorded`: the decision was not
@@ -50,8 +50,8 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
-from switchboard.channels.lifecycle.events import DecisionEvent, decode_events
-from switchboard.host.errors import HostError
+from switchboard.lifecycle.rules.events import DecisionEvent, decode_events
+from switchboard.refusals.errors import HostError
 from switchboard.store import LoadedLog, StoreError
 
 __all__ = [

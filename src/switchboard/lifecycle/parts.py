@@ -24,16 +24,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from switchboard.channels import ChannelEntry, ChannelRegistry, LifecycleBook, SubscriptionPolicy
-from switchboard.channels.lifecycle.speech import ChannelFacts, Reach
+from switchboard.channels import ChannelEntry, ChannelRegistry
 from switchboard.config import ConnectorConfig, SubscriptionAllow
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.connection.transport_marks import TransportMarks
-from switchboard.host.lifecycle.queue import LifecycleQueue
-from switchboard.host.lifecycle.reconcile import Reconciler
+from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.transport_marks import TransportMarks
+from switchboard.lifecycle.queue import LifecycleQueue
+from switchboard.lifecycle.reconcile import Reconciler
+from switchboard.lifecycle.rules.book import LifecycleBook, SubscriptionPolicy
+from switchboard.lifecycle.rules.speech import ChannelFacts, Reach
 
 if TYPE_CHECKING:
-    from switchboard.host.lifecycle.decider import Decider
+    from switchboard.lifecycle.decider import Decider
 
 __all__ = ["Connectors", "LifecycleParts", "subscription_policy"]
 

@@ -1,13 +1,13 @@
 """Reconciliation: bring each channel's transport to its recorded desired state (§5.6).
 
 What this module knows: how one channel's *lifecycle run* goes. A run holds the channel's
-lock in the :class:`~switchboard.host.lifecycle.queue.LifecycleQueue` for its whole length, so
+lock in the :class:`~switchboard.lifecycle.queue.LifecycleQueue` for its whole length, so
 requests for one channel never overlap, while other channels run in parallel. Each step asks
 :class:`~switchboard.channels.Convergence` for the next command given the record and the
 transport *as they stand now*, sends ``channels/open`` (``{channelId, type, address,
 history?}``) or ``channels/close`` (``{channelId}``), and reads the answer with
-:func:`~switchboard.channels.lifecycle.reconcile.judge_open_answer` /
-:func:`~switchboard.channels.lifecycle.reconcile.judge_close_answer`:
+:func:`~switchboard.lifecycle.rules.reconcile.judge_open_answer` /
+:func:`~switchboard.lifecycle.rules.reconcile.judge_close_answer`:
 
 - a decision recorded during a round trip is simply the next step's input (the run was
   *overtaken*, and converges to the new decision); after :data:`MAX_CONVERGE_ATTEMPTS`
@@ -29,10 +29,10 @@ connection (a compatibility decision, like the notification fallback of publishe
 each on its own queue, at most :data:`RECONCILE_CONCURRENCY` at a time (a connector that
 registers 10,000 ``initiallyOpen`` channels gets its opens paced, and the host holds that many
 runs and requests, not 10,000), and reports failures as
-:class:`~switchboard.host.events.LifecycleStep` events.
+:class:`~switchboard.events.LifecycleStep` events.
 
 What it deliberately does not know: how records are decided or admitted (see
-:mod:`switchboard.host.lifecycle.host`), names and agents' texts.
+:mod:`switchboard.lifecycle.host`), names and agents' texts.
 """
 
 from __future__ import annotations
@@ -45,12 +45,24 @@ import anyio
 import structlog
 from anyio.lowlevel import checkpoint
 
-from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, Convergence
-from switchboard.channels.lifecycle.book import LifecycleBook
-from switchboard.channels.lifecycle.decisions import DesiredRecord
-from switchboard.channels.lifecycle.reconcile import (
+from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
+from switchboard.channels.names.wording import q
+from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.transport_marks import TransportMarks
+from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
+from switchboard.lifecycle.errors import (
+    LifecycleError,
+    not_up_clause,
+    removed_clause,
+    substituted_clause,
+)
+from switchboard.lifecycle.queue import LifecycleQueue
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import DesiredRecord
+from switchboard.lifecycle.rules.reconcile import (
     MAX_CONVERGE_ATTEMPTS,
     Converged,
+    Convergence,
     GaveUp,
     LifecycleErrorKind,
     Op,
@@ -58,17 +70,6 @@ from switchboard.channels.lifecycle.reconcile import (
     judge_open_answer,
     wanted_op,
 )
-from switchboard.channels.names.wording import q
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.connection.transport_marks import TransportMarks
-from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
-from switchboard.host.lifecycle.errors import (
-    LifecycleError,
-    not_up_clause,
-    removed_clause,
-    substituted_clause,
-)
-from switchboard.host.lifecycle.queue import LifecycleQueue
 from switchboard.transport import METHOD_NOT_FOUND, LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["MAX_CONVERGE_ATTEMPTS", "RECONCILE_CONCURRENCY", "Reconciler", "RunResult"]

@@ -1,7 +1,7 @@
 """Speech and closed channels, carried out: what words wait for, and what they open first.
 
 What this module knows (channel-registry.md §5.1, §8.3 steps 4-9, §8.6), executing the pure
-decisions of :mod:`switchboard.channels.lifecycle.speech`:
+decisions of :mod:`switchboard.lifecycle.rules.speech`:
 
 - :meth:`SpeechGate.clear` runs inside ``Switchboard.publish_to`` after the reach, inbound-only
   and publish-grant checks (so a refused send opens nothing). Queued lifecycle work for the
@@ -31,9 +31,15 @@ from dataclasses import dataclass
 from typing import Final
 
 from switchboard.channels import ChannelEntry, ChannelRef
-from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source, Vetoed
-from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
-from switchboard.channels.lifecycle.speech import (
+from switchboard.channels.names.wording import q
+from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
+from switchboard.lifecycle.errors import LifecycleError, is_converge_failure, removed_clause
+from switchboard.lifecycle.journal import DecisionNotRecorded
+from switchboard.lifecycle.parts import LifecycleParts
+from switchboard.lifecycle.rules.decisions import DesiredRecord, DesiredState, Source, Vetoed
+from switchboard.lifecycle.rules.reconcile import LifecycleErrorKind
+from switchboard.lifecycle.rules.speech import (
     SendAnswer,
     SpeechBlock,
     SpeechPlan,
@@ -44,14 +50,8 @@ from switchboard.channels.lifecycle.speech import (
     plan_speech,
     send_open_outcome,
 )
-from switchboard.channels.names.wording import q
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.events import EventBus, LifecycleStep, LifecycleStepKind
-from switchboard.host.lifecycle.errors import LifecycleError, is_converge_failure, removed_clause
-from switchboard.host.lifecycle.journal import DecisionNotRecorded
-from switchboard.host.lifecycle.parts import LifecycleParts
-from switchboard.host.outcome import PublishOutcome
-from switchboard.host.refusal import Refusal, RefusalKind
+from switchboard.refusals.outcome import PublishOutcome
+from switchboard.refusals.refusal import Refusal, RefusalKind
 
 __all__ = ["SendOpenResult", "SpeechGate"]
 

@@ -1,11 +1,11 @@
 """The lifecycle verbs open and close: one channel, for an agent or a module.
 
 What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of ``open`` and
-``close`` over the lifecycle's parts (:class:`~switchboard.host.lifecycle.parts.LifecycleParts`),
-answered with :class:`~switchboard.host.lifecycle.answers.LifecycleAnswer`.
+``close`` over the lifecycle's parts (:class:`~switchboard.lifecycle.parts.LifecycleParts`),
+answered with :class:`~switchboard.lifecycle.answers.LifecycleAnswer`.
 
 - Provenance comes from the caller, never from tool input
-  (:class:`~switchboard.host.lifecycle.answers.Origin`). An agent's open and close record
+  (:class:`~switchboard.lifecycle.answers.Origin`). An agent's open and close record
   ``agent-tool``; a module's open and close record ``module-tool``, or, for a close with a
   ``source``, a machine close (``subscription-gc``, ``housekeeping``; any other source is
   refused). A machine close of a channel the agent opened or tuned out is refused as
@@ -25,7 +25,7 @@ answered with :class:`~switchboard.host.lifecycle.answers.LifecycleAnswer`.
   channel) made its transport look open: that shows the connector delivers there, not that
   it was asked to open it.
 
-A verb that did nothing raises a :class:`~switchboard.host.refusal.Refusal`.
+A verb that did nothing raises a :class:`~switchboard.refusals.refusal.Refusal`.
 
 What it deliberately does not know: how a name was resolved (callers pass the ref), and tool
 result shapes (the tools layer turns answers and refusals into MCP results).
@@ -37,19 +37,19 @@ from collections.abc import Callable
 from typing import Any
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.lifecycle.answers import LifecycleAnswer, Origin, VerbBase, refuse
+from switchboard.lifecycle.errors import LifecycleError
+from switchboard.lifecycle.journal import DecisionNotRecorded
+from switchboard.lifecycle.parts import LifecycleParts
+from switchboard.lifecycle.rules.decisions import (
     MACHINE_CLOSE_SOURCES,
     DesiredState,
     Source,
     Vetoed,
     VetoReason,
 )
-from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
-from switchboard.host.lifecycle.answers import LifecycleAnswer, Origin, VerbBase, refuse
-from switchboard.host.lifecycle.errors import LifecycleError
-from switchboard.host.lifecycle.journal import DecisionNotRecorded
-from switchboard.host.lifecycle.parts import LifecycleParts
-from switchboard.host.refusal import Refusal, RefusalKind, pass_a_source
+from switchboard.lifecycle.rules.reconcile import LifecycleErrorKind
+from switchboard.refusals.refusal import Refusal, RefusalKind, pass_a_source
 
 __all__ = ["MAX_BACKSCROLL", "LifecycleVerbs"]
 

@@ -10,6 +10,7 @@ error is a JSON-RPC ``RpcError`` with an MCPL code.
   (:class:`Grant`, :func:`effective_grant`) and the advertisement flattener;
 - :mod:`.featuresets` — feature-set declarations and their enabled/disabled derivation;
 - :mod:`.manifest` — the server manifest from ``initialize`` and the host's advertisement;
+- :mod:`.manifest_diff` — what a changed manifest changes (revoked, pending, narrowed);
 - :mod:`.messages` — pydantic models of the methods' params and results (re-exported here).
 """
 
@@ -81,10 +82,24 @@ from .manifest import (
     host_advertisement,
     parse_manifest,
 )
+from .manifest_diff import (
+    Impact,
+    ManifestChange,
+    Narrowing,
+    diff_manifests,
+    narrow,
+    read_fetched_manifest,
+)
 from .messages import *  # noqa: F403
 from .messages import __all__ as _messages_all
 
 __all__ = [
+    "Impact",
+    "ManifestChange",
+    "Narrowing",
+    "diff_manifests",
+    "narrow",
+    "read_fetched_manifest",
     "CAPABILITY_PATHS",
     "IncomingRawParams",
     "RegisterFastParams",

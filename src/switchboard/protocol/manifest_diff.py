@@ -27,7 +27,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from switchboard.protocol import Grant, Manifest, derive_enabled, parse_manifest
+from .capabilities import Grant
+from .featuresets import derive_enabled
+from .manifest import Manifest, parse_manifest
 
 __all__ = [
     "Impact",

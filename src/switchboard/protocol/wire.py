@@ -19,7 +19,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, InstanceOf, TypeAdapter, ValidationError
 
-from switchboard.gcpause import gc_paused
+from switchboard.runtime.gcpause import gc_paused
 
 __all__ = ["JsonObject", "WireModel", "describe_errors", "dump", "validate_batch"]
 

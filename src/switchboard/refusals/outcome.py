@@ -2,11 +2,11 @@
 
 ``delivered`` is only ever set on the connector's own word (a ``channels/publish`` result with
 ``delivered: true``). ``failed`` means nothing went out, and the outcome carries the
-:class:`~switchboard.host.refusal.Refusal` that says why: Switchboard refused before sending, or
+:class:`~switchboard.refusals.refusal.Refusal` that says why: Switchboard refused before sending, or
 the connector refused for certain (``connector-failed``). ``unknown`` means the request was
 sent but not confirmed (an error that is not a definite refusal, a timeout, a lost link, a
 malformed answer, or a connector that only takes the notification form); which answer is which
-is decided in :mod:`switchboard.host.connection.publish_request`.
+is decided in :mod:`switchboard.connections.publish_request`.
 
 What it deliberately does not know: how a publish is decided or sent, and result shapes.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from switchboard.host.refusal import Refusal
+from switchboard.refusals.refusal import Refusal
 
 __all__ = ["PublishOutcome", "PublishStatus"]
 

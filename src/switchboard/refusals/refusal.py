@@ -3,16 +3,17 @@
 What this module knows:
 
 - :class:`RefusalKind`, every kind of refusal the host and its tools can produce. docs/tools.md
-  lists exactly this set ("Refusals"); tests/tools/test_refusal_kinds.py holds the two
+  lists exactly this set ("Refusals"); tests/agents/tools/test_refusal_kinds.py holds the two
   together.
 - :class:`Refusal`, the one refusal type: its kind, what happened (``message``), what to call
   instead (``next_step``) and the facts as data (``candidates``, ``suggestions``,
   ``server_id``, ``channel_id``, ``gone``, ...). It is an exception, raised where the decision
   is made (a lifecycle verb, a tune-out decision, a tool) and turned into a result once, at
-  the tool boundary (:mod:`switchboard.tools.results`). Where a refusal is data rather than the
+  the tool boundary (:mod:`switchboard.agents.tools.results`). Where a refusal is data rather than
+  the
   failure of a whole call (a failed publish inside a ``speak`` result, a bounced segment) the
   same type is carried as a value (:attr:`PublishOutcome.refusal
-  <switchboard.host.outcome.PublishOutcome.refusal>`).
+  <switchboard.refusals.outcome.PublishOutcome.refusal>`).
 - :func:`name_refusal`, the one mapping from a name error of the registry
   (:class:`~switchboard.channels.ChannelNameError`) to a refusal. An empty name (or an empty
   server id beside it, :class:`~switchboard.channels.InvalidName`) is ``unknown-channel``:
@@ -37,7 +38,7 @@ from switchboard.channels import (
     OwnChannelGone,
     UnknownName,
 )
-from switchboard.host.errors import HostError
+from switchboard.refusals.errors import HostError
 
 __all__ = [
     "ASK_TO_CLOSE",

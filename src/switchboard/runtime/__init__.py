@@ -1,1 +1,2 @@
-"""switchboard.runtime: process-level leaves (the collector, the allocator, logging set-up, rate-limited logs)."""
+"""switchboard.runtime: process-level leaves (the collector, the allocator, logging set-up,
+rate-limited logs)."""

@@ -3,11 +3,11 @@
 What this module knows (docs/operations.md, "Status, health and metrics"):
 
 - **Routes** (:func:`status_app`, Starlette): ``/healthz`` (the process answers: 200),
-  ``/readyz`` (200 when :meth:`~switchboard.host.status.HostStatus.readiness` says ready, else
+  ``/readyz`` (200 when :meth:`~switchboard.status.model.HostStatus.readiness` says ready, else
   503 with the reasons), ``/status`` (the model as JSON), ``/metrics`` (Prometheus text,
   through ``prometheus_client`` with a registry of its own per app, never the global one),
   ``/status/page`` with ``/status/page.js`` and ``/status/page.css`` (the live page, package
-  data in ``switchboard/status_page/``) and ``/status/events`` (Server-Sent Events: a new
+  data in ``switchboard/status/page/``) and ``/status/events`` (Server-Sent Events: a new
   snapshot whenever the model moved, checked every :data:`PUSH_EVERY` seconds).
 - **Where they are served** (:func:`plan_status`): always beside the agents' MCP endpoint when
   ``[agent] transport = "http"`` (:func:`beside` routes these paths before the agents' bearer
@@ -53,8 +53,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import Config, is_loopback
-from switchboard.host.status import HostStatus
-from switchboard.listening import (
+from switchboard.status.model import HostStatus
+from switchboard.web.serving import (
     bare_host,
     bind_listener,
     default_hosts,
@@ -255,7 +255,7 @@ def metrics_registry(model: HostStatus) -> CollectorRegistry:
 
 
 def _asset(name: str) -> bytes:
-    return resources.files("switchboard").joinpath("status_page", name).read_bytes()
+    return resources.files("switchboard").joinpath("status", "page", name).read_bytes()
 
 
 def _json(body: Any, status_code: int = 200) -> Response:

@@ -8,7 +8,7 @@ What this module knows (docs/operations.md, "Status, health and metrics"):
   grant, the feature sets enabled and disabled, restarts, the last error and the last refusal
   (time and text), and its traffic counters (messages in, publishes out by outcome, refusals).
 - **Agents**: every configured identity with its attached sessions and last activity (read
-  from :class:`~switchboard.host.agents.attach.Attachments` when a snapshot is taken).
+  from :class:`~switchboard.agents.roster.attach.Attachments` when a snapshot is taken).
 - **The store**: file and WAL bytes (two ``stat`` calls per snapshot), the writer's backlog
   (jobs queued and not yet taken: the store's lag, O(1)), the highest committed seq, and
   what the storage said while it refuses writes (``StorageFailed`` until ``StorageRecovered``).
@@ -25,7 +25,7 @@ counter and itself, as one entry, to the ring (shaped into rows at a snapshot). 
 pass over channels (counts per connector, the channel table) happens when a snapshot is asked
 for, bounded by ``channel_limit`` rows.
 
-What it deliberately does not know: HTTP, JSON encoding, Prometheus (``switchboard.status_http``
+What it deliberately does not know: HTTP, JSON encoding, Prometheus (``switchboard.status.http``
 reads :meth:`HostStatus.snapshot`), and how any part decides what it reports.
 """
 
@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from switchboard.agents.roster.attach import Attachments
+from switchboard.agents.roster.roster import Roster
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.config import ConnectorConfig
-from switchboard.host.agents.attach import Attachments
-from switchboard.host.agents.roster import Roster
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.events import (
+from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.events import (
     ConnectorExited,
     ConnectorFailed,
     ConnectorMcpOnly,
@@ -62,7 +62,7 @@ from switchboard.host.events import (
     StorageFailed,
     StorageRecovered,
 )
-from switchboard.host.outcome import PublishStatus
+from switchboard.refusals.outcome import PublishStatus
 from switchboard.store import MessageStore
 
 __all__ = [

@@ -10,24 +10,23 @@ Modules, one concern each:
 * :mod:`~switchboard.store.interface`: ``MessageStoreProtocol``, the backend contract;
 * :mod:`~switchboard.store.wire`: messages in MCPL wire form, the body codec of a batch row;
 * :mod:`~switchboard.store.dedupe`: the writer's bounded in-memory duplicate index;
-* :mod:`~switchboard.store.schema`: the on-disk format (one row per batch; schema, SQL);
-* :mod:`~switchboard.store.writer`: the single writer thread: seqs, duplicates, group commit;
-* :mod:`~switchboard.store.checkpoint`: WAL checkpoints on a thread beside the writer;
-* :mod:`~switchboard.store.retention`: deleting old, acknowledged messages in small chunks
+* :mod:`~switchboard.store.sqlite.schema`: the on-disk format (one row per batch; schema, SQL);
+* :mod:`~switchboard.store.sqlite.writer`: the single writer thread: seqs, duplicates, group commit;
+* :mod:`~switchboard.store.sqlite.checkpoint`: WAL checkpoints on a thread beside the writer;
+* :mod:`~switchboard.store.sqlite.retention`: deleting old, acknowledged messages in small chunks
   through the writer (import ``RetentionTask`` from there);
-* :mod:`~switchboard.store.message_store`: ``MessageStore``, the asyncio-facing SQLite backend;
-* :mod:`~switchboard.store.numbered`: where per-(channel, author) numbered ids stand;
-* :mod:`~switchboard.store.leaves`: ``ChannelLeaves``, which agents left which channels;
-* :mod:`~switchboard.store.eventlog_writer`: the decision log's rows and its writer thread;
-* :mod:`~switchboard.store.eventlog`: ``DecisionLog``, the durable decision event log (import
+* :mod:`~switchboard.store.sqlite.message_store`: ``MessageStore``, the asyncio-facing SQLite
+backend;
+* :mod:`~switchboard.store.sqlite.numbered`: where per-(channel, author) numbered ids stand;
+* :mod:`~switchboard.store.sqlite.leaves`: ``ChannelLeaves``, which agents left which channels;
+* :mod:`~switchboard.store.sqlite.eventlog_writer`: the decision log's rows and its writer thread;
+* :mod:`~switchboard.store.sqlite.eventlog`: ``DecisionLog``, the durable decision event log (import
   it from there).
 
 The store knows nothing of the host, tools, channels or transport, and imports none of them.
 """
 
-from switchboard.store.eventlog import DecisionLog, LoadedLog, Snapshot
 from switchboard.store.interface import MessageStoreProtocol
-from switchboard.store.message_store import MessageStore
 from switchboard.store.records import (
     AppendResult,
     FreshResults,
@@ -37,6 +36,8 @@ from switchboard.store.records import (
     StoredMessage,
     StoreError,
 )
+from switchboard.store.sqlite.eventlog import DecisionLog, LoadedLog, Snapshot
+from switchboard.store.sqlite.message_store import MessageStore
 from switchboard.store.wire import RawMessages
 
 __all__ = [

@@ -9,8 +9,8 @@ processed, then the connection is closed and jobs queued later are failed throug
 :meth:`GroupThread._fail`.
 
 What it deliberately does not know: what a job is, what it writes, or how its waiter is woken;
-the message store (:mod:`~switchboard.store.writer`) and the decision log
-(:mod:`~switchboard.store.eventlog_writer`) each say that in a subclass.
+the message store (:mod:`~switchboard.store.sqlite.writer`) and the decision log
+(:mod:`~switchboard.store.sqlite.eventlog_writer`) each say that in a subclass.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Generic, Protocol, TypeVar
 
 import structlog
 
-from switchboard.ratelog import RateLimitedLog
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.store.records import StorageUnavailableError, StoreError
 
 __all__ = [

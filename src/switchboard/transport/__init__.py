@@ -7,7 +7,7 @@ Layers, bottom up: ``framing`` (sans-I/O NDJSON splitting), ``link`` (the frame-
 ordering, dispatch) over ``pending`` (our requests: ids, matching, timeouts, with
 ``deadlines``), ``outbox`` (writes and batching) and ``handlers`` (handler shapes,
 ``Deferred``). What a peer may repeat without end is logged through the leaf module
-:mod:`switchboard.ratelog`.
+:mod:`switchboard.runtime.ratelog`.
 
 This package knows JSON-RPC 2.0 and nothing of MCPL: of ``switchboard`` it imports only the
 leaf module ``ratelog``.

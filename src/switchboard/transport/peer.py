@@ -38,7 +38,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from switchboard.ratelog import RateLimitedLog
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.transport.errors import (
     FrameTooLargeError,
     LinkClosedError,

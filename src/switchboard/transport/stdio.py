@@ -26,7 +26,7 @@ import anyio
 import structlog
 from anyio.abc import ByteReceiveStream, Process
 
-from switchboard.ratelog import LineJoiner, RateLimitedLog, VolumeBudget
+from switchboard.runtime.ratelog import LineJoiner, RateLimitedLog, VolumeBudget
 from switchboard.transport.errors import TransportError
 from switchboard.transport.framing import DEFAULT_MAX_FRAME, FrameTooLarge, NdjsonDecoder
 from switchboard.transport.stream_link import (

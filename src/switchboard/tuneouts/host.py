@@ -3,10 +3,10 @@
 What this module knows (channel-registry.md §5.3, §6):
 
 - :class:`TuneOutHost` starts, cancels, wakes and expires epochs. Every decision goes through
-  the decision journal (:mod:`~switchboard.host.lifecycle.journal`): appended to the log first,
+  the decision journal (:mod:`~switchboard.lifecycle.journal`): appended to the log first,
   applied to memory (its :attr:`~TuneOutHost.state`, and the lifecycle book, which a
   one-channel epoch turns ``tuned-out`` and back) only once committed. A failed append raises
-  a :class:`~switchboard.host.refusal.Refusal` (``not-recorded``): nothing happened. Decisions
+  a :class:`~switchboard.refusals.refusal.Refusal` (``not-recorded``): nothing happened. Decisions
   are taken one at a time, a one-channel decision holding its channel in the lifecycle decision
   gate, so each is proposed against the memory its predecessors left.
 - After a one-channel start or end the lifecycle's reconciler (a :class:`Reconciling`) brings
@@ -19,12 +19,12 @@ What this module knows (channel-registry.md §5.3, §6):
 - :meth:`TuneOutHost.covers`, for machine closes, which a tune-out refuses as stated intent.
 
 It is built after the lower-level objects it shares with the lifecycle: its
-:class:`~switchboard.host.tuneouts.state.TuneOutState` (a part of the decision journal, which
+:class:`~switchboard.tuneouts.state.TuneOutState` (a part of the decision journal, which
 the lifecycle also asks whether a tune-out covers a channel), the journal, the lifecycle book,
 the decision gate and the reconciler.
 
 What it deliberately does not know: MCP, inbox reads and backlog contents
-(:mod:`~switchboard.host.tuneouts.inbox`), replay (:mod:`~switchboard.host.tuneouts.state`),
+(:mod:`~switchboard.agents.inbox.read`), replay (:mod:`~switchboard.tuneouts.state`),
 and how the transport is reconciled.
 """
 
@@ -41,34 +41,36 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
-from switchboard.channels import (
-    ChannelRef,
-    ChannelRegistry,
-    DecisionEvent,
-    LifecycleBook,
+from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.lifecycle.journal import DecisionNotRecorded
+from switchboard.lifecycle.queue import DecisionGate
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
+    Append,
+    NoChange,
+    ScopeKind,
     Source,
-    TuneOutBook,
-    TuneOutEnded,
     TuneOutScope,
+    Vetoed,
+)
+from switchboard.lifecycle.rules.events import (
+    DecisionEvent,
+    EndReason,
+    TuneOutEnded,
     TuneOutStarted,
-    TuneOutTerms,
     TuneOutWake,
 )
-from switchboard.channels.lifecycle.decisions import Append, NoChange, ScopeKind, Vetoed
-from switchboard.channels.lifecycle.events import EndReason
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut
-from switchboard.host.lifecycle.journal import DecisionNotRecorded
-from switchboard.host.lifecycle.queue import DecisionGate
-from switchboard.host.refusal import Refusal
-from switchboard.host.tuneouts.records import Delivered, Settled
-from switchboard.host.tuneouts.state import DecisionRecorder, TuneOutState
-from switchboard.host.tuneouts.words import (
+from switchboard.refusals.refusal import Refusal
+from switchboard.store import MessageStore
+from switchboard.tuneouts.records import Delivered, Settled
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutBook, TuneOutTerms
+from switchboard.tuneouts.state import DecisionRecorder, TuneOutState
+from switchboard.tuneouts.words import (
     another_agent,
     not_in_effect,
     not_recorded,
     overlap_refusal,
 )
-from switchboard.store import MessageStore
 
 __all__ = ["DecisionRecorder", "Reconciling", "StartedTuneOut", "TuneOutHost"]
 

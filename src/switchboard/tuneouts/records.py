@@ -8,12 +8,12 @@ What this module knows:
   in ``(epoch.started_at_sequence, end_seq]``: a tune-out diverts by commit order, so the
   backlog is a durable query of the message store, never a copy. ``end_seq`` is the store's
   latest sequence number when the end was decided. A settled record is appended in the same
-  batch as its :class:`~switchboard.channels.lifecycle.events.TuneOutEnded`, so an end is never
+  batch as its :class:`~switchboard.lifecycle.rules.events.TuneOutEnded`, so an end is never
   recorded without it.
 - :class:`Delivered`: the owner's inbox has handed over that epoch's backlog.
 - :class:`OwedBacklogs`: the settled epochs in memory, per owner, until delivered and passed.
 - :func:`decode_host_record` reads both back; anything else is not a host record. Their kinds
-  are unknown to :func:`~switchboard.channels.lifecycle.events.decode_events`, which skips them,
+  are unknown to :func:`~switchboard.lifecycle.rules.events.decode_events`, which skips them,
   so the books replay the same log unaffected.
 - :func:`is_addressed`: a diverted message "wakes" its owner when it addresses the agent: its
   tags, after the MCPL core closure, include ``chat:addressed`` (``chat:mention``,
@@ -29,11 +29,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Final
 
-from switchboard.channels.lifecycle.decisions import DecodeError, TuneOutEpoch
-from switchboard.channels.lifecycle.events import EndReason
 from switchboard.channels.ref import ChannelRef
-from switchboard.host.agents.mailmark import is_mail
+from switchboard.lifecycle.rules.decisions import DecodeError, TuneOutEpoch
+from switchboard.lifecycle.rules.events import EndReason
 from switchboard.store import StoredMessage
+from switchboard.store.mailmark import is_mail
 
 __all__ = [
     "ADDRESSING_TAGS",

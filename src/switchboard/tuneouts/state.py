@@ -1,9 +1,9 @@
 """What the host holds in memory about tune-outs, and how it is rebuilt after a restart.
 
 What this module knows: :class:`TuneOutState`, a decision-journal part
-(:mod:`~switchboard.host.lifecycle.journal`, as ``"tuneouts"``) holding the
+(:mod:`~switchboard.lifecycle.journal`, as ``"tuneouts"``) holding the
 :class:`~switchboard.channels.TuneOutBook` (the epochs in effect, with their wake counts) and
-the :class:`~switchboard.host.tuneouts.records.OwedBacklogs` (ended epochs whose backlog is
+the :class:`~switchboard.tuneouts.records.OwedBacklogs` (ended epochs whose backlog is
 owed, or whose withheld range the owner's cursor has not passed). The journal applies every
 committed record to it in log order: decision events change the book, the host's own records
 (``tune-out-settled``, ``tune-out-delivered``) change the owed backlogs, anything else is
@@ -30,9 +30,10 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
-from switchboard.channels import ChannelRef, TuneOutBook, TuneOutStarted, TuneOutWake
-from switchboard.channels.lifecycle.events import decode_event
-from switchboard.host.tuneouts.records import Delivered, OwedBacklogs, Settled, decode_host_record
+from switchboard.channels import ChannelRef
+from switchboard.lifecycle.rules.events import TuneOutStarted, TuneOutWake, decode_event
+from switchboard.tuneouts.records import Delivered, OwedBacklogs, Settled, decode_host_record
+from switchboard.tuneouts.rules.epochs import TuneOutBook
 
 __all__ = ["DecisionRecorder", "TuneOutState"]
 

@@ -3,7 +3,7 @@
 What this module knows:
 
 - The refusals a tune-out call raises when it did nothing, as
-  :class:`~switchboard.host.refusal.Refusal` (kinds ``not-recorded``,
+  :class:`~switchboard.refusals.refusal.Refusal` (kinds ``not-recorded``,
   ``tuned-out-by-another-agent``, ``overlapping-tune-out``, ``not-tuned-out``), and the one
   rule about overlap: one owner's epochs never cover the same channel at once, so a
   one-channel tune-out inside the owner's all-except tune-out is refused, and so is an
@@ -23,16 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from switchboard.channels import ChannelRef, TuneOutScope
-from switchboard.channels.lifecycle.decisions import ScopeKind
+from switchboard.channels import ChannelRef
 from switchboard.channels.names.wording import q
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut
-from switchboard.host.refusal import (
+from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
+from switchboard.refusals.refusal import (
     Refusal,
     RefusalKind,
     cancel_all_except_first,
     cancel_first,
 )
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut
 
 __all__ = [
     "another_agent",

@@ -11,8 +11,8 @@
   :func:`serve_on` runs a uvicorn server on a bound socket until cancelled, without uvicorn's
   own signal handlers (``switchboard run`` owns SIGINT and SIGTERM).
 
-It knows nothing of MCP, agents or the status model: :mod:`switchboard.agent_http` and
-:mod:`switchboard.status_http` build their apps and call in here.
+It knows nothing of MCP, agents or the status model: :mod:`switchboard.agents.http` and
+:mod:`switchboard.status.http` build their apps and call in here.
 """
 
 from __future__ import annotations

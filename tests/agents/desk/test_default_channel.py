@@ -9,9 +9,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from switchboard.agents.desk.defaults import DefaultChannel
 from switchboard.channels import ChannelRegistry
-from switchboard.host.agent.defaults import DefaultChannel
-from switchboard.host.events import MessagesAccepted
+from switchboard.events import MessagesAccepted
 from switchboard.protocol.fastpath import read_incoming_params
 from switchboard.store.wire import RawMessages
 from tests.channels.channels_support import Desc

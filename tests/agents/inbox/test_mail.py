@@ -18,12 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from switchboard.agents.inbox.mail import Mail
+from switchboard.app.board import Switchboard
 from switchboard.config import AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory
-from switchboard.host import Refusal, RefusalKind, Switchboard
-from switchboard.host.agents.mail import Mail
-from switchboard.host.agents.mailmark import MAIL_SERVER, is_mail, mail_recipient
+from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import MessageStore, StoredMessage
+from switchboard.store.mailmark import MAIL_SERVER, is_mail, mail_recipient
 
 pytestmark = pytest.mark.anyio
 

@@ -15,15 +15,15 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from switchboard.agents.inbox.routing import Router, handles_in
+from switchboard.agents.roster.roster import Identity, Roster
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.agents.mailmark import MAIL_SERVER
-from switchboard.host.agents.roster import Identity, Roster
-from switchboard.host.agents.routing import Router, handles_in
-from switchboard.host.events import ChannelsRegistered
+from switchboard.events import ChannelsRegistered
 from switchboard.protocol.channel_messages import ChannelDescriptor
 from switchboard.store import StoredMessage
-from switchboard.store.leaves import ChannelLeaves
-from tests.host.fake import descriptor
+from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.sqlite.leaves import ChannelLeaves
+from tests.fake import descriptor
 
 ROOMS = ("lobby", "lab", "mod", "random")
 NAMES = st.from_regex(r"[a-z][a-z0-9]{0,7}", fullmatch=True)

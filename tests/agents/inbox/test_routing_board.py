@@ -16,18 +16,17 @@ from typing import Any
 import anyio
 import pytest
 
+from switchboard.agents.port.protocol import Arrival
+from switchboard.agents.port.service import BoardPort, agent_port
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
 from switchboard.config import AgentEntry, Config, ConnectorConfig, StoreConfig
-from switchboard.host import Switchboard
-from switchboard.host.agent.port import BoardPort, agent_port
-from switchboard.host.agents.mailmark import MAIL_SERVER
-from switchboard.host.port import Arrival
 from switchboard.protocol.channel_messages import ChannelDescriptor
 from switchboard.store import MessageStore, StoredMessage
-from switchboard.store.leaves import ChannelLeaves
+from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.sqlite.leaves import ChannelLeaves
 from switchboard.transport import Peer, memory_link_pair
-from tests.helpers import Recorder
-from tests.host.fake import (
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     descriptor,
@@ -35,6 +34,7 @@ from tests.host.fake import (
     register_settled,
     send_accepted,
 )
+from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
 

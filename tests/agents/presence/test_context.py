@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from switchboard.agents.presence.context import (
+    IncomingAnchor,
+    build_channel_context,
+    channel_context,
+)
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.agent.context import IncomingAnchor, build_channel_context, channel_context
 from switchboard.store import StoredMessage
 from tests.channels.channels_support import Desc
-from tests.host.fake import FakeConnector, board_of, descriptor, message
+from tests.fake import FakeConnector, board_of, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

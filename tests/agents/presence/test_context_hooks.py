@@ -8,11 +8,12 @@ from typing import Any
 import anyio
 import pytest
 
+from switchboard.app.board import Switchboard
 from switchboard.config import DEFAULT_GRANT
-from switchboard.host import SessionState, Switchboard
+from switchboard.connections.session import SessionState
 from switchboard.protocol import Grant
 from switchboard.transport import RpcError
-from tests.host.fake import FakeConnector, board_of, board_with, descriptor, message
+from tests.fake import FakeConnector, board_of, board_with, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

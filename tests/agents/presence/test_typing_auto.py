@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from switchboard.channels import ChannelRef
-from tests.host.fake import (
+from tests.fake import (
     FakeConnector,
     Ticker,
     barrier,

@@ -10,9 +10,9 @@ import pytest
 
 from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT
-from switchboard.host.events import ConnectorExited
+from switchboard.events import ConnectorExited
 from switchboard.protocol import Grant
-from tests.host.fake import (
+from tests.fake import (
     ALL_CHANNELS,
     FakeConnector,
     Ticker,

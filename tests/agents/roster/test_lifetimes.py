@@ -1,7 +1,7 @@
 """Agent lifetimes: idle TTLs, task agents' deadlines, idle timeouts and turn limits, results
 mailed to the parent, and what a restart does (new incarnations, leftover tasks ended).
 
-Time is a :class:`~tests.host.fake.ManualClock` given to the board and its directory; the
+Time is a :class:`~tests.fake.ManualClock` given to the board and its directory; the
 timer is driven by calling :meth:`Lifetimes.tick` directly.
 """
 
@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 
+from switchboard.agents.port.protocol import message_text
+from switchboard.agents.port.service import agent_port
+from switchboard.agents.roster.lifetimes import RECORDS_TABLE, EndedAgent
+from switchboard.app.board import Switchboard
 from switchboard.config import AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory, NotFound
-from switchboard.host import Refusal, RefusalKind, Switchboard, agent_port
-from switchboard.host.agents.lifetimes import RECORDS_TABLE, EndedAgent
-from switchboard.host.agents.mailmark import is_mail
-from switchboard.host.port import message_text
+from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import MessageStore, StoredMessage
-from tests.host.fake import ManualClock
+from switchboard.store.mailmark import is_mail
+from tests.fake import ManualClock
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,10 @@ from typing import Any
 import anyio
 import pytest
 
-from switchboard.host import PublishStatus, RefusalKind
+from switchboard.refusals.outcome import PublishStatus
+from switchboard.refusals.refusal import RefusalKind
 from switchboard.transport import RpcError
-from tests.host.fake import FakeConnector, board_with, descriptor
+from tests.fake import FakeConnector, board_with, descriptor
 
 pytestmark = pytest.mark.anyio
 

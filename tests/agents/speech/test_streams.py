@@ -9,7 +9,7 @@ import pytest
 
 from switchboard.channels import ChannelRef
 from switchboard.transport import LinkClosedError
-from tests.host.fake import (
+from tests.fake import (
     ALL_CHANNELS,
     FakeConnector,
     barrier,

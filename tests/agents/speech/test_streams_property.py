@@ -13,6 +13,7 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from switchboard.agents.speech.streams import StreamedSpeech
 from switchboard.channels import (
     NO_STICKY,
     ChannelNameError,
@@ -23,7 +24,6 @@ from switchboard.channels import (
     Sticky,
     parse_speech,
 )
-from switchboard.host.agent.streams import StreamedSpeech
 from tests.channels.channels_support import Desc
 
 ATOMS = [

@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 import pytest
 
+from switchboard.agents.speech.streams import StreamedSpeech
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef, ProseMode, Sticky
-from switchboard.host import Switchboard
-from switchboard.host.agent.streams import StreamedSpeech
-from tests.host.fake import FakeConnector, barrier, board_of, descriptor, noted, notes
+from tests.fake import FakeConnector, barrier, board_of, descriptor, noted, notes
 
 pytestmark = pytest.mark.anyio
 

@@ -7,8 +7,8 @@ from typing import Any
 from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.tools.results import REFUSAL_META
-from tests.host.fake import FakeConnector, descriptor, message
+from switchboard.agents.tools.results import REFUSAL_META
+from tests.fake import FakeConnector, descriptor, message
 
 
 def dm(cid: str, name: str, recipient_id: str, *, label: str | None = None) -> dict[str, Any]:

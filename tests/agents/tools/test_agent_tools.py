@@ -12,9 +12,9 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.tools import build_server
-from tests.host.agents.test_mail import mail_board
-from tests.tools.channel_support import answer, call
+from switchboard.agents.tools import build_server
+from tests.agents.inbox.test_mail import mail_board
+from tests.agents.tools.channel_support import answer, call
 
 pytestmark = pytest.mark.anyio
 

@@ -18,9 +18,11 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from switchboard.tools import build_server
-from switchboard.tools.results import MAX_ANSWER_BYTES, MESSAGE_BYTES, answer_bytes
-from tests.host.fake import (
+from switchboard.agents.tools import build_server
+from switchboard.agents.tools.results import MAX_ANSWER_BYTES, MESSAGE_BYTES, answer_bytes
+from tests.agents.tools.channel_support import answer, call
+from tests.agents.tools.test_inbox_delivery import board_with_room, served_over_http
+from tests.fake import (
     FakeConnector,
     board_with_log,
     descriptor,
@@ -28,8 +30,6 @@ from tests.host.fake import (
     register_admitted,
     send_accepted,
 )
-from tests.tools.channel_support import answer, call
-from tests.tools.test_inbox_delivery import board_with_room, served_over_http
 
 pytestmark = pytest.mark.anyio
 

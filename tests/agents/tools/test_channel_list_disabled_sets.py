@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.tools import build_server
-from tests.host.fake import ALL_CHANNELS, FakeConnector, board_with
+from switchboard.agents.tools import build_server
+from tests.fake import ALL_CHANNELS, FakeConnector, board_with
 
 pytestmark = pytest.mark.anyio
 

@@ -10,16 +10,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
+from switchboard.agents.desk.defaults import DefaultChannel
+from switchboard.agents.desk.desk import AgentDesk, Locus, LocusFrom, Turn
+from switchboard.agents.desk.views import channel_rows
+from switchboard.agents.speech.publishing import choose_destination
+from switchboard.agents.tools import build_server
+from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, qualified_name
-from switchboard.host import AgentDesk, Refusal, RefusalKind, Switchboard, Turn
-from switchboard.host.agent.defaults import DefaultChannel
-from switchboard.host.agent.desk import Locus, LocusFrom
-from switchboard.host.agent.publishing import choose_destination
-from switchboard.host.agent.views import channel_rows
-from switchboard.tools import build_server
+from switchboard.refusals.refusal import Refusal, RefusalKind
+from tests.agents.tools.channel_support import call, lifecycle_fake
 from tests.channels.channels_support import Desc
-from tests.host.fake import board_of, descriptor, message
-from tests.tools.channel_support import call, lifecycle_fake
+from tests.fake import board_of, descriptor, message
 
 anyio_only = pytest.mark.anyio
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.tools import build_server
+from switchboard.agents.tools import build_server
 from switchboard.transport import RpcError
-from tests.host.fake import FakeConnector, board_of, descriptor, drop_server, message, noted
-from tests.tools.channel_support import call, dm, lifecycle_fake
+from tests.agents.tools.channel_support import call, dm, lifecycle_fake
+from tests.fake import FakeConnector, board_of, descriptor, drop_server, message, noted
 
 pytestmark = pytest.mark.anyio
 

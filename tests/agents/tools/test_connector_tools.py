@@ -21,24 +21,26 @@ from mcp import Client
 from mcp.client.session import IncomingMessage
 from mcp.types import CallToolResult, ToolListChangedNotification
 
-from switchboard.host import Refusal, RefusalKind, Switchboard, agent_port
-from switchboard.host.events import ConnectorReady, ConnectorToolsChanged
-from switchboard.host.port import ConnectorTool
-from switchboard.tools import build_server
-from switchboard.tools.connector_passthrough import (
+from switchboard.agents.port.protocol import ConnectorTool
+from switchboard.agents.port.service import agent_port
+from switchboard.agents.tools import build_server
+from switchboard.agents.tools.connector_passthrough import (
     NAME_LIMIT,
     agent_names,
     hashed_name,
     plain_name,
 )
-from switchboard.tools.results import MAX_ANSWER_BYTES
-from switchboard.tools.server import OWN_TOOLS
+from switchboard.agents.tools.results import MAX_ANSWER_BYTES
+from switchboard.agents.tools.server import OWN_TOOLS
+from switchboard.app.board import Switchboard
+from switchboard.events import ConnectorReady, ConnectorToolsChanged
+from switchboard.refusals.refusal import Refusal, RefusalKind
+from tests.agents.tools.channel_support import answer as refusal_of
 from tests.helpers import Recorder, connector, running_board
-from tests.tools.channel_support import answer as refusal_of
 
 pytestmark = pytest.mark.anyio
 
-TOOLS_CONNECTOR = str(Path(__file__).parents[1] / "integration" / "tools_connector.py")
+TOOLS_CONNECTOR = str(Path(__file__).parents[2] / "integration" / "tools_connector.py")
 SID = "dog.events"
 """A server id with a character tool names may not carry: it is shown as ``dog_events``."""
 ALL = {"echo", "push_first", "sorry", "broken", "grow", "exit_now", "huge"}

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from switchboard.agents.tools import build_server
+from switchboard.agents.tools.channel_tools import SPEAK_DESCRIPTIONS
 from switchboard.config import AgentConfig
-from switchboard.tools import build_server
-from switchboard.tools.channel_tools import SPEAK_DESCRIPTIONS
-from tests.host.fake import board_of, descriptor, message
-from tests.tools.channel_support import call, lifecycle_fake
+from tests.agents.tools.channel_support import call, lifecycle_fake
+from tests.fake import board_of, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

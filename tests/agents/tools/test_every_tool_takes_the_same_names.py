@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.tools import build_server
+from switchboard.agents.tools import build_server
+from tests.agents.tools.channel_support import call, dm
+from tests.fake import FakeConnector, LifecycleScript, board_of, descriptor, register_settled
 from tests.helpers import Recorder
-from tests.host.fake import FakeConnector, LifecycleScript, board_of, descriptor, register_settled
-from tests.tools.channel_support import call, dm
 
 pytestmark = pytest.mark.anyio
 

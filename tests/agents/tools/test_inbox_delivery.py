@@ -24,12 +24,12 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from switchboard.agent_http import bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.http import bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.tools import build_server
+from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig
-from switchboard.host import Switchboard
-from switchboard.tools import build_server
-from tests.host.fake import FakeConnector, board_of, descriptor, message, send_accepted
-from tests.tools.channel_support import call
+from tests.agents.tools.channel_support import call
+from tests.fake import FakeConnector, board_of, descriptor, message, send_accepted
 
 pytestmark = pytest.mark.anyio
 

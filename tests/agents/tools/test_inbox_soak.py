@@ -19,9 +19,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from switchboard.host import Switchboard
-from switchboard.tools import build_server
-from tests.host.fake import FakeConnector, board_of, descriptor, message
+from switchboard.agents.tools import build_server
+from switchboard.app.board import Switchboard
+from tests.fake import FakeConnector, board_of, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from switchboard.agents.tools import build_server
 from switchboard.channels import ChannelRef
-from switchboard.channels.lifecycle.decisions import Source, TuneOutEpoch, TuneOutScope
-from switchboard.channels.lifecycle.events import TuneOutStarted
 from switchboard.config import DEFAULT_GRANT
+from switchboard.lifecycle.rules.decisions import Source, TuneOutEpoch, TuneOutScope
+from switchboard.lifecycle.rules.events import TuneOutStarted
 from switchboard.store import DecisionLog, StoreError
-from switchboard.tools import build_server
-from tests.helpers import Recorder
-from tests.host.fake import (
+from tests.agents.tools.channel_support import answer
+from tests.fake import (
     FakeConnector,
     LifecycleScript,
     board_of,
@@ -26,7 +26,7 @@ from tests.host.fake import (
     message,
     register_settled,
 )
-from tests.tools.channel_support import answer
+from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.tools import build_server
-from tests.host.fake import FakeConnector, board_of, descriptor, drop_server, message
-from tests.tools.channel_support import call
+from switchboard.agents.tools import build_server
+from tests.agents.tools.channel_support import call
+from tests.fake import FakeConnector, board_of, descriptor, drop_server, message
 
 pytestmark = pytest.mark.anyio
 

@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from switchboard.agents.tools import build_server
 from switchboard.config import AgentConfig
-from switchboard.tools import build_server
-from tests.host.fake import (
+from tests.agents.tools.channel_support import answer
+from tests.fake import (
     FakeConnector,
     Ticker,
     barrier,
@@ -22,7 +23,6 @@ from tests.host.fake import (
     notes,
     typing_running,
 )
-from tests.tools.channel_support import answer
 
 pytestmark = pytest.mark.anyio
 

@@ -3,7 +3,7 @@ resource, neither of which acknowledges anything (issue #11, item 4; docs/tools.
 
 The agent is the MCP SDK's ``Client`` on Switchboard's server, in process or over real
 loopback streamable HTTP; messages arrive through a connector's ``channels/incoming`` (the
-fake connector of tests/host/fake.py over the host's real session code).
+fake connector of tests/fake.py over the host's real session code).
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import ResourceUpdatedNotification, TextResourceContents
 from pydantic import BaseModel
 
-from switchboard.agent_http import bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.http import bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.port.protocol import Arrival
+from switchboard.agents.port.service import agent_port
+from switchboard.agents.tools import build_server
+from switchboard.agents.tools.connector_passthrough import ListenedBus
+from switchboard.agents.tools.push import CHANNEL_CAPABILITY, CHANNEL_NOTIFICATION, INBOX_URI
+from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig
-from switchboard.host import Switchboard
-from switchboard.host.agent.port import agent_port
-from switchboard.host.port import Arrival
-from switchboard.tools import build_server
-from switchboard.tools.connector_passthrough import ListenedBus
-from switchboard.tools.push import CHANNEL_CAPABILITY, CHANNEL_NOTIFICATION, INBOX_URI
-from tests.host.fake import FakeConnector, board_of, descriptor, message, send_accepted
-from tests.tools.channel_support import call
+from tests.agents.tools.channel_support import call
+from tests.fake import FakeConnector, board_of, descriptor, message, send_accepted
 
 pytestmark = pytest.mark.anyio
 

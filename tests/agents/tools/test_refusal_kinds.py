@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from switchboard.host import RefusalKind
-from switchboard.host.refusal import NEXT_STEP
+from switchboard.refusals.refusal import NEXT_STEP, RefusalKind
 
-TOOLS_MD = Path(__file__).resolve().parents[2] / "docs" / "tools.md"
+TOOLS_MD = Path(__file__).resolve().parents[3] / "docs" / "tools.md"
 KIND = re.compile(r"[a-z]+(?:-[a-z]+)*")
 """What a kind looks like (tool names, with their underscores, are not kinds)."""
 

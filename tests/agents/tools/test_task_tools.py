@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from switchboard.host.agents.mailmark import is_mail
-from switchboard.host.port import message_text
-from switchboard.tools import build_server
-from tests.host.agents.test_lifetimes import board_at
-from tests.host.fake import ManualClock
-from tests.tools.channel_support import call
+from switchboard.agents.port.protocol import message_text
+from switchboard.agents.tools import build_server
+from switchboard.store.mailmark import is_mail
+from tests.agents.roster.test_lifetimes import board_at
+from tests.agents.tools.channel_support import call
+from tests.fake import ManualClock
 
 pytestmark = pytest.mark.anyio
 

@@ -9,10 +9,10 @@ import pytest
 from mcp import Client
 from mcp.types import Tool
 
+from switchboard.agents.tools import build_server
+from switchboard.agents.tools.server import OWN_TOOLS
 from switchboard.config import AgentEntry
-from switchboard.tools import build_server
-from switchboard.tools.server import OWN_TOOLS
-from tests.host.fake import FakeConnector, board_of
+from tests.fake import FakeConnector, board_of
 
 pytestmark = pytest.mark.anyio
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from switchboard.agents.tools import build_server
+from switchboard.agents.tools.server import OWN_TOOLS
 from switchboard.config import AgentConfig, AgentEntry
-from switchboard.tools import build_server
-from switchboard.tools.server import OWN_TOOLS
-from tests.host.fake import FakeConnector, board_of
+from tests.fake import FakeConnector, board_of
 
 pytestmark = pytest.mark.anyio
 

@@ -7,10 +7,9 @@ from typing import Any, NoReturn, cast
 import pytest
 from mcp import Client
 
+from switchboard.agents.port.protocol import AgentPort, ChannelListing, ChannelRow
+from switchboard.agents.tools import server_for
 from switchboard.channels import ChannelRef
-from switchboard.host import AgentPort
-from switchboard.host.port import ChannelListing, ChannelRow
-from switchboard.tools import server_for
 
 pytestmark = pytest.mark.anyio
 
@@ -45,13 +44,13 @@ SURFACE: dict[str, tuple[set[str], list[str]]] = {
     "typing": ({"channel", "on", "server_id"}, ["channel"]),
     "speak_stream": ({"text", "inference_id"}, ["text"]),
     "speak_stream_end": ({"inference_id", "text", "abort"}, ["inference_id"]),
-    # -- mail and the directory (tools/agent_tools.py)
+    # -- mail and the directory (agents/tools/agent_tools.py)
     "agent_send": ({"to", "text"}, ["to", "text"]),
     "directory_list": ({"prefix", "tag", "kind", "owner", "limit", "offset"}, []),
     "directory_search": ({"text", "limit", "offset"}, ["text"]),
     "directory_lookup": ({"address"}, ["address"]),
     "set_busy": ({"busy"}, ["busy"]),
-    # -- task agents (tools/task_tools.py)
+    # -- task agents (agents/tools/task_tools.py)
     "agent_spawn": (
         {
             "handle",
@@ -71,7 +70,7 @@ SURFACE: dict[str, tuple[set[str], list[str]]] = {
 
 class _Untouched:
     """A port that fails the test if anything asks it anything but its connector tools (none:
-    the surface is Switchboard's own tools alone; tests/tools/test_connector_tools.py has the
+    the surface is Switchboard's own tools alone; tests/agents/tools/test_connector_tools.py has the
     connectors')."""
 
     def __getattr__(self, name: str) -> NoReturn:

@@ -9,9 +9,9 @@ import anyio
 import pytest
 from mcp import Client
 
-from switchboard.tools import build_server
-from tests.host.fake import FakeConnector, board_with, descriptor, message
-from tests.tools.channel_support import answer
+from switchboard.agents.tools import build_server
+from tests.agents.tools.channel_support import answer
+from tests.fake import FakeConnector, board_with, descriptor, message
 
 pytestmark = pytest.mark.anyio
 

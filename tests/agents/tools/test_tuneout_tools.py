@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from switchboard.agents.tools import build_server
 from switchboard.channels import ChannelRef
-from switchboard.tools import build_server
-from tests.host.fake import (
+from tests.agents.tools.channel_support import call
+from tests.fake import (
     FakeConnector,
     board_with_log,
     message,
     register_admitted,
     send_accepted,
 )
-from tests.tools.channel_support import call
 
 pytestmark = pytest.mark.anyio
 

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from switchboard.agents.tools import build_server
 from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT, AgentConfig
-from switchboard.host import PublishOutcome, PublishStatus
-from switchboard.host.events import Published, PushAccepted
+from switchboard.events import Published, PushAccepted
 from switchboard.protocol import Grant
-from switchboard.tools import build_server
-from tests.host.fake import FakeConnector, board_of, descriptor, drop_server, message
-from tests.tools.channel_support import call, lifecycle_fake, tagged
+from switchboard.refusals.outcome import PublishOutcome, PublishStatus
+from tests.agents.tools.channel_support import call, lifecycle_fake, tagged
+from tests.fake import FakeConnector, board_of, descriptor, drop_server, message
 
 HOOK_INJECT = "contextHooks.beforeInference.inject.afterUser"
 

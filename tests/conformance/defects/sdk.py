@@ -8,7 +8,7 @@ only) or subclasses :class:`DemoConnector`, then calls :func:`run`.
 from __future__ import annotations
 
 from switchboard.connectors.demo import DemoConnector, DemoOptions
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 
 __all__ = ["DemoConnector", "patch", "run", "town"]
 

@@ -56,9 +56,9 @@ def run_in_process(config_path: Path) -> int:
     """Run the host on ``config_path`` until the kit ends this process."""
     import anyio
 
+    from switchboard.app.board import Switchboard
     from switchboard.config import load_config
-    from switchboard.host import Switchboard
-    from switchboard.logging import configure
+    from switchboard.runtime.logs import configure
 
     config = load_config(config_path)
     configure(config.log_level)

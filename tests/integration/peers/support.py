@@ -19,9 +19,9 @@ import anyio
 import orjson
 from mcp import Client
 
+from switchboard.agents.tools import build_server
+from switchboard.app.board import Switchboard
 from switchboard.config import ConnectorConfig
-from switchboard.host import Switchboard
-from switchboard.tools import build_server
 from tests.helpers import Recorder, running_board
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from switchboard.host.events import ConnectorReady
+from switchboard.events import ConnectorReady
 from tests.helpers import Recorder, connector
 from tests.integration.peers.support import (
     agent_on,

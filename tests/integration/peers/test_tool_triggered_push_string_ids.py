@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.host.events import ConnectorToolsChanged, HostEvent
+from switchboard.events import ConnectorToolsChanged, HostEvent
 from tests.helpers import Recorder, connector
 from tests.integration.peers.support import agent_on, answer_to, named, script
 

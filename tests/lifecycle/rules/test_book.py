@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.lifecycle.book import LifecycleBook, SubscriptionPolicy
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook, SubscriptionPolicy
+from switchboard.lifecycle.rules.decisions import (
     Append,
     DesiredRecord,
     DesiredState,
@@ -17,8 +18,7 @@ from switchboard.channels.lifecycle.decisions import (
     Vetoed,
     VetoReason,
 )
-from switchboard.channels.lifecycle.events import DesiredStateSet, TuneOutStarted
-from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.events import DesiredStateSet, TuneOutStarted
 
 G = ChannelRef("a", "g")
 OPEN, CLOSED, TUNED_OUT = DesiredState.OPEN, DesiredState.CLOSED, DesiredState.TUNED_OUT

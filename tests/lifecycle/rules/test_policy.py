@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.lifecycle.book import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import (
     LifecycleBook,
     SelectedForOpening,
     SubscriptionPolicy,
 )
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.lifecycle.rules.decisions import (
     Append,
     DesiredRecord,
     DesiredState,
@@ -19,8 +20,7 @@ from switchboard.channels.lifecycle.decisions import (
     TuneOutEpoch,
     TuneOutScope,
 )
-from switchboard.channels.lifecycle.events import DesiredStateSet, TuneOutStarted
-from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.events import DesiredStateSet, TuneOutStarted
 
 G = ChannelRef("a", "g")
 OPEN, CLOSED = DesiredState.OPEN, DesiredState.CLOSED

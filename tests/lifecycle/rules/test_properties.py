@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.channels.lifecycle.book import LifecycleBook, SubscriptionPolicy
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook, SubscriptionPolicy
+from switchboard.lifecycle.rules.decisions import (
     CLOSE_SOURCES,
     MACHINE_CLOSE_SOURCES,
     OPEN_SOURCES,
@@ -26,8 +27,7 @@ from switchboard.channels.lifecycle.decisions import (
     NoChangeReason,
     Source,
 )
-from switchboard.channels.lifecycle.events import DecisionEvent, decode_events
-from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.events import DecisionEvent, decode_events
 
 REFS = [ChannelRef("a", "b:room"), ChannelRef("a:b", "room"), ChannelRef("s", "g")]
 VALID = [(DesiredState.OPEN, s) for s in sorted(OPEN_SOURCES)] + [

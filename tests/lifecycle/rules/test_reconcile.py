@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.lifecycle.book import LifecycleBook
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
     DesiredRecord,
     DesiredState,
     Source,
     TuneOutEpoch,
     TuneOutScope,
 )
-from switchboard.channels.lifecycle.events import DesiredStateSet, TuneOutStarted
-from switchboard.channels.lifecycle.reconcile import (
+from switchboard.lifecycle.rules.events import DesiredStateSet, TuneOutStarted
+from switchboard.lifecycle.rules.reconcile import (
     MAX_CONVERGE_ATTEMPTS,
     Converged,
     Convergence,
@@ -27,7 +28,6 @@ from switchboard.channels.lifecycle.reconcile import (
     judge_close_answer,
     judge_open_answer,
 )
-from switchboard.channels.ref import ChannelRef
 
 R = ChannelRef
 OPEN_REC = DesiredRecord(DesiredState.OPEN, Source.AGENT_TOOL, 0.0)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.lifecycle.book import SelectedForOpening
-from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState, Source
-from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
-from switchboard.channels.lifecycle.speech import (
+from switchboard.lifecycle.rules.book import SelectedForOpening
+from switchboard.lifecycle.rules.decisions import DesiredRecord, DesiredState, Source
+from switchboard.lifecycle.rules.reconcile import LifecycleErrorKind
+from switchboard.lifecycle.rules.speech import (
     ChannelFacts,
     ClosedByAgent,
     Reach,

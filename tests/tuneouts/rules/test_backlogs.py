@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from switchboard.channels.lifecycle.decisions import ScopeKind, Source, TuneOutEpoch, TuneOutScope
-from switchboard.channels.lifecycle.events import EndReason
 from switchboard.channels.ref import ChannelRef
-from switchboard.channels.tuneouts.delivery import deliver_backlog
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut
+from switchboard.lifecycle.rules.decisions import ScopeKind, Source, TuneOutEpoch, TuneOutScope
+from switchboard.lifecycle.rules.events import EndReason
+from switchboard.tuneouts.rules.backlogs import deliver_backlog
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut
 
 G = ChannelRef("a", "g")
 NOTHING: list[str] = []

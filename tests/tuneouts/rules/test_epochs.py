@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from switchboard.channels.lifecycle.book import LifecycleBook
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
     Append,
     DesiredRecord,
     DesiredState,
@@ -19,7 +20,7 @@ from switchboard.channels.lifecycle.decisions import (
     Vetoed,
     VetoReason,
 )
-from switchboard.channels.lifecycle.events import (
+from switchboard.lifecycle.rules.events import (
     DecisionEvent,
     DesiredStateSet,
     EndReason,
@@ -27,8 +28,7 @@ from switchboard.channels.lifecycle.events import (
     TuneOutStarted,
     TuneOutWake,
 )
-from switchboard.channels.ref import ChannelRef
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut, TuneOutBook, TuneOutTerms
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutBook, TuneOutTerms
 
 G = ChannelRef("a", "g")
 H = ChannelRef("a", "h")

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.channels.lifecycle.book import LifecycleBook
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
     CLOSE_SOURCES,
     OPEN_SOURCES,
     TUNE_OUT_SOURCES,
@@ -25,9 +26,8 @@ from switchboard.channels.lifecycle.decisions import (
     Source,
     TuneOutScope,
 )
-from switchboard.channels.lifecycle.events import DecisionEvent, decode_events
-from switchboard.channels.ref import ChannelRef
-from switchboard.channels.tuneouts.epochs import TuneOutBook, TuneOutTerms
+from switchboard.lifecycle.rules.events import DecisionEvent, decode_events
+from switchboard.tuneouts.rules.epochs import TuneOutBook, TuneOutTerms
 
 REFS = [ChannelRef("a", "b:room"), ChannelRef("a:b", "room"), ChannelRef("s", "g")]
 OWNERS = ["ada", "bob"]

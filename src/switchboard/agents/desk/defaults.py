@@ -13,16 +13,16 @@ What this module knows (channel-registry.md §8.7, §9.2 step 5, §11.3, MCPL §
   exception for an edit delivered as an agent's first view does not arise.
 - **The default channel** (:class:`DefaultChannel`): process-global, the channel of the
   latest accepted ``channels/incoming`` message that is not a marker. It follows the host's
-  :class:`~switchboard.host.events.MessagesAccepted` events (already committed and accepted);
+  :class:`~switchboard.events.MessagesAccepted` events (already committed and accepted);
   push events, outbound publishes and tools never move it. A message whose channel is no
   longer registered when the event is seen (its server was removed meanwhile) sets nothing.
-  When the server goes away (:class:`~switchboard.host.events.ConnectorExited`) the *ref* is kept
+  When the server goes away (:class:`~switchboard.events.ConnectorExited`) the *ref* is kept
   on purpose, with only the message and thread ids forgotten: a publish that defaults to it
   is then refused naming the gone channel, and is never sent to another server's channel
   that happens to have the same id.
 
 What it deliberately does not know: turns, agents and the locus (see
-:mod:`switchboard.host.agent.desk`), and how a publish is carried out.
+:mod:`switchboard.agents.desk.desk`), and how a publish is carried out.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.events import ConnectorExited, HostEvent, MessagesAccepted
+from switchboard.events import ConnectorExited, HostEvent, MessagesAccepted
 from switchboard.protocol.fastpath import CheckedMessage
 
 __all__ = ["MARKER_EVENT_TYPES", "MARKER_TAGS", "DefaultChannel", "is_marker"]

@@ -12,11 +12,11 @@ Over MCP an agent's turn is not explicit, so Switchboard defines one (docs/tools
   frozen: the agent's home channel (config ``agent.home``, a name resolved at that moment) if
   one is configured; else the channel of the newest message of the read that is not a marker
   (a reaction, a reaction removal, an edit or a deletion,
-  :func:`~switchboard.host.agent.defaults.is_marker`). When every message of the read is a marker
+  :func:`~switchboard.agents.desk.defaults.is_marker`). When every message of the read is a marker
   the turn deliberately has **no** channel and takes no fallback. A home that does not pick
   one channel at that moment also leaves the turn without a channel (never a guess).
 - **Outside any turn** the locus is looked up live: the home channel, else the host's default
-  channel (:class:`~switchboard.host.agent.defaults.DefaultChannel`).
+  channel (:class:`~switchboard.agents.desk.defaults.DefaultChannel`).
 - The sticky ``>>`` target (§4.2) lives for one turn; bounced drafts (``{{unsent}}``) live
   for the agent's whole session, in one :class:`~switchboard.channels.DraftBox`.
 
@@ -33,6 +33,7 @@ from typing import Protocol
 import anyio
 import structlog
 
+from switchboard.agents.desk.defaults import DefaultChannel, is_marker
 from switchboard.channels import (
     NO_STICKY,
     ChannelNameError,
@@ -43,9 +44,8 @@ from switchboard.channels import (
     Sticky,
 )
 from switchboard.channels.names.wording import q
-from switchboard.host.agent.defaults import DefaultChannel, is_marker
-from switchboard.host.agents.mailmark import is_mail
 from switchboard.store import StoredMessage
+from switchboard.store.mailmark import is_mail
 
 __all__ = ["AgentDesk", "Locus", "LocusFrom", "Turn"]
 

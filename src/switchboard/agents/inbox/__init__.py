@@ -1,1 +1,2 @@
-"""switchboard.agents.inbox: what comes to an agent: routing, mail, the inbox read and its delivery."""
+"""switchboard.agents.inbox: what comes to an agent: routing, mail, the inbox read and its
+delivery."""

@@ -16,7 +16,7 @@ What this module knows (docs/agents.md, "Mail"):
   use (:meth:`~switchboard.store.MessageStore.highest_numbers`, one read of the ``@mail``
   batches for every pair at once), so numbering continues across restarts.
 - **Atomic and durable.** A deposit is one message in one store commit
-  (:mod:`switchboard.host.agents.mailmark` says how it is stored); once :meth:`Mail.deposit`
+  (:mod:`switchboard.store.mailmark` says how it is stored); once :meth:`Mail.deposit`
   returns it is in the recipient's inbox for good, and it is read like any message, under
   the inbox's at-least-once contract. Mail to an agent with no session is simply held there
   until the agent reads.
@@ -42,6 +42,8 @@ from typing import Any, Final
 import anyio
 import structlog
 
+from switchboard.agents.roster.attach import Attachments
+from switchboard.agents.roster.roster import Roster
 from switchboard.directory import (
     Directory,
     DirectoryError,
@@ -49,11 +51,9 @@ from switchboard.directory import (
     NotFound,
     validate_address,
 )
-from switchboard.host.agents.attach import Attachments
-from switchboard.host.agents.mailmark import MAIL_KIND, MAIL_SERVER
-from switchboard.host.agents.roster import Roster
-from switchboard.host.refusal import Refusal, RefusalKind
+from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import IncomingRecord, MessageStore, StoredMessage
+from switchboard.store.mailmark import MAIL_KIND, MAIL_SERVER
 
 __all__ = ["SYSTEM_SENDER", "Deposit", "Mail", "directory_refusal"]
 
@@ -169,7 +169,7 @@ class Mail:
         attachments: which agents have a session; mail deposited while its recipient has
             none is counted as held, and logged (``mail_held_delivered``) when it attaches.
         arrived: told each deposit once it is committed (the router's
-            :meth:`~switchboard.host.agents.routing.Router.arrived`, which tells the
+            :meth:`~switchboard.agents.inbox.routing.Router.arrived`, which tells the
             recipient's watchers: pushes); it must not block.
         """
         self._store = store

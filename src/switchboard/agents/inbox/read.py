@@ -28,7 +28,7 @@ What this module knows (channel-registry.md §6; docs/tools.md, "tune_out"):
   a wake, and the cursor passes it. A backlog holds only what is routed to the epoch's owner.
 
 What it deliberately does not know: MCP and tool results, the decisions themselves
-(:mod:`~switchboard.host.tuneouts.host`), and agents' turns.
+(:mod:`~switchboard.tuneouts.host`), and agents' turns.
 """
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ from typing import Protocol, overload
 import anyio
 import structlog
 
-from switchboard.channels import ChannelRef, ChannelRegistry, Source, TuneOutBook
-from switchboard.channels.lifecycle.decisions import ScopeKind
-from switchboard.channels.tuneouts.delivery import deliver_backlog
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut
-from switchboard.host.refusal import Refusal
-from switchboard.host.tuneouts.records import Settled, diverts_at_all, is_addressed
+from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.lifecycle.rules.decisions import ScopeKind, Source
+from switchboard.refusals.refusal import Refusal
 from switchboard.store import MessageStore, StoredMessage
+from switchboard.tuneouts.records import Settled, diverts_at_all, is_addressed
+from switchboard.tuneouts.rules.backlogs import deliver_backlog
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutBook
 
 __all__ = [
     "NOTICE_KIND",
@@ -127,7 +127,7 @@ def _iso(at: float) -> str:
 
 class InboxRouter(Protocol):
     """Which messages are routed to which agent
-    (:class:`~switchboard.host.agents.routing.Router` provides it)."""
+    (:class:`~switchboard.agents.inbox.routing.Router` provides it)."""
 
     def reader(self, agent: str) -> Callable[[StoredMessage], bool]: ...
 
@@ -138,7 +138,7 @@ def _everything(message: StoredMessage) -> bool:
 
 class InboxTuneOuts(Protocol):
     """What an inbox read needs of the tune-outs
-    (:class:`~switchboard.host.tuneouts.host.TuneOutHost` provides it)."""
+    (:class:`~switchboard.tuneouts.host.TuneOutHost` provides it)."""
 
     @property
     def store(self) -> MessageStore: ...

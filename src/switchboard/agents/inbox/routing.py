@@ -6,7 +6,7 @@ What this module knows (docs/agents.md, "Routing"):
 - **Channel traffic** (every other message, push events included) goes to the agents whose
   home channel it is, plus the agents it *addresses*; when it is nobody's home and addresses
   nobody, it is *untargeted* and goes to :meth:`Roster.untargeted
-  <switchboard.host.agents.roster.Roster.untargeted>` (the agents that receive untargeted
+  <switchboard.agents.roster.roster.Roster.untargeted>` (the agents that receive untargeted
   traffic, else the default-delivery agent).
 - **Homes.** An agent's home is a channel name as ``channel_list`` names it; it is resolved
   through the registry (as the desk resolves it for the locus). A home that picks no single
@@ -32,7 +32,7 @@ What this module knows (docs/agents.md, "Routing"):
   ``isMention`` and the ``chat:*`` tags say the connector's own account was addressed, not
   which agent, so they route nothing.)
 - **Leaving.** An agent that closes a channel another roster agent wants (its home) *leaves*
-  it (:class:`~switchboard.store.leaves.ChannelLeaves`, durable): none of that channel's
+  it (:class:`~switchboard.store.sqlite.leaves.ChannelLeaves`, durable): none of that channel's
   traffic is routed to it any more, messages addressing it included, until it opens the
   channel again. If leaving would route a message to nobody, it goes to the untargeted agents
   that did not leave the channel, else to the untargeted agents: a message is never routed to
@@ -65,10 +65,9 @@ from typing import Any, ClassVar
 
 import structlog
 
+from switchboard.agents.roster.roster import Roster
 from switchboard.channels import ChannelNameError, ChannelRef, ChannelRegistry
-from switchboard.host.agents.mailmark import MAIL_SERVER, is_mail, mail_recipient
-from switchboard.host.agents.roster import Roster
-from switchboard.host.events import (
+from switchboard.events import (
     ChannelsChanged,
     ChannelsRegistered,
     ChannelsRemoved,
@@ -76,7 +75,8 @@ from switchboard.host.events import (
     HostEvent,
 )
 from switchboard.store import StoredMessage
-from switchboard.store.leaves import ChannelLeaves
+from switchboard.store.mailmark import MAIL_SERVER, is_mail, mail_recipient
+from switchboard.store.sqlite.leaves import ChannelLeaves
 
 __all__ = ["HANDLE_MENTION", "Router", "handles_in", "message_text_of"]
 

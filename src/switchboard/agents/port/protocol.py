@@ -7,7 +7,7 @@ speech, list and call the connectors' own MCP tools and follow changes to them, 
 the inbox and follow what arrives in it, send mail, read the directory and mark itself busy),
 and the values
 they take and return. An operation that refuses the whole call raises
-a :class:`~switchboard.host.refusal.Refusal` (converted once, at the tool boundary); a publish
+a :class:`~switchboard.refusals.refusal.Refusal` (converted once, at the tool boundary); a publish
 and each segment of speech carry theirs as a value, in the answer. Who is calling, and which
 channels are the turn's own, come from the agent the port was made for, never from an
 argument.
@@ -18,8 +18,8 @@ speech (:class:`Speech`), lifecycle answers (:class:`LifecycleAnswer`), tune-out
 into results; this module re-exports the ones defined deeper in the host so that the tools
 import the port's vocabulary from one place.
 
-The implementation is :class:`~switchboard.host.agent.port.BoardPort`, made by
-:func:`switchboard.host.agent_port`.
+The implementation is :class:`~switchboard.agents.port.service.BoardPort`, made by
+:func:`switchboard.agents.port.service.agent_port`.
 
 What it deliberately does not know: MCP and result shapes, and how any operation is carried
 out (sessions, the registry, the config and the host's parts stay behind the port).
@@ -31,26 +31,26 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from switchboard.channels import ChannelRef, TuneOutTerms
-from switchboard.channels.lifecycle.decisions import ScopeKind
-from switchboard.channels.tuneouts.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut
+from switchboard.agents.desk.views import ChannelRow
+from switchboard.agents.inbox.delivery import PageBudget
+from switchboard.agents.inbox.mail import Deposit
+from switchboard.agents.inbox.routing import message_text_of
+from switchboard.agents.roster.lifetimes import EndedAgent, SpawnedTask
+from switchboard.agents.speech.publishing import AgentPublish
+from switchboard.agents.speech.speech import SegmentStatus, Speech, SpokenSegment
+from switchboard.agents.speech.streams import SpeechEnd, Streamed
+from switchboard.channels import ChannelRef
+from switchboard.connections.connector_tools import ConnectorTool
+from switchboard.connections.diagnostics import DisabledFeatureSet
 from switchboard.directory import Entry as DirectoryEntry
 from switchboard.directory import Page as DirectoryPage
-from switchboard.host.agent.delivery import PageBudget
-from switchboard.host.agent.publishing import AgentPublish
-from switchboard.host.agent.speech import SegmentStatus, Speech, SpokenSegment
-from switchboard.host.agent.streams import SpeechEnd, Streamed
-from switchboard.host.agent.views import ChannelRow
-from switchboard.host.agents.lifetimes import EndedAgent, SpawnedTask
-from switchboard.host.agents.mail import Deposit
-from switchboard.host.agents.mailmark import MAIL_SERVER, is_mail
-from switchboard.host.agents.routing import message_text_of
-from switchboard.host.connection.connector_tools import ConnectorTool
-from switchboard.host.connection.diagnostics import DisabledFeatureSet
-from switchboard.host.lifecycle.answers import LifecycleAnswer
-from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
-from switchboard.host.tuneouts.host import StartedTuneOut
+from switchboard.lifecycle.answers import LifecycleAnswer
+from switchboard.lifecycle.rules.decisions import ScopeKind
+from switchboard.lifecycle.verbs import MAX_BACKSCROLL
 from switchboard.store import StoredMessage
+from switchboard.store.mailmark import MAIL_SERVER, is_mail
+from switchboard.tuneouts.host import StartedTuneOut
+from switchboard.tuneouts.rules.epochs import DEFAULT_BACKLOG_CAP, ActiveTuneOut, TuneOutTerms
 
 __all__ = [
     "DEFAULT_BACKLOG_CAP",

@@ -1,9 +1,9 @@
 """One agent's port onto the host: :class:`BoardPort`, the implementation of
-:class:`~switchboard.host.port.AgentPort`.
+:class:`~switchboard.agents.port.protocol.AgentPort`.
 
 What this module knows: how each operation the tools of one agent need is carried out on the
-:class:`~switchboard.host.app.Switchboard`, for the agent whose
-:class:`~switchboard.host.agent.desk.AgentDesk` the port was made with. It is the one place
+:class:`~switchboard.app.board.Switchboard`, for the agent whose
+:class:`~switchboard.agents.desk.desk.AgentDesk` the port was made with. It is the one place
 outside the host's own parts that reaches into the host object (its registry, sessions,
 config, default channel, lifecycle, tune-outs, typing and streams); it hands the agent's
 modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborators they use.
@@ -13,8 +13,8 @@ modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborato
   with the turn's own channels first and an empty server id read as none, so every tool
   accepts the same names; ``typing`` without a server id first fans an id or qualified name
   out to every channel it names (typing posts nothing). A name the registry refuses
-  becomes a :class:`~switchboard.host.refusal.Refusal` through
-  :func:`~switchboard.host.refusal.name_refusal`, naming the tool called. A lifecycle verb's
+  becomes a :class:`~switchboard.refusals.refusal.Refusal` through
+  :func:`~switchboard.refusals.refusal.name_refusal`, naming the tool called. A lifecycle verb's
   own refusal gains the channel as shown to the agent (``channel``, ``server_id``,
   ``channel_id``).
 - **Turns.** An inbox read that returns messages begins the agent's next turn while the desk's
@@ -29,7 +29,7 @@ modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborato
   when a turn began, never begun) is a ``no-stream`` refusal; the end delivers the whole text
   through :meth:`BoardPort.speak`.
 - **Connector tools.** The tools of each server's current session
-  (:mod:`switchboard.host.connection.connector_tools`); a call is refused before anything is
+  (:mod:`switchboard.connections.connector_tools`); a call is refused before anything is
   sent when the server is gone, connecting, not granted ``tools`` or no longer lists the
   tool, and the connector's error or silence becomes a refusal that says whether the tool
   may have run. Changes are followed on the host's event bus.
@@ -39,17 +39,17 @@ modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborato
   position through the same tune-out filter, with none of a read's effects.
 - **Isolation** (docs/agents.md, "Routing"). The inbox read, :meth:`BoardPort.peek_inbox`,
   :meth:`BoardPort.stored_message` and :meth:`BoardPort.watch_inbox` show only what the
-  board's :class:`~switchboard.host.agents.routing.Router` routes to this agent; a stored
+  board's :class:`~switchboard.agents.inbox.routing.Router` routes to this agent; a stored
   message routed elsewhere is answered as if it did not exist. Mail, which no host event
   carries, reaches the watch through :meth:`Router.watch
-  <switchboard.host.agents.routing.Router.watch>`.
+  <switchboard.agents.inbox.routing.Router.watch>`.
 - **Leaving.** ``close`` of a channel another roster agent wants (its home) does not ask the
   connector to close it: this agent leaves it (status ``left``) and its traffic stops coming
   here; ``open`` rejoins it. With nobody else wanting it, ``close`` is the lifecycle's.
 - **Mail and the directory.** :meth:`BoardPort.send_mail` deposits through ``board.mail``
   with this agent as the sender (never an argument); the directory reads and ``set_busy`` (on
   the agent's own ``@handle`` only) turn a directory error into a refusal carrying its code
-  and name (:func:`~switchboard.host.agents.mail.directory_refusal`).
+  and name (:func:`~switchboard.agents.inbox.mail.directory_refusal`).
 
 What it deliberately does not know: MCP, tool results, and how the parts it calls work inside.
 """
@@ -63,37 +63,12 @@ from typing import Any, ClassVar, cast
 
 import structlog
 
-from switchboard.channels import (
-    ChannelNameError,
-    ChannelRef,
-    TuneOutScope,
-    TuneOutTerms,
-    qualified_name,
-)
-from switchboard.channels.lifecycle.decisions import ScopeKind
-from switchboard.channels.names.wording import Caller
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut
-from switchboard.directory import DirectoryError, Kind, NotFound
-from switchboard.host.agent.delivery import PageBudget, Reader
-from switchboard.host.agent.desk import AgentDesk, Locus
-from switchboard.host.agent.publishing import AgentPublish, publish_for_agent
-from switchboard.host.agent.speech import Speech, speak
-from switchboard.host.agent.streams import SpeechEnd, StreamedSpeech
-from switchboard.host.agent.views import channel_rows
-from switchboard.host.agents.mail import Deposit, directory_refusal
-from switchboard.host.app import Switchboard
-from switchboard.host.connection.connector_tools import ConnectorTool
-from switchboard.host.connection.session import SessionState
-from switchboard.host.events import (
-    ConnectorToolsChanged,
-    HostEvent,
-    ManifestApplied,
-    MessagesAccepted,
-    PushAccepted,
-)
-from switchboard.host.lifecycle.answers import LifecycleAnswer
-from switchboard.host.lifecycle.verbs import MAX_BACKSCROLL
-from switchboard.host.port import (
+from switchboard.agents.desk.desk import AgentDesk, Locus
+from switchboard.agents.desk.views import channel_rows
+from switchboard.agents.inbox.delivery import PageBudget, Reader
+from switchboard.agents.inbox.mail import Deposit, directory_refusal
+from switchboard.agents.inbox.read import TuneOutInbox
+from switchboard.agents.port.protocol import (
     AgentPort,
     AgentRead,
     Arrival,
@@ -109,12 +84,31 @@ from switchboard.host.port import (
     TypingIn,
     message_text,
 )
-from switchboard.host.refusal import Refusal, RefusalKind, name_refusal, storage_refusal
-from switchboard.host.tuneouts.host import StartedTuneOut
-from switchboard.host.tuneouts.inbox import TuneOutInbox
-from switchboard.host.tuneouts.records import diverts_at_all
+from switchboard.agents.speech.publishing import AgentPublish, publish_for_agent
+from switchboard.agents.speech.speech import Speech, speak
+from switchboard.agents.speech.streams import SpeechEnd, StreamedSpeech
+from switchboard.app.board import Switchboard
+from switchboard.channels import ChannelNameError, ChannelRef, qualified_name
+from switchboard.channels.names.wording import Caller
+from switchboard.connections.connector_tools import ConnectorTool
+from switchboard.connections.session import SessionState
+from switchboard.directory import DirectoryError, Kind, NotFound
+from switchboard.events import (
+    ConnectorToolsChanged,
+    HostEvent,
+    ManifestApplied,
+    MessagesAccepted,
+    PushAccepted,
+)
+from switchboard.lifecycle.answers import LifecycleAnswer
+from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
+from switchboard.lifecycle.verbs import MAX_BACKSCROLL
+from switchboard.refusals.refusal import Refusal, RefusalKind, name_refusal, storage_refusal
 from switchboard.store import StorageUnavailableError, StoredMessage, StoreError
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
+from switchboard.tuneouts.host import StartedTuneOut
+from switchboard.tuneouts.records import diverts_at_all
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutTerms
 
 __all__ = ["TUNE_OUT", "BoardPort", "agent_port"]
 
@@ -134,7 +128,8 @@ def agent_port(board: Switchboard, agent: str) -> AgentPort:
 
 
 class BoardPort:
-    """:class:`~switchboard.host.port.AgentPort` on a :class:`Switchboard`, for one desk."""
+    """:class:`~switchboard.agents.port.protocol.AgentPort` on a :class:`Switchboard`, for one
+    desk."""
 
     __slots__ = ("_backlogs", "_board", "_desk", "_reader")
 
@@ -762,7 +757,7 @@ class _InboxWatch:
 
 
 class _MailWatch:
-    """A :meth:`Router.watch <switchboard.host.agents.routing.Router.watch>` listener: tells
+    """A :meth:`Router.watch <switchboard.agents.inbox.routing.Router.watch>` listener: tells
     ``listener`` of the messages stored without a host event (mail) that are routed to the
     agent."""
 

@@ -39,12 +39,12 @@ import anyio
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.connection.session import ConnectorSession, SessionState
+from switchboard.connections.session import ConnectorSession, SessionState
 from switchboard.transport import TransportError
 
 if TYPE_CHECKING:
-    from switchboard.host.agent.defaults import DefaultChannel
-    from switchboard.host.agent.desk import AgentDesk
+    from switchboard.agents.desk.defaults import DefaultChannel
+    from switchboard.agents.desk.desk import AgentDesk
 
 __all__ = [
     "BEFORE_INFERENCE_TIMEOUT",

@@ -47,15 +47,15 @@ import anyio.abc
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.host.connection.session import ConnectorSession, SessionState
-from switchboard.host.events import (
+from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.events import (
     ChannelsChanged,
     ChannelsRemoved,
     ConnectorExited,
     HostEvent,
     Published,
 )
-from switchboard.host.outcome import PublishStatus
+from switchboard.refusals.outcome import PublishStatus
 from switchboard.transport import Peer, TransportError
 
 __all__ = ["AUTO_TYPING_REFRESHES", "TYPING_INTERVAL", "Sleep", "TypingKeeper", "granted_peer"]

@@ -28,8 +28,8 @@ from typing import Final
 
 import structlog
 
+from switchboard.agents.roster.roster import Roster
 from switchboard.directory import Directory, DirectoryError, InvalidName, NotFound
-from switchboard.host.agents.roster import Roster
 
 __all__ = ["TOUCH_WRITE_EVERY", "Attachments"]
 

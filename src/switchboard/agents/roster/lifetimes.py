@@ -13,7 +13,7 @@ What this module knows (docs/agents.md, "Lifetimes and task agents"):
   the directory's force path, then claimed). Every start is a new incarnation of each
   configured identity: its count is kept in the same table (so it survives the address
   being released), shown in the entry's metadata (``{"incarnation": n}``) and set on
-  :attr:`Identity.incarnation <switchboard.host.agents.roster.Identity.incarnation>`.
+  :attr:`Identity.incarnation <switchboard.agents.roster.roster.Identity.incarnation>`.
 - **Task agents** (:meth:`Lifetimes.spawn`). Any agent may start one: the task claims its
   ``@handle`` under a fresh owner token (which is also its bearer token; only digests are
   kept), joins the roster as kind ``task`` with the caller as its parent, and the token is
@@ -50,6 +50,9 @@ from typing import Any, Final, Literal, Protocol
 import anyio
 import structlog
 
+from switchboard.agents.desk.desk import AgentDesk
+from switchboard.agents.inbox.mail import SYSTEM_SENDER, directory_refusal
+from switchboard.agents.roster.roster import Identity, IdentityKind, Roster, token_digest
 from switchboard.directory import (
     Directory,
     DirectoryError,
@@ -60,10 +63,7 @@ from switchboard.directory import (
     NotFound,
     validate_address,
 )
-from switchboard.host.agent.desk import AgentDesk
-from switchboard.host.agents.mail import SYSTEM_SENDER, directory_refusal
-from switchboard.host.agents.roster import Identity, IdentityKind, Roster, token_digest
-from switchboard.host.refusal import Refusal, RefusalKind
+from switchboard.refusals.refusal import Refusal, RefusalKind
 
 __all__ = [
     "RECORDS_TABLE",

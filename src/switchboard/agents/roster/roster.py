@@ -14,7 +14,7 @@ What this module knows (docs/agents.md):
   derives from the roster (homes, mentions) and know when to derive it again.
 
 What it deliberately does not know: the directory (the address table in the store), HTTP,
-MCP, and how messages are routed (:mod:`switchboard.host.agents.routing`).
+MCP, and how messages are routed (:mod:`switchboard.agents.inbox.routing`).
 """
 
 from __future__ import annotations

@@ -19,11 +19,11 @@ What this module knows (channel-registry.md §3.6, §3.8, §7.6, §8.5):
   tool server was built for, never from the tool's input.
 
 Whatever is chosen then goes through the host's publish (:class:`PublishTo`, the host's
-:meth:`Switchboard.publish_to <switchboard.host.app.Switchboard.publish_to>`), which checks the
+:meth:`Switchboard.publish_to <switchboard.app.board.Switchboard.publish_to>`), which checks the
 server, the grant and the direction and reports delivered, failed or unknown (§8.1); a named
 channel with a server id goes through :class:`PublishNamed` (``Switchboard.publish``). A refused
-choice is a :class:`~switchboard.host.refusal.Refusal` (a name error through
-:func:`~switchboard.host.refusal.name_refusal`), carried in a failed outcome.
+choice is a :class:`~switchboard.refusals.refusal.Refusal` (a name error through
+:func:`~switchboard.refusals.refusal.name_refusal`), carried in a failed outcome.
 
 What it deliberately does not know: MCP, result shapes, the words of the next steps, and the
 host object: the caller passes the registry, the default channel and the two publishes.
@@ -34,6 +34,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from switchboard.agents.desk.defaults import DefaultChannel
+from switchboard.agents.desk.desk import AgentDesk
 from switchboard.channels import (
     Caller,
     ChannelEntry,
@@ -42,10 +44,8 @@ from switchboard.channels import (
     ChannelRegistry,
 )
 from switchboard.channels.names.wording import on_server, q
-from switchboard.host.agent.defaults import DefaultChannel
-from switchboard.host.agent.desk import AgentDesk
-from switchboard.host.outcome import PublishOutcome
-from switchboard.host.refusal import GONE, Refusal, RefusalKind, name_refusal
+from switchboard.refusals.outcome import PublishOutcome
+from switchboard.refusals.refusal import GONE, Refusal, RefusalKind, name_refusal
 
 __all__ = [
     "POSTING",

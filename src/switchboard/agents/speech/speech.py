@@ -26,12 +26,12 @@ turns into publishes, using the pure grammar (:func:`~switchboard.channels.parse
   keeps anything. The continue modifier ``!`` is parsed and has no effect over MCP (the agent
   drives its own loop).
 
-A segment that was not sent carries its :class:`~switchboard.host.refusal.Refusal` as a value
-(a target that did not resolve through :func:`~switchboard.host.refusal.name_refusal`, as
+A segment that was not sent carries its :class:`~switchboard.refusals.refusal.Refusal` as a value
+(a target that did not resolve through :func:`~switchboard.refusals.refusal.name_refusal`, as
 ``unresolved-target``): it is part of the answer, not the failure of the call.
 
 What it deliberately does not know: MCP and result shapes, how a publish is carried out (the
-caller passes the host's :class:`~switchboard.host.agent.publishing.PublishTo`), and the host
+caller passes the host's :class:`~switchboard.agents.speech.publishing.PublishTo`), and the host
 object (the caller passes the registry and the locus).
 """
 
@@ -40,6 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from switchboard.agents.desk.desk import AgentDesk, Locus
+from switchboard.agents.speech.publishing import PublishTo
 from switchboard.channels import (
     BLOCKED_STICKY,
     ChannelEntry,
@@ -54,10 +56,8 @@ from switchboard.channels import (
 )
 from switchboard.channels.prose.grammar import is_blank
 from switchboard.channels.prose.route import sticky_after_failed_delivery
-from switchboard.host.agent.desk import AgentDesk, Locus
-from switchboard.host.agent.publishing import PublishTo
-from switchboard.host.outcome import PublishStatus
-from switchboard.host.refusal import Refusal, RefusalKind, name_refusal
+from switchboard.refusals.outcome import PublishStatus
+from switchboard.refusals.refusal import Refusal, RefusalKind, name_refusal
 
 __all__ = ["SegmentStatus", "Speech", "SpokenSegment", "speak"]
 

@@ -39,6 +39,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import structlog
 
+from switchboard.agents.presence.typing import granted_peer
 from switchboard.channels import (
     NO_STICKY,
     ChannelNameError,
@@ -51,8 +52,7 @@ from switchboard.channels import (
     Sticky,
     StreamingRouter,
 )
-from switchboard.host.agent.typing_keeper import granted_peer
-from switchboard.host.connection.session import ConnectorSession
+from switchboard.connections.session import ConnectorSession
 from switchboard.transport import Peer, TransportError
 
 __all__ = [

@@ -1,8 +1,9 @@
 """The tools between agents: agent_send, directory_list, directory_search, directory_lookup
 and set_busy.
 
-Each is a plain function of the agent's :class:`~switchboard.host.AgentPort` (see
-:mod:`switchboard.tools.server`). ``agent_send`` deposits mail into the recipient's inbox (the
+Each is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` (see
+:mod:`switchboard.agents.tools.server`). ``agent_send`` deposits mail into the recipient's inbox
+(the
 sender is the agent the port serves, never tool input; docs/agents.md, "Mail"). The directory
 tools read the directory of agents and services, whose entries are shown as
 ``Entry.to_public()`` has them: never an owner token. ``set_busy`` marks the caller's own
@@ -22,10 +23,9 @@ from typing import Annotated, Any, Literal
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from switchboard.host import AgentPort
-from switchboard.host.port import DirectoryPage
-from switchboard.tools.results import ok, refusal_boundary
-from switchboard.tools.toolset import READ_ONLY, ToolSet, writes
+from switchboard.agents.port.protocol import AgentPort, DirectoryPage
+from switchboard.agents.tools.results import ok, refusal_boundary
+from switchboard.agents.tools.toolset import READ_ONLY, ToolSet, writes
 
 __all__ = [
     "TOOLS",

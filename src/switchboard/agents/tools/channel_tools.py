@@ -1,13 +1,14 @@
 """The channel tools: channel_list, channel_publish, inbox, speak and think.
 
-Each tool is a plain function of the agent's :class:`~switchboard.host.AgentPort` and its typed
+Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` and its
+typed
 arguments, recorded in :data:`TOOLS` and added to the server with the port bound (see
-:mod:`switchboard.tools.server`). The rules live in the host behind the port (turns and the
+:mod:`switchboard.agents.tools.server`). The rules live in the host behind the port (turns and the
 locus, which channel a publish means, how speech is routed, what a read begins); this module
 turns arguments into port calls and what they return into results. A refused publish raises
-its :class:`~switchboard.host.refusal.Refusal` with the facts of the call (``sent``,
+its :class:`~switchboard.refusals.refusal.Refusal` with the facts of the call (``sent``,
 ``server_id``, ``channel_id``, ``defaulted``), and
-:func:`~switchboard.tools.results.refusal_boundary` turns it into the result. Who is calling,
+:func:`~switchboard.agents.tools.results.refusal_boundary` turns it into the result. Who is calling,
 and which channels are the turn's own, come from the port the server was built with, never
 from tool input.
 
@@ -21,9 +22,10 @@ its grammar does.
 
 Answers are bounded in bytes where they are built (docs/tools.md, "Bounded answers"):
 ``channel_list`` pages with ``cursor``/``next_cursor``, and ``inbox`` hands the port a
-:class:`~switchboard.host.port.PageBudget` so that a page is cut at a message boundary before
+:class:`~switchboard.agents.port.protocol.PageBudget` so that a page is cut at a message boundary
+before
 its cursor is formed; its text is one chat line per message
-(:func:`~switchboard.tools.results.inbox_answer`).
+(:func:`~switchboard.agents.tools.results.inbox_answer`).
 
 What it deliberately does not know: the host behind the port (its sessions, registry and
 config), and why a publish or a segment was refused.
@@ -42,12 +44,8 @@ from pydantic import AliasChoices, Field
 from pydantic.json_schema import SkipJsonSchema
 from starlette.types import Receive
 
-from switchboard.channels import ChannelRef
-from switchboard.host import AgentPort, Refusal, RefusalKind
-from switchboard.host.port import AgentRead, PageBudget
-from switchboard.host.refusal import only_one
-from switchboard.store import StoredMessage
-from switchboard.tools.results import (
+from switchboard.agents.port.protocol import AgentPort, AgentRead, PageBudget
+from switchboard.agents.tools.results import (
     INBOX_PAGE_BYTES,
     MAX_ANSWER_BYTES,
     ChannelInfo,
@@ -66,7 +64,10 @@ from switchboard.tools.results import (
     ok,
     refusal_boundary,
 )
-from switchboard.tools.toolset import READ_ONLY, ToolSet, writes
+from switchboard.agents.tools.toolset import READ_ONLY, ToolSet, writes
+from switchboard.channels import ChannelRef
+from switchboard.refusals.refusal import Refusal, RefusalKind, only_one
+from switchboard.store import StoredMessage
 
 __all__ = [
     "MAX_CHANNEL_PAGE",

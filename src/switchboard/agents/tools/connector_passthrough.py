@@ -18,7 +18,7 @@ What this module knows (docs/tools.md, "Connector tools"):
   port and passes the connector's result back (``content``, ``structuredContent``,
   ``isError``). A name that is not a connector tool's, a connector that is gone, connecting or
   not granted ``tools``, and a connector error are refusals, turned into ``isError`` results
-  by :func:`~switchboard.tools.results.refused`. A name shown earlier keeps meaning its tool,
+  by :func:`~switchboard.agents.tools.results.refused`. A name shown earlier keeps meaning its tool,
   so a call after the connector left is refused as ``server-gone``, not ``unknown-tool``.
 - **Change notices** (:class:`ToolListNotifier`). When the port says the connector tools may
   have changed, every connected agent is sent ``notifications/tools/list_changed`` once per
@@ -50,9 +50,9 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ServerEvent, Tools
 from mcp.types import CallToolResult, Tool, ToolAnnotations
 from pydantic import ValidationError
 
-from switchboard.host import AgentPort, Refusal, RefusalKind
-from switchboard.host.port import ConnectorTool
-from switchboard.tools.results import MAX_ANSWER_BYTES, answer_bytes, refused
+from switchboard.agents.port.protocol import AgentPort, ConnectorTool
+from switchboard.agents.tools.results import MAX_ANSWER_BYTES, answer_bytes, refused
+from switchboard.refusals.refusal import Refusal, RefusalKind
 
 __all__ = [
     "HASH_DIGITS",

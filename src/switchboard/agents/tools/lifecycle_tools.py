@@ -1,6 +1,7 @@
 """The lifecycle tools: channel_open, channel_close and channel_decline.
 
-Each tool is a plain function of the agent's :class:`~switchboard.host.AgentPort` and its typed
+Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` and its
+typed
 arguments, recorded in :data:`TOOLS`. The port resolves the channel the way every tool does
 (any name ``channel_publish`` takes: an id, a qualified name, a raw id, a ``#label``, an
 ``@person``; the turn's own channels first when no server is given; never a guess between
@@ -27,10 +28,9 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from switchboard.host import AgentPort
-from switchboard.host.port import MAX_BACKSCROLL, LifecycleAnswer
-from switchboard.tools.results import ok, refusal_boundary
-from switchboard.tools.toolset import ToolSet, writes
+from switchboard.agents.port.protocol import MAX_BACKSCROLL, AgentPort, LifecycleAnswer
+from switchboard.agents.tools.results import ok, refusal_boundary
+from switchboard.agents.tools.toolset import ToolSet, writes
 
 __all__ = [
     "TOOLS",

@@ -1,10 +1,11 @@
 """The ``message_get`` tool: one stored message, whole, in byte-bounded parts.
 
-An inbox page cuts a message too large for it (:data:`~switchboard.tools.results.MESSAGE_BYTES`)
+An inbox page cuts a message too large for it
+(:data:`~switchboard.agents.tools.results.MESSAGE_BYTES`)
 and says so; ``message_get(seq)`` fetches it whole: its text in parts of at most
 :data:`PART_BYTES` (``offset`` in characters, ``next_offset`` to read on), and, with the first
 part, its other content blocks and metadata. Every answer stays below
-:data:`~switchboard.tools.results.MAX_ANSWER_BYTES`: the part is carried as text and in the
+:data:`~switchboard.agents.tools.results.MAX_ANSWER_BYTES`: the part is carried as text and in the
 structured content, and the first part's blocks and metadata share one more :data:`PART_BYTES`
 (a block that does not fit is described by its type and ``omitted_bytes``).
 
@@ -20,10 +21,8 @@ from typing import Annotated, Any
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from switchboard.channels import ChannelRef
-from switchboard.host import AgentPort, Refusal, RefusalKind
-from switchboard.host.port import message_text
-from switchboard.tools.results import (
+from switchboard.agents.port.protocol import AgentPort, message_text
+from switchboard.agents.tools.results import (
     bounded,
     cut_text,
     json_bytes,
@@ -31,7 +30,9 @@ from switchboard.tools.results import (
     message_fields,
     refusal_boundary,
 )
-from switchboard.tools.toolset import READ_ONLY, ToolSet
+from switchboard.agents.tools.toolset import READ_ONLY, ToolSet
+from switchboard.channels import ChannelRef
+from switchboard.refusals.refusal import Refusal, RefusalKind
 
 __all__ = ["PART_BYTES", "TOOLS", "MessagePart", "message_get"]
 

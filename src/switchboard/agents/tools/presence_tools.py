@@ -2,7 +2,7 @@
 
 What this module knows: the MCP surface of the host's typing indicators and streamed speech,
 as docs/tools.md describes them, reached through the agent's
-:class:`~switchboard.host.AgentPort` (each tool a plain function of the port and its typed
+:class:`~switchboard.agents.port.AgentPort` (each tool a plain function of the port and its typed
 arguments, recorded in :data:`TOOLS`):
 
 - ``typing`` turns an indicator on or off. A channel id or qualified name fans out to every
@@ -31,10 +31,11 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from switchboard.agents.port.protocol import AgentPort
+from switchboard.agents.tools.results import SpeakResult, ok, refusal_boundary
+from switchboard.agents.tools.toolset import ToolSet, writes
 from switchboard.channels import ChannelRef
-from switchboard.host import AgentPort, Refusal
-from switchboard.tools.results import SpeakResult, ok, refusal_boundary
-from switchboard.tools.toolset import ToolSet, writes
+from switchboard.refusals.refusal import Refusal
 
 __all__ = [
     "MANUAL_TYPING_REFRESHES",

@@ -16,7 +16,7 @@ What this module knows (docs/tools.md, "Push"):
   client capability is required, because Claude Code declares none and clients that do not
   know the method drop it, as JSON-RPC lets them.
 - **The inbox resource** (:data:`INBOX_URI`). Reading it lists what is owed above the
-  acknowledged position (:meth:`~switchboard.host.AgentPort.peek_inbox`): it acknowledges
+  acknowledged position (:meth:`~switchboard.agents.port.AgentPort.peek_inbox`): it acknowledges
   nothing and begins no turn. ``resources/subscribe`` to it makes the server send
   ``notifications/resources/updated`` whenever messages arrive (subscribers are remembered per
   connection, at most :data:`MAX_CONNECTIONS`); on 2026-07-28 connections the same change goes
@@ -56,9 +56,8 @@ from mcp.types import (
 )
 from pydantic import BaseModel
 
+from switchboard.agents.port.protocol import AgentPort, Arrival, message_text
 from switchboard.channels import ChannelRef
-from switchboard.host import AgentPort
-from switchboard.host.port import Arrival, message_text
 
 __all__ = [
     "CHANNEL_CAPABILITY",

@@ -1,7 +1,7 @@
 """Typed results of the agent-facing tools, and the tool boundary where refusals become results.
 
 Results are pydantic models, so every tool has an output schema and returns structured
-content. A refusal is a :class:`~switchboard.host.refusal.Refusal`, raised wherever the
+content. A refusal is a :class:`~switchboard.refusals.refusal.Refusal`, raised wherever the
 decision is made; :func:`refusal_boundary` wraps each tool that can refuse and turns it, once,
 into a ``CallToolResult`` with ``isError: true`` (:func:`refused`): its text tells the agent
 what happened and what to call instead (``<message> Next: <next step>``), and its ``_meta``
@@ -23,7 +23,7 @@ Other tool modules put their own result models beside their tools; the helpers h
 (:func:`refusal_boundary`, :func:`refused`, :func:`ok`) are for every tool.
 
 What it deliberately does not know: why anything is refused, and the words of next steps (the
-host's, :mod:`switchboard.host.refusal`).
+host's, :mod:`switchboard.refusals.refusal`).
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ import structlog
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
-from switchboard.host import AgentPort, PublishOutcome, Refusal
-from switchboard.host.port import (
+from switchboard.agents.port.protocol import (
     MAIL_SERVER,
+    AgentPort,
     ChannelRow,
     DisabledFeatureSet,
     SegmentStatus,
@@ -47,6 +47,8 @@ from switchboard.host.port import (
     SpokenSegment,
     message_text,
 )
+from switchboard.refusals.outcome import PublishOutcome
+from switchboard.refusals.refusal import Refusal
 from switchboard.store import StoredMessage
 
 __all__ = [

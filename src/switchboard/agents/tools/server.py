@@ -2,28 +2,32 @@
 
 Built on the MCP SDK's ``MCPServer``: typed parameters give each tool an input schema, results
 are pydantic models (structured content plus an output schema), and a
-:class:`~switchboard.host.refusal.Refusal` raised inside a tool becomes an ``isError`` result
-at :func:`switchboard.tools.results.refusal_boundary`. One server serves one agent identity,
-through that agent's :class:`~switchboard.host.AgentPort` (its inbox cursor lives in the store
+:class:`~switchboard.refusals.refusal.Refusal` raised inside a tool becomes an ``isError`` result
+at :func:`switchboard.agents.tools.results.refusal_boundary`. One server serves one agent identity,
+through that agent's :class:`~switchboard.agents.port.AgentPort` (its inbox cursor lives in the
+store
 and its turns on the host, behind the port).
 
 The tools themselves are plain functions of the port, by concern:
-:mod:`~switchboard.tools.channel_tools` (list, publish, inbox, speech, think),
-:mod:`~switchboard.tools.lifecycle_tools` (open, close, decline),
-:mod:`~switchboard.tools.tuneout_tools` (tune-outs), :mod:`~switchboard.tools.presence_tools`
-(typing, streamed speech) and :mod:`~switchboard.tools.agent_tools` (mail, the directory). Each
-module's :class:`~switchboard.tools.toolset.ToolSet` adds them to the server with the port bound.
+:mod:`~switchboard.agents.tools.channel_tools` (list, publish, inbox, speech, think),
+:mod:`~switchboard.agents.tools.lifecycle_tools` (open, close, decline),
+:mod:`~switchboard.agents.tools.tuneout_tools` (tune-outs),
+:mod:`~switchboard.agents.tools.presence_tools`
+(typing, streamed speech) and :mod:`~switchboard.agents.tools.agent_tools` (mail, the directory).
+Each
+module's :class:`~switchboard.agents.tools.toolset.ToolSet` adds them to the server with the port
+bound.
 
-New messages are pushed as they arrive (:mod:`~switchboard.tools.push`: Claude Code's
+New messages are pushed as they arrive (:mod:`~switchboard.agents.tools.push`: Claude Code's
 ``notifications/claude/channel``, and the ``switchboard://inbox`` resource with
 ``resources/subscribe``); a push acknowledges nothing.
 
-Beside them, the connectors' own MCP tools (:mod:`~switchboard.tools.connector_passthrough`):
+Beside them, the connectors' own MCP tools (:mod:`~switchboard.agents.tools.connector_passthrough`):
 :class:`SwitchboardServer` lists them after Switchboard's tools and forwards a call of any
 name that is not one of Switchboard's to them, and its agents are told when they change.
 
 What it deliberately does not know: anything of the host but its port (the host object is only
-handed to :func:`~switchboard.host.agent_port`).
+handed to :func:`~switchboard.agents.port.service.agent_port`).
 """
 
 from __future__ import annotations
@@ -43,17 +47,20 @@ from mcp.types import (
 )
 
 from switchboard import __version__
-from switchboard.host import AgentPort, Refusal, RefusalKind, Switchboard, agent_port
-from switchboard.tools.agent_tools import TOOLS as AGENT_TOOLS
-from switchboard.tools.channel_tools import TOOLS as CHANNEL_TOOLS
-from switchboard.tools.connector_passthrough import ConnectorPassthrough, ToolListNotifier
-from switchboard.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
-from switchboard.tools.message_tools import TOOLS as MESSAGE_TOOLS
-from switchboard.tools.presence_tools import TOOLS as PRESENCE_TOOLS
-from switchboard.tools.push import INBOX_URI, InboxPush
-from switchboard.tools.results import refused
-from switchboard.tools.task_tools import TOOLS as TASK_TOOLS
-from switchboard.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
+from switchboard.agents.port.protocol import AgentPort
+from switchboard.agents.port.service import agent_port
+from switchboard.agents.tools.agent_tools import TOOLS as AGENT_TOOLS
+from switchboard.agents.tools.channel_tools import TOOLS as CHANNEL_TOOLS
+from switchboard.agents.tools.connector_passthrough import ConnectorPassthrough, ToolListNotifier
+from switchboard.agents.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
+from switchboard.agents.tools.message_tools import TOOLS as MESSAGE_TOOLS
+from switchboard.agents.tools.presence_tools import TOOLS as PRESENCE_TOOLS
+from switchboard.agents.tools.push import INBOX_URI, InboxPush
+from switchboard.agents.tools.results import refused
+from switchboard.agents.tools.task_tools import TOOLS as TASK_TOOLS
+from switchboard.agents.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
+from switchboard.app.board import Switchboard
+from switchboard.refusals.refusal import Refusal, RefusalKind
 
 __all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "build_server", "server_for"]
 

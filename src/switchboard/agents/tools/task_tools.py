@@ -2,7 +2,7 @@
 agents").
 
 What this module knows: the MCP surface of task agents, reached through the agent's
-:class:`~switchboard.host.AgentPort` (each tool a plain function of the port and its typed
+:class:`~switchboard.agents.port.AgentPort` (each tool a plain function of the port and its typed
 arguments, recorded in :data:`TOOLS`):
 
 - ``agent_spawn`` starts a task agent whose parent is the caller: it claims the ``@handle``
@@ -25,11 +25,10 @@ from typing import Annotated
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from switchboard.host import AgentPort
-from switchboard.host.port import EndedAgent
-from switchboard.tools.agent_tools import shared
-from switchboard.tools.results import ok, refusal_boundary
-from switchboard.tools.toolset import ToolSet, writes
+from switchboard.agents.port.protocol import AgentPort, EndedAgent
+from switchboard.agents.tools.agent_tools import shared
+from switchboard.agents.tools.results import ok, refusal_boundary
+from switchboard.agents.tools.toolset import ToolSet, writes
 
 __all__ = [
     "MAX_RESULT_CHARS",

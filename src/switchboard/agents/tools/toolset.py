@@ -5,7 +5,7 @@ records a plain module-level function (its name, its description for the agent a
 ``ToolAnnotations``) and returns it unchanged. A description may depend on the agent (a
 function of its port, such as ``speak``'s, which follows the agent's prose mode); it is worded
 when the tool is added to a server. A tool function takes the agent's
-:class:`~switchboard.host.AgentPort` as its first parameter, then its typed arguments.
+:class:`~switchboard.agents.port.AgentPort` as its first parameter, then its typed arguments.
 :meth:`ToolSet.tools_for` gives the SDK ``Tool`` of every recorded tool offered to a port's
 agent (``when``), in definition order, with the port bound (a ``functools.partial`` that keeps
 the function's ``__name__`` and the resolved annotations of the remaining parameters): the SDK
@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import ToolAnnotations
 
-from switchboard.host import AgentPort
+from switchboard.agents.port.protocol import AgentPort
 
 __all__ = ["READ_ONLY", "Description", "Offered", "ToolSet", "writes"]
 

@@ -7,7 +7,8 @@
 - ``tune_out_status`` lists the tune-outs the agent owns or reads.
 - ``tune_out_backlog`` lets the reader (or the owner) page through what a tune-out withheld.
 
-Each tool is a plain function of the agent's :class:`~switchboard.host.AgentPort` and its typed
+Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` and its
+typed
 arguments, recorded in :data:`TOOLS`. The port resolves names like every tool's (the turn's own
 channels first); the schema has no server id, so a channel that no name picks alone cannot be
 tuned out by name. A tune-out whose server no longer registers its channel can still be
@@ -17,7 +18,7 @@ boundary.
 
 The lifecycle verbs (``channel_open``, ``channel_close``, ``channel_decline``) refuse a
 tuned-out channel themselves, saying how its tune-out ends
-(:mod:`switchboard.host.tuneouts.words`).
+(:mod:`switchboard.tuneouts.words`).
 
 What it deliberately does not know: how tune-outs withhold, wake and end (the host's, behind
 the port).
@@ -31,17 +32,21 @@ from typing import Annotated, Literal
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
-from switchboard.channels import TuneOutTerms
-from switchboard.host import AgentPort
-from switchboard.host.port import DEFAULT_BACKLOG_CAP, ActiveTuneOut, ScopeKind
-from switchboard.tools.results import (
+from switchboard.agents.port.protocol import (
+    DEFAULT_BACKLOG_CAP,
+    ActiveTuneOut,
+    AgentPort,
+    ScopeKind,
+)
+from switchboard.agents.tools.results import (
     MAX_ANSWER_BYTES,
     InboxMessage,
     fitting,
     ok,
     refusal_boundary,
 )
-from switchboard.tools.toolset import READ_ONLY, ToolSet, writes
+from switchboard.agents.tools.toolset import READ_ONLY, ToolSet, writes
+from switchboard.tuneouts.rules.epochs import TuneOutTerms
 
 __all__ = [
     "TOOLS",

@@ -11,7 +11,7 @@ unambiguously; a channel that no string picks alone is shown as ``"b:room" on se
 :func:`q` is the one quoting helper of the code base; every text that quotes a name uses it.
 
 What it deliberately does not know: how the facts were found, and the agent's tools: the texts
-name no tool (the host words what to call next, :mod:`switchboard.host.refusal`). The texts are
+name no tool (the host words what to call next, :mod:`switchboard.refusals.refusal`). The texts are
 Switchboard's own wording; tests check the information they carry, not their sentences.
 """
 

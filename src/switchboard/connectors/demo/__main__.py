@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from switchboard.logging import configure
+from switchboard.runtime.logs import configure
 
 from .town import DemoConnector, DemoOptions
 

@@ -29,9 +29,9 @@ The protocol with the store: ``propose`` never changes memory. It answers :class
 fails, the caller skips ``apply`` and the decision was not made.
 
 What it deliberately does not know: registrations, transport state and grants (see
-:mod:`~switchboard.channels.lifecycle.speech` and
-:mod:`~switchboard.channels.lifecycle.reconcile`), tune-out epochs beyond the record they make
-(:mod:`~switchboard.channels.tuneouts.epochs`), the store, and the clock (``now`` is an argument).
+:mod:`~switchboard.lifecycle.rules.speech` and
+:mod:`~switchboard.lifecycle.rules.reconcile`), tune-out epochs beyond the record they make
+(:mod:`~switchboard.tuneouts.rules.epochs`), the store, and the clock (``now`` is an argument).
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.decisions import (
     AGENT_DECISION_SOURCES,
     CLOSE_SOURCES,
     MACHINE_CLOSE_SOURCES,
@@ -56,13 +57,12 @@ from switchboard.channels.lifecycle.decisions import (
     VetoReason,
     is_close_decision,
 )
-from switchboard.channels.lifecycle.events import (
+from switchboard.lifecycle.rules.events import (
     DecisionEvent,
     DesiredStateSet,
     TuneOutEnded,
     TuneOutStarted,
 )
-from switchboard.channels.ref import ChannelRef
 
 __all__ = [
     "Admission",
@@ -214,8 +214,8 @@ class LifecycleBook:
             ref: The channel.
             state: ``open`` or ``closed``.
             source: Who or what wants it; it must be able to record ``state``
-                (:data:`~switchboard.channels.lifecycle.decisions.OPEN_SOURCES`,
-                :data:`~switchboard.channels.lifecycle.decisions.CLOSE_SOURCES`).
+                (:data:`~switchboard.lifecycle.rules.decisions.OPEN_SOURCES`,
+                :data:`~switchboard.lifecycle.rules.decisions.CLOSE_SOURCES`).
             now: The time to record.
             by_agent: The deciding agent, when an agent decides.
             override_explicit_open: A machine close holds an explicit idle lease, so it may

@@ -14,9 +14,9 @@ What this module knows:
   decoder that raises :class:`DecodeError` on anything malformed.
 
 What it deliberately does not know: the rules that choose between answers (see
-:mod:`~switchboard.channels.lifecycle.book` and :mod:`~switchboard.channels.tuneouts.epochs`), the
+:mod:`~switchboard.lifecycle.rules.book` and :mod:`~switchboard.tuneouts.rules.epochs`), the
 events
-themselves (:mod:`~switchboard.channels.lifecycle.events`), the store, and the clock: every time
+themselves (:mod:`~switchboard.lifecycle.rules.events`), the store, and the clock: every time
 here is a float of seconds the caller passed in.
 """
 

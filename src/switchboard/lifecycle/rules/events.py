@@ -18,7 +18,7 @@ kind                    meaning
 ======================  ==================================================================
 
 What it deliberately does not know: when an event may be written (the rules in
-:mod:`~switchboard.channels.lifecycle.book` and :mod:`~switchboard.channels.tuneouts.epochs` decide
+:mod:`~switchboard.lifecycle.rules.book` and :mod:`~switchboard.tuneouts.rules.epochs` decide
 that),
 and how it changes memory (their ``apply``).
 """
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.decisions import (
     DecodeError,
     DesiredRecord,
     DesiredState,
@@ -46,7 +47,6 @@ from switchboard.channels.lifecycle.decisions import (
     read_str,
     ref_json,
 )
-from switchboard.channels.ref import ChannelRef
 
 __all__ = [
     "DecisionEvent",

@@ -31,9 +31,9 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
-from switchboard.channels.lifecycle.book import LifecycleBook
-from switchboard.channels.lifecycle.decisions import DesiredRecord, DesiredState
 from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import DesiredRecord, DesiredState
 
 __all__ = [
     "MAX_CONVERGE_ATTEMPTS",

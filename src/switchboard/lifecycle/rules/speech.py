@@ -25,15 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from switchboard.channels.lifecycle.book import SelectedForOpening
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.names.wording import q
+from switchboard.lifecycle.rules.book import SelectedForOpening
+from switchboard.lifecycle.rules.decisions import (
     DesiredRecord,
     DesiredState,
     Source,
     is_close_decision,
 )
-from switchboard.channels.lifecycle.reconcile import LifecycleErrorKind
-from switchboard.channels.names.wording import q
+from switchboard.lifecycle.rules.reconcile import LifecycleErrorKind
 
 __all__ = [
     "ChannelFacts",

@@ -3,7 +3,7 @@
 What this module knows: the asyncio event loop, futures for appended batches and snapshots,
 and dispatching reads to a worker thread. It lives in the message store's SQLite file (WAL)
 in two tables of its own, but has its own write connection, opened with the same pragmas, and
-its own writer thread (:mod:`switchboard.store.eventlog_writer`); SQLite serialises the two
+its own writer thread (:mod:`switchboard.store.sqlite.eventlog_writer`); SQLite serialises the two
 writers.
 
 What it deliberately does not know: what a decision means. Events are JSON objects (the
@@ -33,7 +33,8 @@ import anyio.to_thread
 import orjson
 import structlog
 
-from switchboard.store.eventlog_writer import (
+from switchboard.store.records import StoreClosedError, StoreError
+from switchboard.store.sqlite.eventlog_writer import (
     AppendEvents,
     EventJob,
     EventLogWriter,
@@ -44,8 +45,7 @@ from switchboard.store.eventlog_writer import (
     read_snapshot,
     snapshot_seq,
 )
-from switchboard.store.records import StoreClosedError, StoreError
-from switchboard.store.schema import Synchronous, open_reader, open_writer
+from switchboard.store.sqlite.schema import Synchronous, open_reader, open_writer
 
 __all__ = ["DecisionLog", "LoadedLog", "Snapshot"]
 

@@ -1,7 +1,7 @@
 """The decision log on disk and its writer thread: sequence numbers, group commit, snapshots.
 
 What this module knows: the log's two tables (created on first open by :func:`ensure_tables`,
-beside the message store's tables of :mod:`switchboard.store.schema`), one ``sqlite3``
+beside the message store's tables of :mod:`switchboard.store.sqlite.schema`), one ``sqlite3``
 connection owned by one thread, a queue of jobs, and how to commit the queued appends of a
 moment as one row in one transaction::
 

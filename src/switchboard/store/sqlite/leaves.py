@@ -12,7 +12,8 @@ id), in the store's own SQLite file::
 The table sits beside the message store's tables and never touches them or their
 ``PRAGMA user_version`` (as the decision log and the directory do, it is created with
 ``CREATE TABLE IF NOT EXISTS``; a later change to its columns adds an entry to
-``_MIGRATIONS``, applied in order, the way :mod:`switchboard.store.schema` upgrades the message
+``_MIGRATIONS``, applied in order, the way :mod:`switchboard.store.sqlite.schema` upgrades the
+message
 store). Rows are few and each one matters, so the file is opened in WAL mode with
 ``synchronous = FULL``; calls are synchronous and short. Every row is also kept in memory, so
 reads never touch the file; :attr:`ChannelLeaves.version` grows with every change, for whoever

@@ -3,8 +3,8 @@
 What this module knows: the asyncio event loop (the application runs anyio on its asyncio
 backend, and this class needs it), futures for submitted batches, waking inbox readers, and
 dispatching reads to a worker thread. It ties together the on-disk format
-(:mod:`switchboard.store.schema`), the wire codec (:mod:`switchboard.store.wire`), the writer
-thread (:mod:`switchboard.store.writer`) with its duplicate index, and the checkpoint thread.
+(:mod:`switchboard.store.sqlite.schema`), the wire codec (:mod:`switchboard.store.wire`), the writer
+thread (:mod:`switchboard.store.sqlite.writer`) with its duplicate index, and the checkpoint thread.
 
 What it deliberately does not know: MCPL validity, channels, agents' tools, or the host. It
 stores messages and answers with sequence numbers; deciding what to accept is the caller's
@@ -42,9 +42,7 @@ import anyio
 import anyio.to_thread
 import structlog
 
-from switchboard.store.checkpoint import Checkpointer
 from switchboard.store.dedupe import DEFAULT_WINDOW, DedupeIndex
-from switchboard.store.numbered import highest_numbers
 from switchboard.store.records import (
     AppendResult,
     IncomingRecord,
@@ -53,7 +51,9 @@ from switchboard.store.records import (
     StoredMessage,
     StoreError,
 )
-from switchboard.store.schema import (
+from switchboard.store.sqlite.checkpoint import Checkpointer
+from switchboard.store.sqlite.numbered import highest_numbers
+from switchboard.store.sqlite.schema import (
     Synchronous,
     count_messages,
     load_state,
@@ -63,6 +63,7 @@ from switchboard.store.schema import (
     read_after,
     recent_keys,
 )
+from switchboard.store.sqlite.writer import AppendJob, CallJob, CursorJob, GroupWriter, Job
 from switchboard.store.wire import (
     Key,
     RawMessages,
@@ -72,7 +73,6 @@ from switchboard.store.wire import (
     pack_body,
     runs_by_server,
 )
-from switchboard.store.writer import AppendJob, CallJob, CursorJob, GroupWriter, Job
 
 __all__ = ["MessageStore"]
 
@@ -539,7 +539,7 @@ class MessageStore:
     async def maintain(self, work: Callable[[sqlite3.Connection], T], *, writes: int = 0) -> T:
         """Run ``work`` on the writer thread with the write connection, queued behind the
         writes already submitted, and return what it returns (retention's deletes; see
-        :mod:`switchboard.store.retention`).
+        :mod:`switchboard.store.sqlite.retention`).
 
         ``work`` runs between two group commits, so ingest waits for it at most once: keep it
         short (one small transaction) and queue several calls for more. It manages its own
@@ -567,7 +567,7 @@ class MessageStore:
 
     async def highest_numbers(self, server_id: str) -> dict[tuple[str, str], int]:
         """For every (channel id, author id) of ``server_id``'s committed messages, the highest
-        ``n`` of a message id ``<author id>#<n>`` (see :mod:`switchboard.store.numbered`; a
+        ``n`` of a message id ``<author id>#<n>`` (see :mod:`switchboard.store.sqlite.numbered`; a
         full read of that server's batches, for a writer that numbers its messages so).
 
         Raises:

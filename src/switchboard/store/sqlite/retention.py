@@ -1,13 +1,14 @@
 """Retention: deleting old, fully acknowledged messages in the background, in small chunks.
 
-What this module knows: the batch rows of the message store (:mod:`switchboard.store.schema`),
+What this module knows: the batch rows of the message store
+(:mod:`switchboard.store.sqlite.schema`),
 how to delete a prefix of them in one short transaction, how much of the file is in use, how to
 give free pages back (incremental vacuum), and a small scheduler that runs a pass every
 ``interval`` seconds.
 
 What it deliberately does not know: agents, tune-outs or mail. Which seqs may go is asked of a
 *floor* the host supplies (:class:`Floor`: the highest seq no one still owes; see
-``switchboard.host.retention``); server ids whose rows are never deleted are given in the
+``switchboard.app.retention``); server ids whose rows are never deleted are given in the
 policy (the host keeps its mail there).
 
 The rules of a pass (docs/operations.md, "Retention"):
@@ -47,8 +48,8 @@ import anyio
 import structlog
 
 from switchboard.store.dedupe import DEFAULT_WINDOW
-from switchboard.store.message_store import MessageStore
 from switchboard.store.records import StoreClosedError, StoreError
+from switchboard.store.sqlite.message_store import MessageStore
 
 __all__ = [
     "DEFAULT_INTERVAL",

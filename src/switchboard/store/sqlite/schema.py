@@ -89,7 +89,8 @@ SCHEMA_VERSION: Final = len(_MIGRATIONS)
 # overflow pages per row than SQLite's default 4 KiB, and write faster.
 _PAGE_SIZE: Final = 8192
 # The writer's own checkpoint, once the WAL holds this much (SQLite's default is 1000 pages), is
-# the backstop of the background checkpoints (see switchboard.store.checkpoint), which copy most
+# the backstop of the background checkpoints (see switchboard.store.sqlite.checkpoint), which copy
+# most
 # pages before it. The WAL is truncated back to _JOURNAL_SIZE_LIMIT when it starts over.
 _CHECKPOINT_BYTES: Final = 64 * 1024 * 1024
 _JOURNAL_SIZE_LIMIT: Final = 64 * 1024 * 1024
@@ -182,7 +183,8 @@ def open_writer(path: str | os.PathLike[str], synchronous: Synchronous) -> sqlit
         raise StoreError(f"cannot open message store {os.fspath(path)!r}: {exc}") from exc
     try:
         conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # ignored unless the file is new
-        # Lets retention give freed pages back to the file system (switchboard.store.retention).
+        # Lets retention give freed pages back to the file system
+        # (switchboard.store.sqlite.retention).
         # Also ignored unless the file is new: an older file keeps NONE, and reuses freed pages.
         conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]

@@ -11,7 +11,7 @@ Theory of operation:
 
 * The thread blocks until a job arrives, then drains everything else already queued (up to
   ``max_group_rows`` messages) into one group. Each submitted batch becomes at most one row
-  (see :mod:`~switchboard.store.schema`); the rows of the whole group are written in one
+  (see :mod:`~switchboard.store.sqlite.schema`); the rows of the whole group are written in one
   transaction, usually a single multi-row ``INSERT`` (see ``BatchInserter`` there); cursor
   updates of the group go into a second, small transaction. So N concurrent submitters pay for
   about one commit, not N.
@@ -43,7 +43,7 @@ import structlog
 from switchboard.store.dedupe import DedupeIndex
 from switchboard.store.group_thread import GroupThread, WriteLater, write_isolated
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
-from switchboard.store.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
+from switchboard.store.sqlite.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
 from switchboard.store.wire import Key, RawMessages, WireMessage, encode_body, pack_body
 
 __all__ = ["AppendJob", "CallJob", "CursorJob", "GroupWriter", "Job"]

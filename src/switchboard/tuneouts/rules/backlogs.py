@@ -8,7 +8,7 @@ reader's digest of them when there is one, and says that history requests fetch 
 What it deliberately does not know: the messages themselves (any values the host passes, kept
 in order), how names are computed (the caller passes the shown form), and the tools: what a
 tool is told about a tuned-out channel is the host's wording
-(:mod:`switchboard.host.tuneouts.words`).
+(:mod:`switchboard.tuneouts.words`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from switchboard.channels.lifecycle.decisions import ScopeKind
-from switchboard.channels.lifecycle.events import EndReason
-from switchboard.channels.tuneouts.epochs import ActiveTuneOut
+from switchboard.lifecycle.rules.decisions import ScopeKind
+from switchboard.lifecycle.rules.events import EndReason
+from switchboard.tuneouts.rules.epochs import ActiveTuneOut
 
 __all__ = ["BacklogDelivery", "deliver_backlog"]
 

@@ -12,15 +12,15 @@ What this module knows (channel-registry.md §5.3, §5.4, §6):
 - An epoch ends on a cancel, when its duration runs out (:meth:`TuneOutBook.expire`, or the
   first wake at or after its deadline), or at the first wake past its wake budget. A
   one-channel epoch's end restores the record that stood before it began. Every end delivers
-  the backlog (see :mod:`~switchboard.channels.tuneouts.delivery`).
+  the backlog (see :mod:`~switchboard.tuneouts.rules.backlogs`).
 - Replay folds the log: epochs, and wake counts taken only from wakes of the epoch in effect
   (a wake of a stale epoch is ignored).
 
 The protocol with the store is the same as
-:class:`~switchboard.channels.lifecycle.book.LifecycleBook`'s:
-a verb answers :class:`~switchboard.channels.lifecycle.decisions.Append` (append, then ``apply`` the
-event to *both* books), :class:`~switchboard.channels.lifecycle.decisions.NoChange` or
-:class:`~switchboard.channels.lifecycle.decisions.Vetoed`, and changes nothing itself.
+:class:`~switchboard.lifecycle.rules.book.LifecycleBook`'s:
+a verb answers :class:`~switchboard.lifecycle.rules.decisions.Append` (append, then ``apply`` the
+event to *both* books), :class:`~switchboard.lifecycle.rules.decisions.NoChange` or
+:class:`~switchboard.lifecycle.rules.decisions.Vetoed`, and changes nothing itself.
 
 What it deliberately does not know: messages (the host keeps the backlog), agents' turns and
 what a "wake" is for them (the caller reports one), names and texts, and the clock.
@@ -32,8 +32,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Final
 
-from switchboard.channels.lifecycle.book import LifecycleBook
-from switchboard.channels.lifecycle.decisions import (
+from switchboard.channels.ref import ChannelRef
+from switchboard.lifecycle.rules.book import LifecycleBook
+from switchboard.lifecycle.rules.decisions import (
     TUNE_OUT_SOURCES,
     Append,
     DesiredRecord,
@@ -47,7 +48,7 @@ from switchboard.channels.lifecycle.decisions import (
     Vetoed,
     VetoReason,
 )
-from switchboard.channels.lifecycle.events import (
+from switchboard.lifecycle.rules.events import (
     DecisionEvent,
     DesiredStateSet,
     EndReason,
@@ -55,7 +56,6 @@ from switchboard.channels.lifecycle.events import (
     TuneOutStarted,
     TuneOutWake,
 )
-from switchboard.channels.ref import ChannelRef
 
 __all__ = [
     "DEFAULT_BACKLOG_CAP",
