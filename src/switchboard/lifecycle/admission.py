@@ -3,7 +3,7 @@
 What this module knows (channel-registry.md §5.5, §5.6, §11.1-§11.2): :class:`Admission`,
 whose :meth:`~Admission.admit` runs after the ``channels/register`` (or ``changed.added``)
 answer is on the wire. Every channel of the batch first gets its initial record
-(:meth:`~switchboard.channels.LifecycleBook.ensure_initial`: ``initiallyOpen`` or the
+(:meth:`~switchboard.lifecycle.rules.book.LifecycleBook.ensure_initial`: ``initiallyOpen`` or the
 connector's subscription policy (:func:`~switchboard.lifecycle.parts.subscription_policy`)
 lift a ``default-closed`` record, a real decision is never overridden), recorded as one batch;
 fresh policy opens are announced once (a ``LifecycleStep`` ``auto-opened``); then each channel

@@ -23,8 +23,8 @@ from switchboard.channels.names.wording import q
 from switchboard.lifecycle.errors import not_up_clause
 from switchboard.lifecycle.parts import LifecycleParts
 from switchboard.lifecycle.rules.speech import Reach, lifecycle_withheld_text
+from switchboard.lifecycle.rules.words import tuned_out_meanwhile_text, tuned_out_refusal_text
 from switchboard.refusals.refusal import GONE, Refusal, RefusalKind
-from switchboard.tuneouts.words import tuned_out_meanwhile_text, tuned_out_refusal_text
 
 __all__ = ["LifecycleAnswer", "Origin", "VerbBase", "refuse"]
 

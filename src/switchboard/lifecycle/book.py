@@ -1,8 +1,10 @@
 """The lifecycle book as a decision-journal part, and the JSON value a snapshot stores for it.
 
-What this module knows: the snapshot form of a :class:`~switchboard.channels.LifecycleBook`,
+What this module knows: the snapshot form of a
+:class:`~switchboard.lifecycle.rules.book.LifecycleBook`,
 ``{"records": [[serverId, channelId, record], ...]}`` with each record in
-:meth:`~switchboard.channels.DesiredRecord.to_json` form, and how to rebuild the book from it
+:meth:`~switchboard.lifecycle.rules.decisions.DesiredRecord.to_json` form, and how to rebuild the
+book from it
 by applying, per record, the one event that writes exactly that record (a ``tuned-out`` record
 is rebuilt from a one-channel ``tune-out-started`` carrying its epoch id, owner, source and
 time; the epoch's other terms live in the tune-out book's own snapshot part). Junk entries

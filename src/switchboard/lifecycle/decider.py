@@ -2,7 +2,7 @@
 
 What this module knows: :class:`Decider`.
 
-1. The :class:`~switchboard.channels.LifecycleBook` *proposes* (the overwrite rules of
+1. The :class:`~switchboard.lifecycle.rules.book.LifecycleBook` *proposes* (the overwrite rules of
    channel-registry.md §5.2 live there).
 2. The :class:`~switchboard.lifecycle.journal.DecisionJournal` appends the event to the
    decision log, and only once it committed applies it to memory. A failed append raises

@@ -2,7 +2,7 @@
 
 What this module knows: :class:`LifecycleHost`, reached as ``board.lifecycle``. It is handed
 the lower-level objects it shares with the tune-outs (the
-:class:`~switchboard.channels.LifecycleBook`, the
+:class:`~switchboard.lifecycle.rules.book.LifecycleBook`, the
 :class:`~switchboard.lifecycle.journal.DecisionJournal` that keeps it, the
 :class:`~switchboard.lifecycle.queue.DecisionGate`, and whether a tune-out covers a
 channel), builds its own parts in dependency order, and hands each only what it uses:
@@ -44,7 +44,6 @@ from typing import ClassVar
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
 from switchboard.config import ConnectorConfig
 from switchboard.connections.session import ConnectorSession
-from switchboard.connections.transport_marks import TransportMarks
 from switchboard.events import (
     ChannelsChanged,
     ChannelsRegistered,
@@ -67,6 +66,7 @@ from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.lifecycle.rules.decisions import DesiredRecord, DesiredState, Source
 from switchboard.lifecycle.rules.speech import ChannelFacts
 from switchboard.lifecycle.speech import SpeechGate
+from switchboard.lifecycle.transport_marks import TransportMarks
 from switchboard.lifecycle.verbs import LifecycleVerbs
 
 __all__ = ["LifecycleHost"]

@@ -3,13 +3,13 @@
 What this module knows:
 
 - :func:`subscription_policy`: a connector's ``subscription`` setting as a
-  :class:`~switchboard.channels.SubscriptionPolicy` (``initially-open``: only what the
+  :class:`~switchboard.lifecycle.rules.book.SubscriptionPolicy` (``initially-open``: only what the
   descriptor's ``initiallyOpen`` asks for; ``auto``: every channel; ``{allow = [...]}``: also
   the listed channel ids or raw address ids). The policy is ongoing: a wanted channel opens
   whenever it is discovered and nobody decided otherwise (channel-registry.md §5.5, §11.1).
 - :class:`Connectors`: how reachable a connector is now, whether the host may open and close
   its channels now (up, granted ``channels.lifecycle``, and not found to lack the methods),
-  its subscription policy, and the :class:`~switchboard.channels.ChannelFacts` of one
+  its subscription policy, and the :class:`~switchboard.lifecycle.rules.speech.ChannelFacts` of one
   registration that the speech rules read.
 - :class:`LifecycleParts`: the lower-level parts the verbs (:mod:`.verbs`, :mod:`.decline`)
   and the speech gate (:mod:`.speech_gate`) all work over, handed to each at construction.
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING
 from switchboard.channels import ChannelEntry, ChannelRegistry
 from switchboard.config import ConnectorConfig, SubscriptionAllow
 from switchboard.connections.session import ConnectorSession, SessionState
-from switchboard.connections.transport_marks import TransportMarks
 from switchboard.lifecycle.queue import LifecycleQueue
 from switchboard.lifecycle.reconcile import Reconciler
 from switchboard.lifecycle.rules.book import LifecycleBook, SubscriptionPolicy
 from switchboard.lifecycle.rules.speech import ChannelFacts, Reach
+from switchboard.lifecycle.transport_marks import TransportMarks
 
 if TYPE_CHECKING:
     from switchboard.lifecycle.decider import Decider

@@ -3,7 +3,8 @@
 What this module knows: how one channel's *lifecycle run* goes. A run holds the channel's
 lock in the :class:`~switchboard.lifecycle.queue.LifecycleQueue` for its whole length, so
 requests for one channel never overlap, while other channels run in parallel. Each step asks
-:class:`~switchboard.channels.Convergence` for the next command given the record and the
+:class:`~switchboard.lifecycle.rules.reconcile.Convergence` for the next command given the record
+and the
 transport *as they stand now*, sends ``channels/open`` (``{channelId, type, address,
 history?}``) or ``channels/close`` (``{channelId}``), and reads the answer with
 :func:`~switchboard.lifecycle.rules.reconcile.judge_open_answer` /
@@ -48,7 +49,6 @@ from anyio.lowlevel import checkpoint
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
 from switchboard.channels.names.wording import q
 from switchboard.connections.session import ConnectorSession, SessionState
-from switchboard.connections.transport_marks import TransportMarks
 from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.lifecycle.errors import (
     LifecycleError,
@@ -70,6 +70,7 @@ from switchboard.lifecycle.rules.reconcile import (
     judge_open_answer,
     wanted_op,
 )
+from switchboard.lifecycle.transport_marks import TransportMarks
 from switchboard.transport import METHOD_NOT_FOUND, LinkClosedError, RequestTimeoutError, RpcError
 
 __all__ = ["MAX_CONVERGE_ATTEMPTS", "RECONCILE_CONCURRENCY", "Reconciler", "RunResult"]

@@ -2,7 +2,8 @@
 
 What this module knows: :class:`TuneOutState`, a decision-journal part
 (:mod:`~switchboard.lifecycle.journal`, as ``"tuneouts"``) holding the
-:class:`~switchboard.channels.TuneOutBook` (the epochs in effect, with their wake counts) and
+:class:`~switchboard.tuneouts.rules.epochs.TuneOutBook` (the epochs in effect, with their wake
+counts) and
 the :class:`~switchboard.tuneouts.records.OwedBacklogs` (ended epochs whose backlog is
 owed, or whose withheld range the owner's cursor has not passed). The journal applies every
 committed record to it in log order: decision events change the book, the host's own records

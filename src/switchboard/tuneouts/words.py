@@ -1,4 +1,4 @@
-"""What tune-outs tell an agent: the refusals of tune-out calls, and how a tune-out ends.
+"""What tune-outs tell an agent: the refusals of tune-out calls.
 
 What this module knows:
 
@@ -9,10 +9,6 @@ What this module knows:
   one-channel tune-out inside the owner's all-except tune-out is refused, and so is an
   all-except tune-out around the owner's one-channel tune-out of another channel
   (:func:`overlap_refusal`).
-- The words of the ``tuned-out`` refusals of the lifecycle tools (``channel_open``,
-  ``channel_close``, ``channel_decline``): the channel is tuned out, the tool does not change
-  that, and how the tune-out ends, which depends on whether some name picks the channel alone
-  (``tune_out`` takes only a name, so without one it cannot cancel it).
 
 Channels are shown as the caller passes them (already quoted).
 
@@ -24,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from switchboard.channels import ChannelRef
-from switchboard.channels.names.wording import q
 from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
 from switchboard.refusals.refusal import (
     Refusal,
@@ -39,9 +34,6 @@ __all__ = [
     "not_in_effect",
     "not_recorded",
     "overlap_refusal",
-    "tune_out_end_text",
-    "tuned_out_meanwhile_text",
-    "tuned_out_refusal_text",
 ]
 
 
@@ -111,50 +103,3 @@ def overlap_refusal(
                 cancel_first(inner),
             )
     return None
-
-
-def tune_out_end_text(name_alone: str | None, tool: str | None = None) -> str:
-    """How a tune-out ends, for a tool that refused because of it.
-
-    Args:
-        name_alone: The name that picks the channel alone, or None when no name does.
-        tool: The refusing tool; ``channel_close`` adds that it can close the channel after.
-    """
-    closes = tool == "channel_close"
-    if name_alone is not None:
-        text = (
-            f"To resume normal attention, call tune_out with channel {q(name_alone)} and "
-            'mode "cancel"; cancelling hands over the diverted backlog'
-        )
-        return text + (", and channel_close can close the channel after that." if closes else ".")
-    text = (
-        "No channel name picks this channel alone, so tune_out cannot cancel its tune-out: it "
-        "ends by itself when its time runs out or at the first wake past its wake budget, and "
-        "its backlog is handed over then."
-    )
-    return text + (" Once it has ended, channel_close can close the channel." if closes else "")
-
-
-def tuned_out_refusal_text(shown: str, name_alone: str | None, tool: str) -> str:
-    """The refusal of ``tool`` on a tuned-out channel.
-
-    A decision recorded over the tune-out would end it without its cancel, and its backlog
-    would never reach the agent; so the tool refuses and says how the tune-out ends.
-
-    Args:
-        shown: How the channel is shown (already quoted as needed).
-        name_alone: The name that picks it alone, or None.
-        tool: ``channel_open``, ``channel_close`` or ``channel_decline``.
-    """
-    return (
-        f"Channel {shown} is tuned out: its messages wait in a backlog instead of your inbox, and "
-        f"{tool} does not change that. {tune_out_end_text(name_alone, tool)}"
-    )
-
-
-def tuned_out_meanwhile_text(shown: str, name_alone: str | None, tool: str) -> str:
-    """The failure of an open or close whose channel was tuned out during the round trip."""
-    return (
-        f"Channel {shown} was tuned out meanwhile: its messages wait in a backlog instead of "
-        f"your inbox, and {tool} does not change that. {tune_out_end_text(name_alone, tool)}"
-    )

@@ -3,7 +3,7 @@ it, and how its tune-out ends."""
 
 from __future__ import annotations
 
-from switchboard.tuneouts.words import (
+from switchboard.lifecycle.rules.words import (
     tune_out_end_text,
     tuned_out_meanwhile_text,
     tuned_out_refusal_text,

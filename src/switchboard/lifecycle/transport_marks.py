@@ -1,10 +1,12 @@
 """What the host believes about each registration's transport: open, and the honest marks.
 
-What this module knows: one :class:`~switchboard.channels.TransportState` per *registration*
+What this module knows: one :class:`~switchboard.lifecycle.rules.reconcile.TransportState` per
+*registration*
 (channel-registry.md §2.3). The state is tied to the :class:`~switchboard.channels.ChannelEntry`
 object it was learnt on, so a new registration of the same id (a reconnect, a
 ``changed.added``) starts clean, and an update in place keeps it. A registration with no state
-yet starts :meth:`~switchboard.channels.TransportState.fresh`: closed, except that a push
+yet starts :meth:`~switchboard.lifecycle.rules.reconcile.TransportState.fresh`: closed, except that
+a push
 placeholder or a descriptor with ``initiallyOpen`` may already be open at the connector
 (``unconfirmed``), so a close is really sent for it. The registry's ``transport_open`` flag is
 kept equal to the state's ``open``, which is what ``channel_list`` shows.
