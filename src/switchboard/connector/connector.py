@@ -51,13 +51,11 @@ from .inbound import InboundHandlers
 from .manifest import FeatureSetSpec, ServerManifest, build_manifest
 from .messages import push_event_params
 from .policy import PolicyChange, PolicyState
-from .replies import ReplyWatch
+from .replies import AfterReply, ReplyHooks, ReplyWatch
 
 __all__ = ["Connector", "ensure_stderr_logging"]
 
 log = structlog.get_logger(__name__)
-
-AfterReply = Callable[[], Awaitable[None]]
 
 
 # model_validate hands a model instance back unchanged and validates a mapping.
@@ -112,11 +110,10 @@ class Connector(ConnectorHooks):
         self.initialized = False  # the host sent notifications/initialized
         self._peer: Peer | None = None
         self._link: Link | None = None
-        self._watch: ReplyWatch | None = None
+        self._replies: ReplyHooks | None = None
         self._task_group: TaskGroup | None = None
         self._ready_event: anyio.Event | None = None
         self._on_ready_started = False
-        self._reply_callbacks: list[AfterReply] | None = None
         # Bound loggers are built from the configuration in force now; stdout is the wire.
         ensure_stderr_logging()
         self._log = log.bind(connector=name)
@@ -165,7 +162,8 @@ class Connector(ConnectorHooks):
         if self._ready_event is not None and self._ready_event.is_set():
             self._ready_event = anyio.Event()
         watch = ReplyWatch(link)
-        handlers = InboundHandlers(self)
+        replies = ReplyHooks(watch, self.start_soon)
+        handlers = InboundHandlers(self, replies, self._commit)
         peer = Peer(
             watch,
             on_request=handlers.on_request,
@@ -174,7 +172,7 @@ class Connector(ConnectorHooks):
             default_timeout=self.request_timeout,
             read_error=read_error,
         )
-        self._peer, self._link, self._watch = peer, link, watch
+        self._peer, self._link, self._replies = peer, link, replies
         self._log.info("connector_serving", link=link.description)
         try:
             async with anyio.create_task_group() as tg:
@@ -183,7 +181,7 @@ class Connector(ConnectorHooks):
                 tg.cancel_scope.cancel()
         finally:
             self._task_group = None
-            self._peer = self._link = self._watch = None
+            self._peer = self._link = self._replies = None
             watch.forget()
             self.policy.reset()
             with anyio.CancelScope(shield=True):
@@ -224,9 +222,10 @@ class Connector(ConnectorHooks):
 
         For a Notification (which has no answer) ``fn`` starts right after the hook.
         """
-        if self._reply_callbacks is None:
+        replies = self._replies
+        if replies is None or replies.current is None:
             raise RuntimeError("after_reply() can only be called from inside a hook")
-        self._reply_callbacks.append(fn)
+        replies.current.append(fn)
 
     def stop_after_reply(self, exit_code: int | None = None) -> None:
         """From inside a request hook: stop serving once this request's answer is out."""
@@ -355,29 +354,7 @@ class Connector(ConnectorHooks):
             else:
                 self._log.info("channel_not_accepted", channel=descriptor.id)
 
-    # -- plumbing used by .inbound -------------------------------------------------------------
-
-    def _begin_reply(self) -> list[AfterReply]:
-        callbacks: list[AfterReply] = []
-        self._reply_callbacks = callbacks
-        return callbacks
-
-    def _end_reply(self) -> None:
-        self._reply_callbacks = None
-
-    def _after_answer(self, result: Any, callbacks: list[AfterReply]) -> None:
-        def start() -> None:
-            for fn in callbacks:
-                self.start_soon(fn)
-
-        if result is None or self._watch is None:
-            start()
-        else:
-            self._watch.expect(result, start)
-
-    def _expect_receipt(self, receipt: dict[str, Any], change: PolicyChange) -> None:
-        assert self._watch is not None
-        self._watch.expect(receipt, lambda: self._commit(change))
+    # -- what the inbound handlers report ------------------------------------------------------
 
     def _commit(self, change: PolicyChange) -> None:
         if not self.policy.commit(change):

@@ -35,14 +35,27 @@ from switchboard.protocol import (
 from switchboard.transport import ParamProblem, invalid_params
 
 from .channels import ChannelTable
+from .manifest import ServerManifest
+from .policy import PolicyState
 
 __all__ = ["ConnectorHooks"]
 
 
 class ConnectorHooks:
-    """Default implementations of every hook; :class:`Connector` inherits them."""
+    """Default implementations of every hook; :class:`Connector` inherits them.
 
+    The attributes are the connection's state as a hook reads it (:class:`Connector` sets
+    them); the inbound handlers read and call a connector through this class alone.
+    """
+
+    name: str
+    version: str
+    manifest: ServerManifest
+    policy: PolicyState
     channels: ChannelTable
+    initialized: bool
+    host_info: dict[str, Any]
+    host_advertisement: dict[str, Any] | None
 
     async def on_ready(self) -> None:
         """Called once per connection, in its own task, when the connection becomes ready."""

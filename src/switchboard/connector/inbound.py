@@ -24,7 +24,7 @@ hooks do), or how the answer reaches the wire (the transport's peer).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from pydantic import ValidationError
@@ -47,8 +47,9 @@ from switchboard.protocol import (
 )
 from switchboard.transport import ParamProblem, RpcError, invalid_params, method_not_found
 
-if TYPE_CHECKING:
-    from .connector import Connector
+from .hooks import ConnectorHooks
+from .policy import PolicyChange
+from .replies import ReplyHooks
 
 __all__ = ["InboundHandlers"]
 
@@ -66,10 +67,18 @@ def _params(params: Any) -> Any:
 class InboundHandlers:
     """The request and notification handlers one served connection hands to its peer."""
 
-    __slots__ = ("_connector", "_log", "_notifications", "_requests")
+    __slots__ = ("_connector", "_log", "_notifications", "_on_policy", "_replies", "_requests")
 
-    def __init__(self, connector: Connector) -> None:
+    def __init__(
+        self,
+        connector: ConnectorHooks,
+        replies: ReplyHooks,
+        on_policy: Callable[[PolicyChange], None],
+    ) -> None:
+        """``on_policy`` commits a policy change once its receipt is on the wire."""
         self._connector = connector
+        self._replies = replies
+        self._on_policy = on_policy
         self._log = log.bind(connector=connector.name)
         channel_methods: dict[str, Handler] = {
             "channels/list": self._list,
@@ -108,14 +117,14 @@ class InboundHandlers:
         handler = self._requests.get(method)
         if handler is None:
             raise method_not_found(method)
-        connector = self._connector
-        callbacks = connector._begin_reply()
+        replies = self._replies
+        callbacks = replies.begin()
         try:
             result = await handler(params)
         finally:
-            connector._end_reply()
+            replies.end()
         if callbacks:
-            connector._after_answer(result, callbacks)
+            replies.after(result, callbacks)
         return result
 
     async def on_notification(self, method: str, params: Any) -> None:
@@ -127,16 +136,16 @@ class InboundHandlers:
             else:  # notifications/cancelled and anything unknown: nothing to do
                 self._log.debug("notification_ignored", method=method)
             return
-        connector = self._connector
-        callbacks = connector._begin_reply()
+        replies = self._replies
+        callbacks = replies.begin()
         try:
             await handler(params)
         except (RpcError, ValidationError) as exc:
             self._log.warning("notification_refused", method=method, error=str(exc))
         finally:
-            connector._end_reply()
+            replies.end()
         if callbacks:
-            connector._after_answer(None, callbacks)
+            replies.after(None, callbacks)
 
     # -- checks --------------------------------------------------------------------------------
 
@@ -176,7 +185,7 @@ class InboundHandlers:
     async def _policy_request(self, params: Any) -> dict[str, Any]:
         connector = self._connector
         change, receipt = connector.policy.apply_request(params)
-        connector._expect_receipt(receipt, change)
+        self._replies.expect(receipt, lambda: self._on_policy(change))
         self._log.info("policy_received", granted=sorted(change.active), degraded="mode" in receipt)
         return receipt
 

@@ -23,14 +23,17 @@ never see them); it compares results only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import structlog
 
 from switchboard.transport import Link
 
-__all__ = ["ReplyWatch"]
+__all__ = ["AfterReply", "ReplyHooks", "ReplyWatch"]
+
+AfterReply = Callable[[], Awaitable[None]]
+"""Work a hook asks to run once its answer is on the wire (:meth:`Connector.after_reply`)."""
 
 log = structlog.get_logger(__name__)
 
@@ -107,3 +110,46 @@ class ReplyWatch:
                 except Exception:
                     log.exception("reply_callback_failed")
                 return
+
+
+class ReplyHooks:
+    """The work hooks ask to follow one answer, for one served connection.
+
+    The inbound handlers :meth:`begin` before a hook runs and :meth:`end` after it; what the
+    hook registered meanwhile (:attr:`current`) is started, through ``start``, once the answer
+    is on the wire (:meth:`after`), or at once after a Notification, which has no answer.
+    """
+
+    __slots__ = ("_start", "_watch", "current")
+
+    def __init__(self, watch: ReplyWatch, start: Callable[[AfterReply], None]) -> None:
+        self._watch = watch
+        self._start = start
+        #: The work registered by the hook running now; None outside a hook.
+        self.current: list[AfterReply] | None = None
+
+    def begin(self) -> list[AfterReply]:
+        """A hook starts: what it registers is collected in the list returned."""
+        callbacks: list[AfterReply] = []
+        self.current = callbacks
+        return callbacks
+
+    def end(self) -> None:
+        """The hook returned (or raised)."""
+        self.current = None
+
+    def after(self, result: Any, callbacks: list[AfterReply]) -> None:
+        """Start ``callbacks`` once the answer carrying ``result`` is written (None: now)."""
+
+        def start() -> None:
+            for fn in callbacks:
+                self._start(fn)
+
+        if result is None:
+            start()
+        else:
+            self._watch.expect(result, start)
+
+    def expect(self, answer: Any, on_sent: Callable[[], None]) -> None:
+        """Call ``on_sent`` once the answer carrying ``answer`` is written."""
+        self._watch.expect(answer, on_sent)
