@@ -32,20 +32,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
 
 from switchboard.events import ConnectorToolsChanged, EventBus
-from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
-
-if TYPE_CHECKING:
-    from switchboard.connections.session import ConnectorSession
+from switchboard.protocol import Grant
+from switchboard.transport import LinkClosedError, Peer, RequestTimeoutError, RpcError
 
 __all__ = ["MAX_PAGES", "MAX_TOOLS", "ConnectorTool", "ConnectorTools", "read_tool"]
 
 log = structlog.get_logger(__name__)
+
+
+class ToolsSession(Protocol):
+    """What the connector tools read of their connection (a ``ConnectorSession``)."""
+
+    server_id: str
+    grant: Grant
+
+    @property
+    def peer(self) -> Peer | None: ...
+
+    @property
+    def mcpl_active(self) -> bool: ...
+
+    async def wait_ready(self) -> None: ...
+
 
 #: The most ``tools/list`` pages one fetch follows.
 MAX_PAGES = 16
@@ -114,7 +128,7 @@ class ConnectorTools:
         announcements: ``notifications/tools/list_changed`` received.
     """
 
-    def __init__(self, session: ConnectorSession, *, events: EventBus) -> None:
+    def __init__(self, session: ToolsSession, *, events: EventBus) -> None:
         self._session = session
         self._events = events
         self._held: tuple[ConnectorTool, ...] = ()

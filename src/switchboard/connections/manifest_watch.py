@@ -27,21 +27,46 @@ What it deliberately does not know: what a diff means for the grant (that is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import structlog
 
-from switchboard.protocol import DigestError, manifest_digest
-from switchboard.protocol.manifest_diff import diff_manifests, narrow, read_fetched_manifest
-from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
-
-if TYPE_CHECKING:
-    from switchboard.connections.session import ConnectorSession
+from switchboard.config import ConnectorConfig
+from switchboard.protocol import DigestError, Grant, Manifest, manifest_digest
+from switchboard.protocol.manifest_diff import (
+    Narrowing,
+    diff_manifests,
+    narrow,
+    read_fetched_manifest,
+)
+from switchboard.transport import LinkClosedError, Peer, RequestTimeoutError, RpcError
 
 __all__ = ["ManifestWatch"]
 
 log = structlog.get_logger(__name__)
+
+
+class WatchedSession(Protocol):
+    """What a manifest watch reads and changes of its connection (a ``ConnectorSession``)."""
+
+    server_id: str
+    config: ConnectorConfig
+    manifest: Manifest | None
+    grant: Grant
+    enabled_feature_sets: frozenset[str]
+
+    @property
+    def peer(self) -> Peer | None: ...
+
+    @property
+    def mcpl_active(self) -> bool: ...
+
+    async def wait_ready(self) -> None: ...
+
+    async def tell_policy(self) -> None: ...
+
+    def adopt_manifest(self, manifest: Manifest, narrowing: Narrowing) -> None: ...
 
 
 class ManifestWatch:
@@ -59,7 +84,7 @@ class ManifestWatch:
         applied: fetched manifests whose content differed and was applied.
     """
 
-    def __init__(self, session: ConnectorSession, *, min_interval: float) -> None:
+    def __init__(self, session: WatchedSession, *, min_interval: float) -> None:
         self._session = session
         self._interval = min_interval
         self._wanted = anyio.Event()

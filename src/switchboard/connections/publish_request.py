@@ -25,17 +25,36 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
+from structlog.typing import FilteringBoundLogger as BoundLogger
+
+from switchboard.config import ConnectorConfig
 from switchboard.protocol import CapabilityDenied, ChannelNotPermitted, McplError, UnknownChannel
 from switchboard.refusals.outcome import PublishOutcome, PublishStatus
 from switchboard.refusals.refusal import Refusal, RefusalKind
-from switchboard.transport import METHOD_NOT_FOUND, LinkClosedError, RequestTimeoutError, RpcError
+from switchboard.transport import (
+    METHOD_NOT_FOUND,
+    LinkClosedError,
+    Peer,
+    RequestTimeoutError,
+    RpcError,
+)
 
-if TYPE_CHECKING:
-    from switchboard.connections.session import ConnectorSession
+__all__ = ["DEFINITE_REFUSALS", "MAY_HAVE_POSTED", "PublishingSession", "publish_over"]
 
-__all__ = ["DEFINITE_REFUSALS", "MAY_HAVE_POSTED", "publish_over"]
+
+class PublishingSession(Protocol):
+    """What a publish reads and changes of its connection (a ``ConnectorSession``)."""
+
+    server_id: str
+    config: ConnectorConfig
+    log: BoundLogger
+    publish_notification_only: bool
+
+    @property
+    def peer(self) -> Peer | None: ...
+
 
 DEFINITE_REFUSALS: Final[Mapping[type[McplError], str]] = MappingProxyType(
     {
@@ -59,7 +78,7 @@ _NOTIFIED = "it was sent as a notification, which gets no receipt from this conn
 
 
 async def publish_over(
-    session: ConnectorSession, channel_id: str, content: list[dict[str, Any]], conversation_id: str
+    session: PublishingSession, channel_id: str, content: list[dict[str, Any]], conversation_id: str
 ) -> PublishOutcome:
     """Send ``channels/publish`` as a Request and report what the connector said.
 

@@ -9,9 +9,8 @@ from tests.conformance.defects.sdk import patch, run
 
 
 async def policy_notification(self: InboundHandlers, params: Any) -> None:
-    connector = self._connector
-    change, _receipt = connector.policy.apply_request(params)
-    connector._commit(change)
+    change, _receipt = self._connector.policy.apply_request(params)
+    self._on_policy(change)
 
 
 if __name__ == "__main__":
