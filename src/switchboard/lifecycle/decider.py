@@ -28,9 +28,8 @@ import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.lifecycle.journal import DecisionJournal, DecisionNotRecorded
-from switchboard.lifecycle.parts import Connectors
 from switchboard.lifecycle.queue import DecisionGate
-from switchboard.lifecycle.rules.book import LifecycleBook, SelectedForOpening
+from switchboard.lifecycle.rules.book import LifecycleBook, SelectedForOpening, SubscriptionPolicy
 from switchboard.lifecycle.rules.decisions import (
     MACHINE_CLOSE_SOURCES,
     Append,
@@ -42,9 +41,15 @@ from switchboard.lifecycle.rules.decisions import (
 )
 from switchboard.lifecycle.rules.events import DecisionEvent, DesiredStateSet
 
-__all__ = ["Decider", "Decision", "TuneOutCover"]
+__all__ = ["Decider", "Decision", "Policies", "TuneOutCover"]
 
 log = structlog.get_logger(__name__)
+
+
+class Policies(Protocol):
+    """Each server's subscription policy (:class:`~switchboard.lifecycle.parts.Connectors`)."""
+
+    def policy_for(self, server_id: str) -> SubscriptionPolicy: ...
 
 
 class TuneOutCover(Protocol):
@@ -96,7 +101,7 @@ class Decider:
         journal: DecisionJournal,
         gate: DecisionGate,
         tune_outs: TuneOutCover,
-        connectors: Connectors,
+        connectors: Policies,
         clock: Callable[[], float],
     ) -> None:
         self._registry = registry

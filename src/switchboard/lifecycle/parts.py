@@ -22,19 +22,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from switchboard.channels import ChannelEntry, ChannelRegistry
 from switchboard.config import ConnectorConfig, SubscriptionAllow
 from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.lifecycle.decider import Decider
 from switchboard.lifecycle.queue import LifecycleQueue
 from switchboard.lifecycle.reconcile import Reconciler
 from switchboard.lifecycle.rules.book import LifecycleBook, SubscriptionPolicy
 from switchboard.lifecycle.rules.speech import ChannelFacts, Reach
 from switchboard.lifecycle.transport_marks import TransportMarks
-
-if TYPE_CHECKING:
-    from switchboard.lifecycle.decider import Decider
 
 __all__ = ["Connectors", "LifecycleParts", "subscription_policy"]
 
