@@ -164,7 +164,7 @@ class Switchboard:
         # -- lifecycle: desired state, decisions, reconciliation, speech into closed channels
         self.lifecycle = LifecycleHost(
             registry=registry,
-            sessions=self.sessions,
+            owners=self.sessions,
             configs=config.connectors,
             book=book,
             journal=journal,

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from enum import StrEnum
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -82,6 +81,7 @@ from switchboard.connections.diagnostics import (
 from switchboard.connections.incoming import IncomingHandler
 from switchboard.connections.limits import RegistrationLimits, TokenBucket
 from switchboard.connections.manifest_watch import ManifestWatch
+from switchboard.connections.owner import SessionState
 from switchboard.connections.publish_request import publish_over
 from switchboard.connections.registration import RegistrationHandler
 from switchboard.events import (
@@ -113,6 +113,7 @@ from switchboard.protocol import (
     register_channels,
 )
 from switchboard.protocol.manifest_diff import Narrowing
+from switchboard.refusals.outcome import PublishOutcome
 from switchboard.store import MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,
@@ -133,13 +134,6 @@ __all__ = ["ANSWER_WAIT", "ConnectorSession", "SessionState", "publish_over"]
 ANSWER_WAIT = 5.0
 
 log = structlog.get_logger(__name__)
-
-
-class SessionState(StrEnum):
-    CONNECTING = "connecting"
-    READY = "ready"
-    MCP_ONLY = "mcp-only"
-    CLOSED = "closed"
 
 
 class ConnectorSession:
@@ -222,6 +216,50 @@ class ConnectorSession:
     @property
     def peer(self) -> Peer | None:
         return self._peer
+
+    # -- the owner of this connector (switchboard.connections.owner) -------------------------
+
+    @property
+    def connected(self) -> bool:
+        """Whether the link is up (a request can be sent)."""
+        return self._peer is not None
+
+    def _live_peer(self) -> Peer:
+        peer = self._peer
+        if peer is None:
+            raise LinkClosedError(f"connector {self.server_id!r} is not connected")
+        return peer
+
+    async def publish(
+        self, channel_id: str, content: list[dict[str, Any]], conversation_id: str
+    ) -> PublishOutcome:
+        """``channels/publish`` on this link (:func:`~.publish_request.publish_over`)."""
+        return await publish_over(self, channel_id, content, conversation_id)
+
+    async def open_channel(self, params: Mapping[str, Any]) -> Any:
+        """``channels/open``; the connector's result."""
+        return await self._live_peer().request("channels/open", params)
+
+    async def close_channel(self, channel_id: str) -> Any:
+        """``channels/close``; the connector's result."""
+        return await self._live_peer().request("channels/close", {"channelId": channel_id})
+
+    async def acknowledge(self, params: Mapping[str, Any]) -> Any:
+        """``channels/acknowledge``; the connector's result."""
+        return await self._live_peer().request("channels/acknowledge", params)
+
+    async def typing(self, params: Mapping[str, Any]) -> None:
+        """``channels/typing``, a notification."""
+        await self._live_peer().notify("channels/typing", params)
+
+    async def stream(self, method: str, params: Mapping[str, Any]) -> None:
+        """One notification of streamed speech (``channels/outgoing/...``)."""
+        await self._live_peer().notify(method, params)
+
+    async def before_inference(self, params: Mapping[str, Any], answer_within: float) -> Any:
+        """``context/beforeInference``, answered within ``answer_within`` seconds."""
+        peer = self._live_peer()
+        return await peer.request("context/beforeInference", params, timeout=answer_within)
 
     def _after_answer(self, function: Callable[[], None]) -> None:
         """Run ``function`` once the answer now being returned has left (at most

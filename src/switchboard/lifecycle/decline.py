@@ -22,7 +22,7 @@ from typing import Any
 
 from switchboard.channels import ChannelRef
 from switchboard.channels.names.wording import q
-from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.owner import Owners, SessionState
 from switchboard.lifecycle.answers import LifecycleAnswer, VerbBase, refuse
 from switchboard.lifecycle.errors import LifecycleError, not_up_clause
 from switchboard.lifecycle.journal import DecisionNotRecorded
@@ -41,12 +41,12 @@ class Decliner(VerbBase):
 
     Args:
         parts: The lifecycle parts the verb works over.
-        sessions: The current session of each server (the acknowledgment goes over it).
+        owners: The owner of each connector (the acknowledgment goes through it).
     """
 
-    def __init__(self, parts: LifecycleParts, *, sessions: Mapping[str, ConnectorSession]) -> None:
+    def __init__(self, parts: LifecycleParts, *, owners: Owners) -> None:
         super().__init__(parts)
-        self._sessions = sessions
+        self._owners = owners
 
     # -- decline ------------------------------------------------------------------------------
 
@@ -136,9 +136,8 @@ class Decliner(VerbBase):
         if value is None:
             return False, None, None
         sid = ref.server_id
-        session = self._sessions.get(sid)
-        peer = None if session is None else session.peer
-        if session is None or session.state is not SessionState.READY or peer is None:
+        session = self._owners.get(sid)
+        if session is None or session.state is not SessionState.READY or not session.connected:
             return False, None, f"{not_up_clause(sid)}, so no acknowledgment was posted"
         if not session.grant.allows("channels.acknowledge"):
             return (
@@ -156,7 +155,7 @@ class Decliner(VerbBase):
             "value": value,
         }
         try:
-            result = await peer.request("channels/acknowledge", params)
+            result = await session.acknowledge(params)
         except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
             return False, None, f"the acknowledgment failed: {exc}"
         answer: Mapping[str, Any] = result if isinstance(result, Mapping) else {}

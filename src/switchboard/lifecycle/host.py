@@ -37,13 +37,13 @@ covers a channel, and the wire beyond what :mod:`~switchboard.lifecycle.reconcil
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import ClassVar
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
 from switchboard.config import ConnectorConfig
-from switchboard.connections.session import ConnectorSession
+from switchboard.connections.owner import Owners
 from switchboard.events import (
     ChannelsChanged,
     ChannelsRegistered,
@@ -77,7 +77,7 @@ class LifecycleHost:
 
     Args:
         registry: The channel registry.
-        sessions: The current session of each server (the board's map, kept up to date).
+        owners: The owner of each connector (the board's map, kept up to date).
         configs: Every configured connector.
         book: The lifecycle book (a part of ``journal``).
         journal: The decision journal the book is kept from.
@@ -92,7 +92,7 @@ class LifecycleHost:
         self,
         *,
         registry: ChannelRegistry,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         configs: Sequence[ConnectorConfig],
         book: LifecycleBook,
         journal: DecisionJournal,
@@ -111,14 +111,14 @@ class LifecycleHost:
         self.marks = TransportMarks(registry)
         self.reconciler = Reconciler(
             registry=registry,
-            sessions=sessions,
+            owners=owners,
             book=book,
             marks=self.marks,
             queue=self.queue,
             events=events,
         )
         self.connectors = Connectors(
-            sessions=sessions,
+            owners=owners,
             configs=configs,
             reconciler=self.reconciler,
             marks=self.marks,
@@ -143,8 +143,8 @@ class LifecycleHost:
             reconciler=self.reconciler,
         )
         self.verbs = LifecycleVerbs(parts, on_close=on_close)
-        self.decliner = Decliner(parts, sessions=sessions)
-        self.speech = SpeechGate(parts, sessions=sessions, events=events)
+        self.decliner = Decliner(parts, owners=owners)
+        self.speech = SpeechGate(parts, owners=owners, events=events)
         self.admission = Admission(
             registry=registry,
             book=book,

@@ -20,12 +20,12 @@ What it deliberately does not know: how decisions are made (:mod:`.decider`), th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from switchboard.channels import ChannelEntry, ChannelRegistry
 from switchboard.config import ConnectorConfig, SubscriptionAllow
-from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.owner import Owners, SessionState
 from switchboard.lifecycle.decider import Decider
 from switchboard.lifecycle.queue import LifecycleQueue
 from switchboard.lifecycle.reconcile import Reconciler
@@ -50,25 +50,25 @@ class Connectors:
     """What the lifecycle reads of the connectors now (see the module docstring).
 
     Args:
-        sessions: The current session of each server (the board's map, kept up to date).
+        owners: The owner of each connector (the board's map, kept up to date).
         configs: Every configured connector (for the policy of one that is not connected).
         reconciler: Says whether the host may direct a server's lifecycle now.
         marks: The transport marks of registrations.
         queue: The per-channel lifecycle queue (whether work is pending).
     """
 
-    __slots__ = ("_configs", "_marks", "_queue", "_reconciler", "_sessions")
+    __slots__ = ("_configs", "_marks", "_owners", "_queue", "_reconciler")
 
     def __init__(
         self,
         *,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         configs: Sequence[ConnectorConfig],
         reconciler: Reconciler,
         marks: TransportMarks,
         queue: LifecycleQueue,
     ) -> None:
-        self._sessions = sessions
+        self._owners = owners
         self._configs = configs
         self._reconciler = reconciler
         self._marks = marks
@@ -76,7 +76,7 @@ class Connectors:
 
     def reach(self, server_id: str) -> Reach:
         """How reachable a connector is now."""
-        session = self._sessions.get(server_id)
+        session = self._owners.get(server_id)
         if session is None:
             return Reach.GONE
         if session.state is SessionState.READY:
@@ -90,13 +90,13 @@ class Connectors:
     async def output_written(self, server_id: str) -> None:
         """Return once what the host sent the server so far has left (the answer to the
         ``channels/register`` that brought a batch, say); at once when it is not connected."""
-        session = self._sessions.get(server_id)
+        session = self._owners.get(server_id)
         if session is not None:
             await session.output_written()
 
     def directs(self, server_id: str) -> bool:
         """Whether the host may open and close the server's channels now."""
-        return self._reconciler.lifecycle_session(server_id) is not None
+        return self._reconciler.lifecycle_owner(server_id) is not None
 
     def facts(self, entry: ChannelEntry) -> ChannelFacts:
         """What the host knows about one registration, for the speech rules."""
@@ -114,7 +114,7 @@ class Connectors:
 
     def policy_for(self, server_id: str) -> SubscriptionPolicy:
         """The server's subscription policy (manual when nothing configures one)."""
-        session = self._sessions.get(server_id)
+        session = self._owners.get(server_id)
         if session is not None:
             return subscription_policy(session.config)
         for config in self._configs:

@@ -48,7 +48,7 @@ from anyio.lowlevel import checkpoint
 
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry
 from switchboard.channels.names.wording import q
-from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.owner import ConnectorOwner, Owners, SessionState
 from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.lifecycle.errors import (
     LifecycleError,
@@ -121,7 +121,7 @@ class Reconciler:
         self,
         *,
         registry: ChannelRegistry,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         book: LifecycleBook,
         marks: TransportMarks,
         queue: LifecycleQueue,
@@ -129,31 +129,31 @@ class Reconciler:
         limit: int = MAX_CONVERGE_ATTEMPTS,
     ) -> None:
         self._registry = registry
-        self._sessions = sessions
+        self._owners = owners
         self._book = book
         self._marks = marks
         self._queue = queue
         self._events = events
         self._convergence = Convergence(limit)
         #: Sessions that answered a lifecycle request "method not found" (see _unsupported).
-        self._unsupported: dict[str, ConnectorSession] = {}
+        self._unsupported: dict[str, ConnectorOwner] = {}
         #: The last failure of each channel's runs, cleared by a run that ends well.
         self.failures: dict[ChannelRef, LifecycleError] = {}
 
-    def lifecycle_session(self, server_id: str) -> ConnectorSession | None:
+    def lifecycle_owner(self, server_id: str) -> ConnectorOwner | None:
         """The server's session when the host may open and close there now, else None."""
-        session = self._sessions.get(server_id)
+        session = self._owners.get(server_id)
         if (
             session is None
             or session.state is not SessionState.READY
-            or session.peer is None
+            or not session.connected
             or not session.grant.allows("channels.lifecycle")
             or self._unsupported.get(server_id) is session
         ):
             return None
         return session
 
-    def _not_implemented(self, session: ConnectorSession, exc: RpcError) -> None:
+    def _not_implemented(self, session: ConnectorOwner, exc: RpcError) -> None:
         """A connector that advertises the lifecycle but answers its methods "method not
         found" does not implement it: for the rest of this connection it is treated like a
         connector without the grant (it keeps its channels as it chooses), so speech is not
@@ -212,7 +212,7 @@ class Reconciler:
             entry = self._registry.get(ref)
             if entry is None:
                 raise LifecycleError(LifecycleErrorKind.REMOVED, ref, removed_clause(ref))
-            session = self.lifecycle_session(ref.server_id)
+            session = self.lifecycle_owner(ref.server_id)
             transport = self._marks.get(entry)
             if session is None:
                 return RunResult(False, transport.open, got_history, truncated, overtaken)
@@ -248,7 +248,7 @@ class Reconciler:
                 overtaken |= self._judge_close(entry)
 
     async def _open(
-        self, session: ConnectorSession, entry: ChannelEntry, history: Mapping[str, Any] | None
+        self, session: ConnectorOwner, entry: ChannelEntry, history: Mapping[str, Any] | None
     ) -> Mapping[str, Any]:
         ref = entry.ref
         descriptor = entry.descriptor
@@ -257,11 +257,10 @@ class Reconciler:
             params["address"] = dict(descriptor.address)
         if history is not None:
             params["history"] = dict(history)
-        peer = session.peer
-        if peer is None:
+        if not session.connected:
             raise LifecycleError(None, ref, not_up_clause(ref.server_id))
         try:
-            result = await peer.request("channels/open", params)
+            result = await session.open_channel(params)
         except RpcError as exc:
             self._not_implemented(session, exc)
             self._report(ref, LifecycleStepKind.OPEN_FAILED, code=exc.code, message=exc.message)
@@ -282,7 +281,7 @@ class Reconciler:
         return result if isinstance(result, Mapping) else {}
 
     def _judge_open(
-        self, session: ConnectorSession, entry: ChannelEntry, answer: Mapping[str, Any]
+        self, session: ConnectorOwner, entry: ChannelEntry, answer: Mapping[str, Any]
     ) -> bool:
         """Apply an open's answer; True when a later decision overtook it. May raise.
 
@@ -308,13 +307,12 @@ class Reconciler:
             session.apply_declaration(dict(channel))
         return verdict.error is LifecycleErrorKind.OVERTAKEN
 
-    async def _close(self, session: ConnectorSession, entry: ChannelEntry) -> None:
+    async def _close(self, session: ConnectorOwner, entry: ChannelEntry) -> None:
         ref = entry.ref
-        peer = session.peer
-        if peer is None:
+        if not session.connected:
             raise LifecycleError(None, ref, not_up_clause(ref.server_id))
         try:
-            await peer.request("channels/close", {"channelId": ref.channel_id})
+            await session.close_channel(ref.channel_id)
         except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
             if isinstance(exc, RpcError):
                 self._not_implemented(session, exc)
@@ -373,7 +371,7 @@ class Reconciler:
         Returns:
             How many runs were started.
         """
-        if not refs or self.lifecycle_session(refs[0].server_id) is None:
+        if not refs or self.lifecycle_owner(refs[0].server_id) is None:
             return 0
         todo: list[ChannelRef] = []
         for n, ref in enumerate(refs):

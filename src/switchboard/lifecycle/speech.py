@@ -26,13 +26,12 @@ What it deliberately does not know: names beyond the send-target rule, and the p
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
 from switchboard.channels import ChannelEntry, ChannelRef
 from switchboard.channels.names.wording import q
-from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.owner import Owners, SessionState
 from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.lifecycle.errors import LifecycleError, is_converge_failure, removed_clause
 from switchboard.lifecycle.journal import DecisionNotRecorded
@@ -101,21 +100,21 @@ class SpeechGate:
 
     Args:
         parts: The lifecycle parts the gate works over.
-        sessions: The current session of each server (rechecked after a wait).
+        owners: The owner of each connector (rechecked after a wait).
         events: Where an open that speech or a reply caused is told.
     """
 
-    __slots__ = ("_events", "_parts", "_sessions")
+    __slots__ = ("_events", "_owners", "_parts")
 
     def __init__(
         self,
         parts: LifecycleParts,
         *,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         events: EventBus,
     ) -> None:
         self._parts = parts
-        self._sessions = sessions
+        self._owners = owners
         self._events = events
 
     def clear_now(self, entry: ChannelEntry) -> bool:
@@ -258,7 +257,7 @@ class SpeechGate:
         if isinstance(done, PublishOutcome):
             return done
         sid = done.ref.server_id
-        session = self._sessions.get(sid)
+        session = self._owners.get(sid)
         if session is None or session.state is not SessionState.READY:
             return PublishOutcome.refused(
                 Refusal(

@@ -25,7 +25,7 @@ What this module knows (channel-registry.md §10.3; mcpl-protocol.md 2, 3.3, 3.9
 What it deliberately does not know: MCP, when a turn begins (the host calls
 :meth:`ContextHooks.gather` then), what the agent does with the injections, and the rest of
 the host: it reads only a :class:`ContextSource` (the registry, the default channel and the
-sessions).
+connectors' owners).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import anyio
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.owner import ConnectorOwner, Owners, SessionState
 from switchboard.transport import TransportError
 
 if TYPE_CHECKING:
@@ -84,8 +84,8 @@ class ContextSource(Protocol):
         ...
 
     @property
-    def sessions(self) -> Mapping[str, ConnectorSession]:
-        """The connector sessions, by server id."""
+    def owners(self) -> Owners:
+        """The owner of each connector, by server id."""
         ...
 
 
@@ -167,7 +167,7 @@ class ContextHooks:
     """Asks the connectors for context at the start of a turn (see the module docstring).
 
     It reads the host through exactly what it uses, given at construction: the registry, the
-    default channel and the connector sessions (so it is a :class:`ContextSource` itself).
+    default channel and the connectors' owners (so it is a :class:`ContextSource` itself).
 
     Attributes:
         timeout: Seconds each server has to answer.
@@ -178,14 +178,14 @@ class ContextHooks:
         self,
         registry: ChannelRegistry,
         default_channel: DefaultChannel,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         *,
         timeout: float = BEFORE_INFERENCE_TIMEOUT,
         model: ModelInfo = UNKNOWN_MODEL,
     ) -> None:
         self._registry = registry
         self._default_channel = default_channel
-        self._sessions = sessions
+        self._owners = owners
         self.timeout = timeout
         self.model = model
 
@@ -200,9 +200,9 @@ class ContextHooks:
         return self._default_channel
 
     @property
-    def sessions(self) -> Mapping[str, ConnectorSession]:
-        """The connector sessions, by server id."""
-        return self._sessions
+    def owners(self) -> Owners:
+        """The owner of each connector, by server id."""
+        return self._owners
 
     async def gather(
         self, desk: AgentDesk, *, user_message: str | None = None
@@ -219,7 +219,7 @@ class ContextHooks:
         """
         inference_id = uuid.uuid4().hex
         answers: dict[str, list[dict[str, Any]]] = {}
-        asked = [s for s in self._sessions.values() if _takes_hook(s)]
+        asked = [s for s in self._owners.values() if _takes_hook(s)]
         if not asked:
             return []
         async with anyio.create_task_group() as tg:
@@ -243,15 +243,14 @@ class ContextHooks:
         return ordered
 
     async def _ask(
-        self, session: ConnectorSession, params: dict[str, Any], into: list[dict[str, Any]]
+        self, session: ConnectorOwner, params: dict[str, Any], into: list[dict[str, Any]]
     ) -> None:
-        peer = session.peer
-        if peer is None:
+        if not session.connected:
             return
         result: Any = None
         with anyio.move_on_after(self.timeout):
             try:
-                result = await peer.request("context/beforeInference", params, timeout=self.timeout)
+                result = await session.before_inference(params, self.timeout)
             except TransportError as exc:
                 session.log.info("before_inference_failed", error=str(exc))
                 return
@@ -261,14 +260,14 @@ class ContextHooks:
         into.extend(_authorized(session, result))
 
 
-def _takes_hook(session: ConnectorSession) -> bool:
-    if session.state is not SessionState.READY or session.peer is None:
+def _takes_hook(session: ConnectorOwner) -> bool:
+    if session.state is not SessionState.READY or not session.connected:
         return False
     grant = session.grant
     return grant.allows(_OBSERVE) or any(grant.allows(_INJECT + p) for p in POSITIONS)
 
 
-def _authorized(session: ConnectorSession, result: Any) -> list[dict[str, Any]]:
+def _authorized(session: ConnectorOwner, result: Any) -> list[dict[str, Any]]:
     """The injections of ``result`` the grant allows *now*, each checked alone."""
     raw = result.get("contextInjections") if isinstance(result, Mapping) else None
     if not isinstance(raw, list):

@@ -47,7 +47,7 @@ import anyio.abc
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.connections.session import ConnectorSession, SessionState
+from switchboard.connections.owner import Owners, ready_for
 from switchboard.events import (
     ChannelsChanged,
     ChannelsRemoved,
@@ -56,9 +56,9 @@ from switchboard.events import (
     Published,
 )
 from switchboard.refusals.outcome import PublishStatus
-from switchboard.transport import Peer, TransportError
+from switchboard.transport import TransportError
 
-__all__ = ["AUTO_TYPING_REFRESHES", "TYPING_INTERVAL", "Sleep", "TypingKeeper", "granted_peer"]
+__all__ = ["AUTO_TYPING_REFRESHES", "TYPING_INTERVAL", "Sleep", "TypingKeeper"]
 
 log = structlog.get_logger(__name__)
 
@@ -72,15 +72,6 @@ Sleep = Callable[[float], Awaitable[None]]
 """How the refresh timer waits: ``anyio.sleep`` in production, a stepped fake in tests."""
 
 Op = Literal["start", "stop"]
-
-
-def granted_peer(session: ConnectorSession | None, capability: str) -> Peer | None:
-    """The peer of ``session`` if it is ready and its grant holds ``capability``, else None."""
-    if session is None or session.state is not SessionState.READY:
-        return None
-    if not session.grant.allows(capability):
-        return None
-    return session.peer
 
 
 @dataclass(slots=True, eq=False)
@@ -107,8 +98,8 @@ class TypingKeeper:
     __slots__ = (
         "_auto",
         "_metadata",
+        "_owners",
         "_registry",
-        "_sessions",
         "_tg",
         "_typing",
         "interval",
@@ -118,13 +109,13 @@ class TypingKeeper:
     def __init__(
         self,
         registry: ChannelRegistry,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         *,
         interval: float = TYPING_INTERVAL,
         sleep: Sleep = anyio.sleep,
     ) -> None:
         self._registry = registry
-        self._sessions = sessions
+        self._owners = owners
         self.interval = interval
         self.sleep = sleep
         self._typing: dict[ChannelRef, _Typing] = {}
@@ -353,14 +344,14 @@ class TypingKeeper:
             state.announced = True
 
     async def _send(self, ref: ChannelRef, op: Op, metadata: Mapping[str, Any] | None) -> bool:
-        peer = granted_peer(self._sessions.get(ref.server_id), "channels.typing")
-        if peer is None:
+        owner = self._owners.get(ref.server_id)
+        if owner is None or not ready_for(owner, "channels.typing"):
             return False
         params: dict[str, Any] = {"channelId": ref.channel_id, "op": op, "typing": op == "start"}
         if metadata:
             params["metadata"] = dict(metadata)
         try:
-            await peer.notify("channels/typing", params)
+            await owner.typing(params)
         except TransportError as exc:
             log.info(
                 "typing_not_sent",

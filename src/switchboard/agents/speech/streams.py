@@ -39,7 +39,6 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import structlog
 
-from switchboard.agents.presence.typing import granted_peer
 from switchboard.channels import (
     NO_STICKY,
     ChannelNameError,
@@ -52,8 +51,8 @@ from switchboard.channels import (
     Sticky,
     StreamingRouter,
 )
-from switchboard.connections.session import ConnectorSession
-from switchboard.transport import Peer, TransportError
+from switchboard.connections.owner import ConnectorOwner, Owners, ready_for
+from switchboard.transport import TransportError
 
 __all__ = [
     "InferenceStream",
@@ -88,8 +87,8 @@ class InferenceStream:
         "_completed",
         "_index",
         "_open",
+        "_owners",
         "_registry",
-        "_sessions",
         "conversation_id",
         "inference_id",
     )
@@ -97,13 +96,13 @@ class InferenceStream:
     def __init__(
         self,
         registry: ChannelRegistry,
-        sessions: Mapping[str, ConnectorSession],
+        owners: Owners,
         *,
         conversation_id: str,
         inference_id: str,
     ) -> None:
         self._registry = registry
-        self._sessions = sessions
+        self._owners = owners
         self.conversation_id = conversation_id
         self.inference_id = inference_id
         self._index = 0
@@ -125,13 +124,13 @@ class InferenceStream:
         continuing = to in self._open
         if not delta or to in self._completed or (self._closed and not continuing):
             return False
-        peer = self._peer(to, starting=not continuing)
-        if peer is None:
+        owner = self._owner(to, starting=not continuing)
+        if owner is None:
             return False
         self._open.setdefault(to, []).append(delta)
         index = self._index
         self._index += 1
-        await self._send(peer, "channels/outgoing/chunk", to, index=index, delta=delta)
+        await self._send(owner, "channels/outgoing/chunk", to, index=index, delta=delta)
         return True
 
     async def complete(self, to: ChannelRef, text: str | None = None) -> bool:
@@ -146,11 +145,11 @@ class InferenceStream:
         if parts is None:
             return False
         self._completed.add(to)
-        peer = self._peer(to, starting=False)
-        if peer is None:
+        owner = self._owner(to, starting=False)
+        if owner is None:
             return False
         content = [{"type": "text", "text": "".join(parts) if text is None else text}]
-        await self._send(peer, "channels/outgoing/complete", to, content=content)
+        await self._send(owner, "channels/outgoing/complete", to, content=content)
         return True
 
     async def close(self) -> tuple[ChannelRef, ...]:
@@ -166,20 +165,23 @@ class InferenceStream:
                 await self.complete(ref)
         return done
 
-    def _peer(self, ref: ChannelRef, *, starting: bool) -> Peer | None:
+    def _owner(self, ref: ChannelRef, *, starting: bool) -> ConnectorOwner | None:
         entry = self._registry.get(ref)
         if entry is None or (starting and entry.descriptor.direction == "inbound"):
             return None
-        return granted_peer(self._sessions.get(ref.server_id), "channels.streaming")
+        owner = self._owners.get(ref.server_id)
+        return owner if owner is not None and ready_for(owner, "channels.streaming") else None
 
-    async def _send(self, peer: Peer, method: str, to: ChannelRef, **params: Any) -> None:
+    async def _send(
+        self, owner: ConnectorOwner, method: str, to: ChannelRef, **params: Any
+    ) -> None:
         params.update(
             inferenceId=self.inference_id,
             conversationId=self.conversation_id,
             channelId=to.channel_id,
         )
         try:
-            await peer.notify(method, params)
+            await owner.stream(method, params)
         except TransportError as exc:
             log.info(
                 "stream_message_not_sent",
@@ -335,18 +337,18 @@ class StreamedSpeech:
 class OutgoingStreams:
     """The streamed speeches open now, by inference id (each belongs to one agent)."""
 
-    __slots__ = ("_open", "_registry", "_sessions")
+    __slots__ = ("_open", "_owners", "_registry")
 
-    def __init__(self, registry: ChannelRegistry, sessions: Mapping[str, ConnectorSession]) -> None:
+    def __init__(self, registry: ChannelRegistry, owners: Owners) -> None:
         self._registry = registry
-        self._sessions = sessions
+        self._owners = owners
         self._open: dict[str, StreamedSpeech] = {}
 
     def inference(self, conversation_id: str, inference_id: str | None = None) -> InferenceStream:
         """A fresh :class:`InferenceStream` (a new id unless one is given)."""
         return InferenceStream(
             self._registry,
-            self._sessions,
+            self._owners,
             conversation_id=conversation_id,
             inference_id=inference_id or uuid.uuid4().hex,
         )
