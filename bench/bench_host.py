@@ -150,7 +150,7 @@ async def through_switchboard(mode: str, total: int, window: int, tmp: Path, out
 
         async def worker() -> None:
             for _ in range(per):
-                outcome = await board.publish("bench:c", "hello", server_id="bench")
+                outcome = await board.publisher.publish("bench:c", "hello", server_id="bench")
                 assert outcome.status is PublishStatus.DELIVERED, outcome
 
         async with anyio.create_task_group() as tg:

@@ -321,7 +321,7 @@ async def publishes_switchboard(tmp: Path, total: int, window: int) -> float:
 
         async def worker() -> None:
             for _ in range(per):
-                outcome = await board.publish("bench:c0", "hello", server_id="bench")
+                outcome = await board.publisher.publish("bench:c0", "hello", server_id="bench")
                 assert outcome.status is PublishStatus.DELIVERED, outcome
 
         async with anyio.create_task_group() as tg:

@@ -1,9 +1,12 @@
 """The architecture's import rules hold, and the tool that checks them catches a breach.
 
 The rules are import-linter contracts in ``pyproject.toml`` (docs/architecture.md, "Layers"):
-the layer order, ``channels`` pure, ``protocol`` free of I/O, ``store`` alone, the conformance
-kit and the connector SDK on the wire layers only, the kit's two suites apart, and the tools
-reaching the host only through its port.
+the layer order of the packages and of the parts inside each large one, the pure rules
+(``channels``, ``lifecycle.rules``, ``tuneouts.rules``), ``protocol`` free of I/O, ``store`` and
+``directory`` alone, the conformance kit and the connector SDK on the wire layers only, the
+kit's two suites apart, the tools reaching the agent side only through its port, and the agent
+side and the lifecycle reaching a connector only through its owner. Every contract is shown
+to break when one forbidden import is added.
 """
 
 from __future__ import annotations
@@ -54,16 +57,38 @@ def test_every_import_contract_is_kept() -> None:
 @pytest.mark.parametrize(
     ("module", "line", "contract"),
     [
-        ("channels/ref.py", "import time", "channels-pure"),
+        ("channels/ref.py", "import time", "rules-pure"),
+        ("channels/registry.py", "import switchboard.store", "rules-pure"),
+        ("lifecycle/rules/book.py", "import anyio", "rules-pure"),
+        ("tuneouts/rules/epochs.py", "import switchboard.events", "rules-pure"),
         ("transport/peer.py", "import switchboard.connector", "transport-knows-no-mcpl"),
-        ("channels/registry.py", "import switchboard.store", "channels-pure"),
         ("store/records.py", "import switchboard.channels", "store-alone"),
+        ("directory/entry.py", "import switchboard.store", "directory-alone"),
         ("protocol/wire.py", "import anyio", "protocol-no-io"),
         ("events/kinds.py", "import switchboard.agents.tools", "layers"),
-        ("conformance/host/policy.py", "import switchboard.host", "kit-and-sdk-on-the-wire-only"),
+        ("lifecycle/answers.py", "import switchboard.tuneouts.words", "layers"),
+        ("conformance/host/policy.py", "import switchboard.app", "kit-and-sdk-on-the-wire-only"),
         ("connector/policy.py", "import switchboard.store", "kit-and-sdk-on-the-wire-only"),
         ("conformance/host/policy.py", "from ..server import session", "kit-suites-apart"),
         ("agents/tools/server.py", "import switchboard.connections.session", "tools-through-port"),
+        ("agents/tools/server.py", "import switchboard.agents.port.service", "tools-through-port"),
+        (
+            "agents/speech/publish.py",
+            "import switchboard.connections.session",
+            "connectors-through-their-owners",
+        ),
+        (
+            "lifecycle/reconcile.py",
+            "import switchboard.connections.supervisor",
+            "connectors-through-their-owners",
+        ),
+        ("agents/desk/desk.py", "import switchboard.agents.roster.roster", "agents-inside"),
+        ("agents/inbox/routing.py", "import switchboard.agents.inbox.watch", "inbox-inside"),
+        ("lifecycle/decider.py", "import switchboard.lifecycle.parts", "lifecycle-inside"),
+        ("tuneouts/records.py", "import switchboard.tuneouts.state", "tuneouts-inside"),
+        ("connections/limits.py", "import switchboard.connections.session", "connections-inside"),
+        ("store/wire.py", "import switchboard.store.sqlite.schema", "store-inside"),
+        ("app/retention.py", "import switchboard.app.board", "app-inside"),
     ],
 )
 def test_an_added_forbidden_import_breaks_its_contract(

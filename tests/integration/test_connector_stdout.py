@@ -16,7 +16,7 @@ import orjson
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from tests.helpers import connector, running_board
 
 pytestmark = pytest.mark.anyio

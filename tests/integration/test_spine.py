@@ -15,7 +15,7 @@ import orjson
 import pytest
 from mcp import Client, StdioServerParameters
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.config import demo_connector_command
 from switchboard.events import ChannelsRegistered, ConnectorExited
 from switchboard.transport import StdioLink

@@ -24,7 +24,7 @@ import orjson
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.events import MessagesAccepted, StorageFailed, StorageRecovered
 from switchboard.store import MessageStore
 from tests.agents.tools.channel_support import answer

@@ -57,7 +57,7 @@ async def test_an_auto_policy_opens_every_channel_and_announces_it_once(tmp_path
     async with board_with(tmp_path, fake, recorder=rec, subscription="auto") as board:
         await register_settled(fake, rec, [descriptor("a"), descriptor("b")])
         await register_settled(fake, rec, [descriptor("a")])  # a new registration of a
-        states = [board.desired_state(ref(c)) for c in "ab"]
+        states = [board.lifecycle.desired_state(ref(c)) for c in "ab"]
     announced = lifecycle_steps(rec, "auto-opened")
     assert states == ["open", "open"]
     assert len(announced) == 1
@@ -76,7 +76,7 @@ async def test_an_allow_list_names_channels_by_id_or_by_raw_address_id(tmp_path:
             descriptor("c", address={"channelId": "RAW-9"}),
         ]
         await register_settled(fake, rec, channels)
-        states = {c: board.desired_state(ref(c)) for c in "abc"}
+        states = {c: board.lifecycle.desired_state(ref(c)) for c in "abc"}
     assert states == {"a": "open", "b": "closed", "c": "open"}
     assert sorted(script.opened) == ["a", "c"]
 
@@ -134,7 +134,7 @@ async def test_a_connector_without_the_lifecycle_grant_is_never_sent_opens_or_cl
     grant = [g for g in DEFAULT_GRANT if g != "channels.lifecycle"]
     async with board_with(tmp_path, fake, recorder=rec, grant=grant, subscription="auto") as board:
         await register_settled(fake, rec, [descriptor("a", initiallyOpen=True)])
-        assert board.desired_state(ref("a")) == "unknown"  # never admitted
+        assert board.lifecycle.desired_state(ref("a")) == "unknown"  # never admitted
         opened = await board.lifecycle.open(ref("a"))
         closed = await board.lifecycle.close(ref("a"))
     assert [e.detail["reason"] for e in lifecycle_steps(rec, "reconcile-skipped")]

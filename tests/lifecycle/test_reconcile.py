@@ -67,7 +67,9 @@ async def test_a_close_decided_while_an_open_is_in_flight_is_carried_out_after_i
             await _until_sent(script, opened=1)
             tg.start_soon(call, "close")
             await anyio.wait_all_tasks_blocked()
-            assert board.desired_state(A) == "closed"  # decided while the open is in flight
+            assert (
+                board.lifecycle.desired_state(A) == "closed"
+            )  # decided while the open is in flight
             assert script.closed == []  # but no second request overlaps the first
             release.set()
         entry = board.registry.get(A)
@@ -136,7 +138,7 @@ async def test_a_failed_close_is_tracked_and_the_next_close_is_really_sent(
         again = await board.lifecycle.close(A)
     assert failed.kind == "close-failed"
     assert "may still be open" in failed.message
-    assert board.desired_state(A) == "closed"  # the decision stays recorded
+    assert board.lifecycle.desired_state(A) == "closed"  # the decision stays recorded
     assert again.status == "closed"
     assert script.closed == ["a", "a"]
 
@@ -181,7 +183,7 @@ async def test_a_channel_withdrawn_while_its_open_is_in_flight_fails_as_removed(
             await _until_sent(script, opened=1)
             await fake.call("channels/changed", {"removed": ["a"]})
             release.set()
-        state = board.desired_state(A)
+        state = board.lifecycle.desired_state(A)
     assert result[0].kind == "open-failed"
     assert "no longer registers" in result[0].message
     assert state == "open"  # the record survives the removal (§5.8)
@@ -253,7 +255,7 @@ async def test_traffic_on_a_channel_is_evidence_that_it_is_open(tmp_path: Path) 
             while board.lifecycle.marks.get(entry).failed_close:
                 await anyio.lowlevel.checkpoint()
         after = board.lifecycle.marks.get(entry)
-        state = board.desired_state(A)
+        state = board.lifecycle.desired_state(A)
     assert before.failed_close
     assert after.open
     assert not after.unconfirmed

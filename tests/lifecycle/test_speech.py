@@ -40,7 +40,7 @@ async def test_speech_goes_into_a_channel_the_agent_closed_as_it_stands(tmp_path
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("g")])
         await board.lifecycle.close(G)
-        outcome = await board.publish("g", "hi")
+        outcome = await board.publisher.publish("g", "hi")
         record = board.lifecycle.record(G)
     assert outcome.delivered
     assert methods(fake) == ["channels/publish"]
@@ -58,8 +58,8 @@ async def test_speech_opens_a_default_or_machine_closed_channel_first(tmp_path: 
         gc = await board.lifecycle.close(
             ChannelRef("s1", "m"), origin=Origin.MODULE, source="subscription-gc"
         )
-        first = await board.publish("g", "hi")
-        second = await board.publish("m", "hello")
+        first = await board.publisher.publish("g", "hi")
+        second = await board.publisher.publish("m", "hello")
         records = [board.lifecycle.record(G), board.lifecycle.record(ChannelRef("s1", "m"))]
     assert gc.status == "closed"
     assert first.delivered
@@ -88,7 +88,7 @@ async def test_a_machine_close_that_failed_is_reopened_before_speech(tmp_path: P
         await register_settled(fake, rec, [descriptor("g")])
         with pytest.raises(Refusal) as failed:
             await board.lifecycle.close(G, origin=Origin.MODULE, source="housekeeping")
-        outcome = await board.publish("g", "hi")
+        outcome = await board.publisher.publish("g", "hi")
     assert failed.value.kind == "close-failed"
     assert outcome.delivered
     assert methods(fake)[-2:] == ["channels/open", "channels/publish"]
@@ -103,7 +103,7 @@ async def test_speech_leaves_a_channel_alone_when_the_lifecycle_is_withheld(
     grant = [g for g in DEFAULT_GRANT if g != "channels.lifecycle"]
     async with board_with(tmp_path, fake, recorder=rec, grant=grant) as board:
         await register_settled(fake, rec, [descriptor("g")])
-        outcome = await board.publish("g", "hi")
+        outcome = await board.publisher.publish("g", "hi")
     assert outcome.delivered
     assert methods(fake) == ["channels/publish"]
 
@@ -120,7 +120,7 @@ async def test_queued_lifecycle_work_settles_before_the_words_go_out(tmp_path: P
                 await anyio.lowlevel.checkpoint()
 
         async def speak() -> None:
-            outcome.append(await board.publish("g", "hi"))
+            outcome.append(await board.publisher.publish("g", "hi"))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(speak)
@@ -141,7 +141,7 @@ async def test_a_close_decided_while_words_wait_lets_them_through(tmp_path: Path
         await register_settled(fake, rec, [descriptor("g")])
 
         async def speak() -> None:
-            outcome.append(await board.publish("g", "hi"))
+            outcome.append(await board.publisher.publish("g", "hi"))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(speak)
@@ -172,7 +172,7 @@ async def test_words_are_refused_when_the_open_they_wait_for_fails_to_converge(
             await board.lifecycle.decide(G, state, Source.AGENT_TOOL)
 
         script.before_answer = flip
-        outcome = await board.publish("g", "hi")
+        outcome = await board.publisher.publish("g", "hi")
     assert outcome.status is PublishStatus.FAILED
     assert outcome.refusal is not None
     assert outcome.refusal.data["lifecycle"] == "converge"
@@ -186,12 +186,12 @@ async def test_a_channel_answered_elsewhere_takes_no_words_as_it_stands(tmp_path
     fake = script.install(FakeConnector())
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("g")])
-        failed_open = await board.publish("g", "one")
+        failed_open = await board.publisher.publish("g", "one")
         await board.lifecycle.close(G)
-        refused = await board.publish("g", "two")
+        refused = await board.publisher.publish("g", "two")
         del script.answer_as["g"]
         await board.lifecycle.open(G)
-        after = await board.publish("g", "three")
+        after = await board.publisher.publish("g", "three")
     assert failed_open.refusal is not None
     assert refused.refusal is not None
     assert failed_open.refusal.data["lifecycle"] == "open-failed"
@@ -243,8 +243,8 @@ async def test_a_connector_that_does_not_implement_opens_takes_words_as_it_stand
     fake, rec = FakeConnector(), Recorder()
     async with board_with(tmp_path, fake, recorder=rec) as board:
         await register_settled(fake, rec, [descriptor("g")])
-        first = await board.publish("g", "one")
-        second = await board.publish("g", "two")
+        first = await board.publisher.publish("g", "one")
+        second = await board.publisher.publish("g", "two")
         record = board.lifecycle.record(G)
         directs = board.lifecycle.directs("s1")
     assert first.delivered

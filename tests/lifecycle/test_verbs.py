@@ -207,7 +207,7 @@ async def test_tuned_out_channels_are_refused_with_how_the_tune_out_ends(tmp_pat
         by_module = await _refused(board.lifecycle.close(G, origin=Origin.MODULE))
         declined = await _refused(board.lifecycle.decline(G, message_id="m1"))
         gc = await _refused(board.lifecycle.close(G, origin=Origin.MODULE, source="housekeeping"))
-        state = board.desired_state(G)
+        state = board.lifecycle.desired_state(G)
     assert refusal_kind(opened) == ("tuned-out", True)
     assert 'tune_out with channel "g" and mode "cancel"' in opened.message
     assert refusal_kind(closed) == ("tuned-out", True)
@@ -319,7 +319,7 @@ async def test_opening_a_closed_channel_that_traffic_marked_open_still_asks_the_
         with anyio.fail_after(5):
             while not board.lifecycle.marks.get(entry).open:
                 await anyio.lowlevel.checkpoint()
-        desired_before = board.desired_state(G)
+        desired_before = board.lifecycle.desired_state(G)
         first = await board.lifecycle.open(G)
         second = await board.lifecycle.open(G)
     assert desired_before == "closed"

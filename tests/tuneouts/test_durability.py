@@ -46,7 +46,7 @@ def ids(read: list[StoredMessage]) -> list[str]:
 
 
 async def inbox(board: Switchboard, agent: str = "a") -> list[StoredMessage]:
-    return (await board.read_inbox(agent)).messages
+    return (await board.delivery.read(agent)).messages
 
 
 async def test_an_epoch_and_its_wake_count_survive_a_restart(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ async def test_an_epoch_and_its_wake_count_survive_a_restart(tmp_path: Path) -> 
         held = again.tuneouts.book.active(epoch_id)
         assert held is not None
         assert held.wake_count == 1
-        assert again.desired_state(ROOM) == "tuned-out"
+        assert again.lifecycle.desired_state(ROOM) == "tuned-out"
         assert again.lifecycle.covered_by_tune_out(ROOM)
 
 
@@ -75,16 +75,16 @@ async def test_an_owed_backlog_survives_restarts_and_is_handed_over_once_acknowl
         await register_admitted(board, fake, "room", "other")
         started = await board.tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
         await send_accepted(fake, message("room", "r1"), message("other", "o1"))
-        read = await board.read_inbox("a")
+        read = await board.delivery.read("a")
         assert ids(read.messages) == ["o1"]
-        assert (await board.read_inbox("a", after=read.cursor)).messages == []
+        assert (await board.delivery.read("a", after=read.cursor)).messages == []
         await board.tuneouts.cancel(started.held.epoch.epoch_id, "a")
     async with board_with_log(tmp_path, FakeConnector()) as board:
-        first = await board.read_inbox("a")
+        first = await board.delivery.read("a")
     async with board_with_log(tmp_path, FakeConnector()) as board:
-        again = await board.read_inbox("a")
-        flagged = await board.read_inbox("a", after=0)
-        acknowledged = await board.read_inbox("a", after=again.cursor)
+        again = await board.delivery.read("a")
+        flagged = await board.delivery.read("a", after=0)
+        acknowledged = await board.delivery.read("a", after=again.cursor)
     async with board_with_log(tmp_path, FakeConnector()) as board:
         second = await inbox(board)
     notice = f"tuneout-ended:{started.held.epoch.epoch_id}"
@@ -162,7 +162,7 @@ async def test_starting_again_replaces_the_epoch_and_hands_over_the_old_backlog(
         second = await board.tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
         await send_accepted(fake, message("room", "r2"))
         read = await inbox(board)
-        assert board.desired_state(ROOM) == "tuned-out"
+        assert board.lifecycle.desired_state(ROOM) == "tuned-out"
     assert second.replaced is not None
     assert second.replaced.epoch_id == first.held.epoch.epoch_id
     assert ids(read) == [f"tuneout-ended:{first.held.epoch.epoch_id}", "r1"]
@@ -201,7 +201,7 @@ async def test_a_tuned_out_channel_is_opened_at_the_transport_and_put_back_at_it
         assert script.opened == ["room"]
         await board.tuneouts.cancel(started.held.epoch.epoch_id, "a")
         assert script.closed == ["room"]
-        assert board.desired_state(ROOM) == "closed"
+        assert board.lifecycle.desired_state(ROOM) == "closed"
 
 
 async def test_a_machine_close_of_a_covered_channel_is_refused_as_stated_intent(
@@ -248,15 +248,15 @@ async def test_a_backlog_whose_answer_was_lost_is_not_acknowledged_by_the_token_
         await register_admitted(board, fake, "room", "other")
         started = await board.tuneouts.start("a", TuneOutScope(ROOM), TuneOutTerms())
         await send_accepted(fake, message("room", "r1"), message("other", "o1"))
-        seen = await board.read_inbox("a", reader=lost_reader)
+        seen = await board.delivery.read("a", reader=lost_reader)
         assert ids(seen.messages) == ["o1"]
         await board.tuneouts.cancel(started.held.epoch.epoch_id, "a")
-        lost = await board.read_inbox("a", after=seen.cursor, reader=lost_reader)
+        lost = await board.delivery.read("a", after=seen.cursor, reader=lost_reader)
         notice = f"tuneout-ended:{started.held.epoch.epoch_id}"
         assert ids(lost.messages) == [notice, "r1"]
         assert lost.cursor == seen.cursor  # only a backlog: the same token as the read before
-        again = await board.read_inbox("a", after=lost.cursor, reader=new_reader)
-        done = await board.read_inbox("a", after=again.cursor, reader=new_reader)
+        again = await board.delivery.read("a", after=lost.cursor, reader=new_reader)
+        done = await board.delivery.read("a", after=again.cursor, reader=new_reader)
     assert ids(again.messages) == [notice, "r1"]
     assert again.redelivered == (True, True)
     assert done.messages == []

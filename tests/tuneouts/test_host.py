@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 import pytest
 
-from switchboard.agents.inbox.read import NOTICE_TAG
+from switchboard.agents.inbox.backlogs import NOTICE_TAG, withheld_page
 from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
 from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
@@ -39,7 +39,7 @@ def ids(read: list[StoredMessage]) -> list[str]:
 
 
 async def inbox(board: Switchboard, agent: str = "a", **kw: Any) -> list[StoredMessage]:
-    return (await board.read_inbox(agent, **kw)).messages
+    return (await board.delivery.read(agent, **kw)).messages
 
 
 async def test_a_tuned_out_channel_skips_its_owners_inbox_but_not_other_agents(
@@ -52,7 +52,7 @@ async def test_a_tuned_out_channel_skips_its_owners_inbox_but_not_other_agents(
         await send_accepted(fake, message("room", "r1"), message("other", "o1"))
         assert ids(await inbox(board, "a")) == ["o1"]
         assert ids(await inbox(board, "b")) == ["r1", "o1"]
-        assert board.desired_state(ROOM) == "tuned-out"
+        assert board.lifecycle.desired_state(ROOM) == "tuned-out"
 
 
 async def test_messages_committed_before_the_tune_out_began_still_reach_the_inbox(
@@ -89,7 +89,9 @@ async def test_a_cancel_hands_over_the_backlog_first_in_the_next_read_and_only_o
     assert ids(read[1:]) == ["r1", "r2", "o1"]
     assert all(m.metadata and m.metadata["tuneOut"] for m in read[1:3])
     assert again == []
-    assert board.desired_state(ROOM) == "closed"  # its record before the tune-out came back
+    assert (
+        board.lifecycle.desired_state(ROOM) == "closed"
+    )  # its record before the tune-out came back
 
 
 async def test_past_its_cap_the_latest_are_handed_over_and_the_note_carries_the_digest(
@@ -216,7 +218,7 @@ async def test_an_all_except_tune_out_withholds_every_channel_but_the_kept_one(
             },
         )
         assert ids(await inbox(board)) == ["o1", "event:e1"]
-        assert board.desired_state(ROOM) != "tuned-out"  # all-except records nothing
+        assert board.lifecycle.desired_state(ROOM) != "tuned-out"  # all-except records nothing
         assert board.tuneouts.covers(ROOM)
         assert not board.tuneouts.covers(OTHER)
         await board.tuneouts.cancel(started.held.epoch.epoch_id, "a")
@@ -233,9 +235,8 @@ async def test_the_reader_pages_through_what_the_tune_out_withheld(tmp_path: Pat
         await send_accepted(
             fake, *(message("room", f"r{i}") for i in range(3)), message("other", "o")
         )
-        inbox_side = board._tuneout_inbox
-        first = await inbox_side.backlog(started.held, 0, 2)
-        rest = await inbox_side.backlog(started.held, first.cursor, 2)
+        first = await withheld_page(board.store, started.held, 0, 2)
+        rest = await withheld_page(board.store, started.held, first.cursor, 2)
     assert ids(first.messages) == ["r0", "r1"]
     assert first.more
     assert ids(rest.messages) == ["r2"]

@@ -20,7 +20,7 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from switchboard.agents.inbox.read import NOTICE_KIND
+from switchboard.agents.inbox.backlogs import NOTICE_KIND
 from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
 from switchboard.config import Config, StoreConfig
@@ -121,10 +121,10 @@ async def step_once(board: Switchboard, world: World, step: tuple[Any, ...], see
         with suppress(Refusal):  # overlapping tune-outs are refused; fine here
             await board.tuneouts.start("a", scope, terms)
     elif kind == "cancel":
-        for held in board.tuneouts.of_agent("a"):
+        for held in board.agents.port("a").tune_outs():
             await board.tuneouts.cancel(held.epoch.epoch_id, "a")
     elif kind == "read":  # an agent that acknowledges each read with the next one's after
-        read = await board.read_inbox("a", after=world.cursor, limit=step[1])
+        read = await board.delivery.read("a", after=world.cursor, limit=step[1])
         world.cursor = read.cursor
         seen.add(read.messages)
     elif kind == "tick":
@@ -144,9 +144,9 @@ async def run(steps: list[tuple[Any, ...]]) -> tuple[int, Tally]:
                     board = await stack.enter_async_context(host(world))
                 else:
                     await step_once(board, world, step, seen)
-            for held in board.tuneouts.of_agent("a"):
+            for held in board.agents.port("a").tune_outs():
                 await board.tuneouts.cancel(held.epoch.epoch_id, "a")
-            while (read := await board.read_inbox("a", after=world.cursor, limit=50)).messages:
+            while (read := await board.delivery.read("a", after=world.cursor, limit=50)).messages:
                 world.cursor = read.cursor
                 seen.add(read.messages)
         finally:

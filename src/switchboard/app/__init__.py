@@ -5,6 +5,6 @@ serves the agents over stdio or HTTP with the status surface beside them; :mod:`
 the bundled demo community in the terminal.
 """
 
-from switchboard.app.board import Switchboard
+from switchboard.app.board import Switchboard, build_server
 
-__all__ = ["Switchboard"]
+__all__ = ["Switchboard", "build_server"]

@@ -1,31 +1,23 @@
-"""The Switchboard host: registry, store, supervised connector sessions, and what agents ask.
+"""The composition root: :class:`Switchboard` builds every part of the host, and runs them.
 
-:class:`Switchboard` is what the tools layer talks to. It resolves the channel an agent names,
-checks everything that can be checked before a publish goes out (the channel exists, is not
-inbound-only, its server is connected and ready, the grant has ``channels.publish``), sends it,
-and reads agents' inboxes from the durable store.
+:meth:`Switchboard.__init__` builds the parts in dependency order and hands each, by
+constructor argument, only what it uses; nothing is wired onto a part after it is built:
 
-It is the host's composition root: :meth:`Switchboard.__init__` builds every part in
-dependency order and hands each, by constructor argument, only what it uses; nothing is wired
-onto a part after it is built. The order:
-
-1. the registry, the session map, the host :class:`~switchboard.events.EventBus`
-   (``board.events``) and the :class:`~switchboard.connections.supervisor.SessionFactory`;
-2. the agent-facing presence parts (default channel, typing, streams, context hooks);
+1. the registry, the owners of the connectors (the session map), the host's
+   :class:`~switchboard.events.EventBus` and the session factory;
+2. the agent side's lower parts: the roster, routing, the directory, attachments, mail,
+   desks, lifetimes, the default channel, typing, streams and context hooks;
 3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
-   state (which also answers whether a tune-out covers a channel), the decision journal kept
-   with both as its parts, and the decision gate;
-4. the :class:`~switchboard.lifecycle.host.LifecycleHost` (which builds the reconciler),
-   then the :class:`~switchboard.tuneouts.host.TuneOutHost` over the lifecycle's
-   reconciler, then the tune-out inbox and the inbox delivery over it;
-5. the :class:`~switchboard.connections.supervisor.Supervisor`.
+   state, the decision journal kept with both as its parts, and the decision gate;
+4. the :class:`~switchboard.lifecycle.host.LifecycleHost`, then the
+   :class:`~switchboard.tuneouts.host.TuneOutHost` over the lifecycle's reconciler;
+5. the agent side's upper parts: the publisher, the inbox reader, delivery and watchers, and
+   the :class:`~switchboard.agents.port.service.AgentSide` every agent's port works over;
+6. retention, the supervisor and the operator's status.
 
 Last it subscribes the parts that follow host events (the log, the default channel, typing,
-lifecycle), then the caller's ``listener``: the bus's own registration, in the order listeners
-hear each event.
-
-What it deliberately does not know: MCP and tool results (the tools reach it through
-:mod:`switchboard.agents.port.protocol`), and the rules each part keeps.
+lifecycle, routing, status), then the caller's ``listener``. The tools reach the host through
+one agent's port (``board.agents.port(agent)``); :func:`build_server` serves it over MCP.
 """
 
 from __future__ import annotations
@@ -37,41 +29,37 @@ from typing import Any
 
 import anyio
 import structlog
+from mcp.server.mcpserver import MCPServer
 
 from switchboard.agents.desk.defaults import DefaultChannel
-from switchboard.agents.desk.desk import AgentDesk
-from switchboard.agents.inbox.delivery import DIRECT_READER, InboxDelivery, InboxRead, PageBudget
+from switchboard.agents.desk.desk import Desks
+from switchboard.agents.inbox.delivery import InboxDelivery
 from switchboard.agents.inbox.mail import Mail
-from switchboard.agents.inbox.read import TuneOutInbox
+from switchboard.agents.inbox.read import InboxReader
 from switchboard.agents.inbox.routing import Router
+from switchboard.agents.inbox.watch import InboxWatchers
+from switchboard.agents.port.service import AgentSide
 from switchboard.agents.presence.context import ContextHooks
 from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.lifetimes import Lifetimes
 from switchboard.agents.roster.roster import Roster
+from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.streams import OutgoingStreams
+from switchboard.agents.tools import server_for
 from switchboard.app.retention import RetentionFloor, retention_policy
-from switchboard.channels import (
-    ChannelEntry,
-    ChannelNameError,
-    ChannelRef,
-    ChannelRegistry,
-    UnknownName,
-    qualified_name,
-)
+from switchboard.channels import ChannelRegistry
 from switchboard.config import Config, ConnectorConfig
-from switchboard.connections.session import ConnectorSession, SessionState, publish_over
+from switchboard.connections.session import ConnectorSession
 from switchboard.connections.supervisor import SessionFactory, Supervisor
 from switchboard.directory import Directory
-from switchboard.events import EventBus, Listener, Published, log_event
+from switchboard.events import EventBus, Listener, log_event
 from switchboard.events.storage import StorageWatch
 from switchboard.lifecycle.book import LifecycleBookPart
 from switchboard.lifecycle.host import LifecycleHost
 from switchboard.lifecycle.journal import DecisionJournal
 from switchboard.lifecycle.queue import DecisionGate
 from switchboard.lifecycle.rules.book import LifecycleBook
-from switchboard.refusals.outcome import PublishOutcome
-from switchboard.refusals.refusal import Refusal, RefusalKind, name_refusal
 from switchboard.status.model import HostStatus
 from switchboard.store import DecisionLog, MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
@@ -84,7 +72,7 @@ log = structlog.get_logger(__name__)
 
 
 class Switchboard:
-    """Owns the registry and the connector sessions; answers the agent-facing tools."""
+    """The host: builds every part (see the module docstring) and runs them."""
 
     def __init__(
         self,
@@ -108,16 +96,19 @@ class Switchboard:
         #: The durable decision log (lifecycle decisions, tune-outs); None runs without one.
         self.decisions = decisions
         self.registry = registry = ChannelRegistry()
+        #: The owner of each connector (today: its local session), by server id.
         self.sessions: dict[str, ConnectorSession] = {}
+        owners = self.sessions
         #: The host event bus: every part that reports what happened emits here.
         self.events = events = EventBus()
         self._session_factory = SessionFactory(
             sessions=self.sessions, registry=registry, store=store, events=events, clock=clock
         )
-        self._configured = frozenset(c.id for c in config.connectors)
-        self._desks: dict[str, AgentDesk] = {}
+        # -- the agent side's lower parts
         #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
         self.roster = Roster.from_entries(config.roster())
+        #: Each agent's desk (turns, own channels, locus), made on first use.
+        self.desks = Desks(self.roster, config.agent)
         #: Which agents each message is for (docs/agents.md, "Routing"); the channels agents
         #: left are kept in the store's file when started with :meth:`started`.
         self.router = Router(
@@ -128,30 +119,6 @@ class Switchboard:
         self.directory = directory if directory is not None else Directory.open(":memory:")
         #: Which agents have a session attached (online/offline, last-seen in the directory).
         self.attachments = Attachments(self.roster, self.directory, clock=clock)
-        #: Mail between agents and services (docs/agents.md, "Mail"), kept in the store.
-        self.mail = Mail(
-            store,
-            self.directory,
-            self.roster,
-            attachments=self.attachments,
-            arrived=self.router.arrived,
-            clock=clock,
-        )
-        #: When agents end: idle TTLs, task agents, the configured agents' addresses.
-        self.lifetimes = Lifetimes(
-            roster=self.roster,
-            directory=self.directory,
-            desks=self._desks,
-            mail=self.mail,
-            attachments=self.attachments,
-            clock=clock,
-        )
-        #: The default publish channel (channel-registry.md §8.7), process-global.
-        self.default_channel = DefaultChannel(registry)
-        # -- presence: typing indicators, outgoing streams, beforeInference context
-        self.typing = TypingKeeper(registry, self.sessions)
-        self.streams = OutgoingStreams(registry, self.sessions)
-        self.context_hooks = ContextHooks(self.registry, self.default_channel, self.sessions)
         # -- what the lifecycle and the tune-outs share, lowest first
         book = LifecycleBook()
         tuneout_state = TuneOutState()
@@ -161,10 +128,16 @@ class Switchboard:
             snapshot_every=config.store.snapshot_every,
         )
         gate = DecisionGate()
+        #: The default publish channel (channel-registry.md §8.7), process-global.
+        self.default_channel = DefaultChannel(registry)
+        # -- presence: typing indicators, outgoing streams, beforeInference context
+        self.typing = TypingKeeper(registry, owners)
+        self.streams = OutgoingStreams(registry, owners)
+        self.context_hooks = ContextHooks(self.registry, self.default_channel, owners)
         # -- lifecycle: desired state, decisions, reconciliation, speech into closed channels
         self.lifecycle = LifecycleHost(
             registry=registry,
-            owners=self.sessions,
+            owners=owners,
             configs=config.connectors,
             book=book,
             journal=journal,
@@ -185,15 +158,69 @@ class Switchboard:
             reconciler=self.lifecycle.reconciler,
             clock=clock,
         )
-        self._tuneout_inbox = TuneOutInbox(self.tuneouts, router=self.router)
-        self._delivery = InboxDelivery(store, self._tuneout_inbox)
+        # -- the agent side's upper parts: inboxes, mail, lifetimes, publishing, the port
+        #: The inbox watchers (pushes), woken by the store's committed head.
+        self.watchers = InboxWatchers(store, self.router, self.tuneouts, events)
+        #: Mail between agents and services (docs/agents.md, "Mail"), kept in the store.
+        self.mail = Mail(
+            store,
+            self.directory,
+            self.roster,
+            attachments=self.attachments,
+            arrived=self.watchers.arrived,
+            clock=clock,
+        )
+        #: When agents end: idle TTLs, task agents, the configured agents' addresses.
+        self.lifetimes = Lifetimes(
+            roster=self.roster,
+            directory=self.directory,
+            desks=self.desks,
+            mail=self.mail,
+            attachments=self.attachments,
+            clock=clock,
+        )
+        #: Every agent's inbox read (routing, tune-outs) and its at-least-once delivery.
+        self.inboxes = InboxReader(self.tuneouts, router=self.router)
+        self.delivery = InboxDelivery(store, self.inboxes)
+        #: The one path of every agent's words into a channel.
+        self.publisher = Publisher(
+            registry=registry,
+            owners=owners,
+            configured=[c.id for c in config.connectors],
+            speech=self.lifecycle.speech,
+            events=events,
+        )
+        #: The agent side's shared parts; ``agents.port(name)`` is one agent's port.
+        self.agents = AgentSide(
+            configured=[c.id for c in config.connectors],
+            many_configured=bool(config.agents),
+            registry=registry,
+            owners=owners,
+            store=store,
+            events=events,
+            roster=self.roster,
+            desks=self.desks,
+            default_channel=self.default_channel,
+            router=self.router,
+            delivery=self.delivery,
+            watchers=self.watchers,
+            publisher=self.publisher,
+            lifecycle=self.lifecycle,
+            tuneouts=self.tuneouts,
+            typing=self.typing,
+            streams=self.streams,
+            context_hooks=self.context_hooks,
+            mail=self.mail,
+            directory=self.directory,
+            lifetimes=self.lifetimes,
+        )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
         self.retention = RetentionTask(
             store,
             retention_policy(config.store, keep_newest=store.dedupe_window),
             RetentionFloor(
-                store=store, roster=self.roster, tuneouts=tuneout_state, desks=self._desks
+                store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
             ),
             clock=clock,
         )
@@ -226,17 +253,6 @@ class Switchboard:
         self.storage_watch = StorageWatch(events)
         store.watch_storage(self.storage_watch)
 
-    # -- agents ------------------------------------------------------------------------------
-
-    def desk(self, agent: str) -> AgentDesk:
-        """The per-agent state (turns, own channels, locus) of ``agent``, made on first use."""
-        desk = self._desks.get(agent)
-        if desk is None:
-            identity = self.roster.get(agent)
-            settings = identity if identity is not None else self.config.agent
-            desk = self._desks[agent] = AgentDesk(agent, settings)
-        return desk
-
     async def serve_link(self, config: ConnectorConfig, link: Link) -> None:
         """Serve one connector over a link the caller opened (no supervision, no restart).
 
@@ -257,6 +273,7 @@ class Switchboard:
             tg.start_soon(self.tuneouts.run_timer)
             tg.start_soon(self.lifetimes.run)
             tg.start_soon(self.retention.run)
+            tg.start_soon(self.watchers.run)
             for connector in self.config.connectors:
                 tg.start_soon(self.supervisor.supervise, connector)
 
@@ -310,142 +327,7 @@ class Switchboard:
         await self.tuneouts.restore_owed(restored.tail)
         await self.lifetimes.restore()
 
-    # -- channels ----------------------------------------------------------------------------
 
-    async def before_inference(
-        self, desk: AgentDesk, user_message: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Context the connectors add at the start of ``desk``'s turn (``context/beforeInference``).
-
-        Called by the ``inbox`` tool when a read begins a turn, with the text of the messages
-        that began it (sent only to servers granted ``observe``). The agent's streamed speech
-        still open is abandoned, its automatic typing moves to the new turn's locus, and every
-        server granted the hook is asked (see :mod:`switchboard.agents.presence.context`).
-        """
-        await self.streams.abort_all(desk.name)
-        await self.typing.turn_began(desk.name, desk.locus(self.registry, self.default_channel).ref)
-        return await self.context_hooks.gather(desk, user_message=user_message)
-
-    def desired_state(self, ref: ChannelRef) -> str:
-        """The recorded desired lifecycle state of ``ref``, or ``"unknown"`` when none is."""
-        return self.lifecycle.desired_state(ref)
-
-    # -- publish -----------------------------------------------------------------------------
-
-    async def publish(
-        self, target: str, text: str, *, server_id: str | None = None, conversation_id: str = ""
-    ) -> PublishOutcome:
-        """Publish ``text`` to the channel ``target`` names, refusing early where it must."""
-        if not text.strip():
-            return PublishOutcome.refused(
-                Refusal(RefusalKind.EMPTY_CONTENT, "there is nothing to send: the text is empty")
-            )
-        try:
-            entry = self.registry.resolve(target, server_id=server_id)
-        except ChannelNameError as exc:
-            # A server that is gone or still connecting has no channels registered: say that,
-            # rather than "unknown channel", when the caller named the server.
-            refusal = None
-            if isinstance(exc, UnknownName) and server_id is not None:
-                refusal = self._server_refusal(server_id)
-            return PublishOutcome.refused(refusal or name_refusal(exc, "channel_publish"))
-        return await self.publish_to(entry, text, conversation_id=conversation_id)
-
-    def _server_refusal(self, server_id: str) -> Refusal | None:
-        """Why nothing can be published to ``server_id`` now, or None when it can be."""
-        session = self.sessions.get(server_id)
-        if session is None and server_id not in self._configured:
-            return Refusal(
-                RefusalKind.UNKNOWN_CHANNEL,
-                f"there is no server {server_id!r}; call channel_list to see the servers",
-                server_id=server_id,
-            )
-        if session is None or session.state is SessionState.CLOSED:
-            return Refusal(
-                RefusalKind.SERVER_GONE,
-                f"server {server_id!r} is not connected right now; nothing was sent, "
-                "try again later",
-                server_id=server_id,
-            )
-        if session.state is SessionState.CONNECTING:
-            return Refusal(
-                RefusalKind.SERVER_CONNECTING,
-                f"server {server_id!r} is still connecting; nothing was sent, try again shortly",
-                server_id=server_id,
-            )
-        if session.state is SessionState.MCP_ONLY:
-            return Refusal(
-                RefusalKind.NOT_GRANTED,
-                f"server {server_id!r} runs without MCPL, so it has no channels to publish to",
-                server_id=server_id,
-            )
-        return None
-
-    async def publish_to(
-        self, entry: ChannelEntry, text: str, *, conversation_id: str = ""
-    ) -> PublishOutcome:
-        ref = entry.ref
-        refusal = self._server_refusal(ref.server_id)
-        if refusal is not None:
-            return PublishOutcome.refused(refusal)
-        session = self.sessions[ref.server_id]
-        if entry.descriptor.direction == "inbound":
-            return PublishOutcome.refused(
-                Refusal(
-                    RefusalKind.INBOUND_ONLY,
-                    f"{qualified_name(ref)} is inbound-only: it can be read but not written to",
-                    server_id=ref.server_id,
-                    channel_id=ref.channel_id,
-                )
-            )
-        if not session.grant.allows("channels.publish"):
-            return PublishOutcome.refused(
-                Refusal(
-                    RefusalKind.NOT_GRANTED,
-                    f"server {ref.server_id!r} is not granted channels.publish; nothing was sent",
-                    server_id=ref.server_id,
-                    channel_id=ref.channel_id,
-                )
-            )
-        # Lifecycle (§8.3): queued work settles, a default-closed channel opens first.
-        speech = self.lifecycle.speech
-        if not speech.clear_now(entry):
-            cleared = await speech.clear(entry)
-            if isinstance(cleared, PublishOutcome):
-                return cleared
-            session = self.sessions.get(ref.server_id, session)
-        content = [{"type": "text", "text": text}]
-        outcome = await publish_over(session, ref.channel_id, content, conversation_id)
-        self.events.emit(Published(ref.server_id, ref.channel_id, text, outcome))
-        return outcome
-
-    # -- inbox -------------------------------------------------------------------------------
-
-    async def read_inbox(
-        self,
-        agent: str,
-        *,
-        after: int | None = None,
-        reader: object = DIRECT_READER,
-        wait_seconds: float = 0.0,
-        limit: int = 50,
-        budget: PageBudget | None = None,
-    ) -> InboxRead:
-        """What is owed to ``agent`` above its acknowledged position (waiting up to
-        ``wait_seconds`` for the first), after acknowledging ``after`` or, without it,
-        ``reader``'s previous read (see :mod:`switchboard.agents.inbox.delivery`); cut at a
-        message boundary to ``budget`` when one is given.
-
-        Owed tune-out backlogs come first; what a tune-out withholds is skipped.
-
-        Raises:
-            Refusal: ``unknown-cursor``, ``after`` was never handed out.
-        """
-        return await self._delivery.read(
-            agent,
-            after=after,
-            reader=reader,
-            wait_seconds=wait_seconds,
-            limit=limit,
-            budget=budget,
-        )
+def build_server(board: Switchboard, *, agent: str) -> MCPServer[dict[str, Any]]:
+    """The MCP server of the agent named ``agent`` on ``board``: its tools, over its port."""
+    return server_for(board.agents.port(agent))

@@ -15,8 +15,7 @@ from typing import Any, TextIO
 import anyio
 from mcp import Client
 
-from switchboard.agents.tools import build_server
-from switchboard.app.board import Switchboard
+from switchboard.app.board import Switchboard, build_server
 from switchboard.config import Config
 from switchboard.events import (
     ChannelsRegistered,

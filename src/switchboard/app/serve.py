@@ -43,8 +43,7 @@ from switchboard.agents.http import (
     serve_endpoint,
 )
 from switchboard.agents.roster.roster import token_digest
-from switchboard.agents.tools import build_server
-from switchboard.app.board import Switchboard
+from switchboard.app.board import Switchboard, build_server
 from switchboard.config import Config, ConfigError
 from switchboard.runtime.gcpolicy import apply_server_policy
 from switchboard.status.http import (

@@ -150,9 +150,10 @@ class IncomingHandler:
             if len(fresh) == len(accepted):
                 # The channels admitted above are exactly the batch's (each once).
                 channels = [cid for cid, why in verdicts.items() if why is None]
-                emit(MessagesAccepted(sid, fresh, channels))
+                emit(MessagesAccepted(sid, fresh, channels, last_seq=stored[-1].seq))
             elif fresh:
-                emit(MessagesAccepted(sid, fresh))
+                last = max(s.seq for s in stored if not s.duplicate)
+                emit(MessagesAccepted(sid, fresh, last_seq=last))
 
         return _deferred(committed, after_commit, announce)
 
@@ -218,15 +219,17 @@ class IncomingHandler:
         def announce(stored: Sequence[AppendResult]) -> None:
             if type(stored) is FreshResults:  # none a duplicate: nothing to look through
                 admitted = [cid for cid, why in verdicts.items() if why is None]
-                emit(MessagesAccepted(sid, accepted, admitted, checked if all_in else None))
+                last = stored.first_seq + stored.length - 1
+                emit(MessagesAccepted(sid, accepted, admitted, checked if all_in else None, last))
                 return
             fresh = [i for i, s in enumerate(stored) if not s.duplicate]
             if len(fresh) == len(keys):
                 admitted = [cid for cid, why in verdicts.items() if why is None]
-                emit(MessagesAccepted(sid, accepted, admitted))
+                emit(MessagesAccepted(sid, accepted, admitted, last_seq=stored[-1].seq))
             elif fresh:
                 ids = {keys[i][1] for i in fresh}
-                emit(MessagesAccepted(sid, accepted.pick(fresh), ids))
+                last = stored[fresh[-1]].seq
+                emit(MessagesAccepted(sid, accepted.pick(fresh), ids, last_seq=last))
 
         return _deferred(committed, after_commit, announce)
 
@@ -277,7 +280,7 @@ class IncomingHandler:
             except StorageUnavailableError as exc:
                 raise storage_unavailable_error(exc.cause) from None
             if not stored[0].duplicate:
-                emit(PushAccepted(sid, message))
+                emit(PushAccepted(sid, message, stored[0].seq))
             return {"accepted": True}
 
         return Deferred(after_commit())

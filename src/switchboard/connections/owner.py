@@ -27,7 +27,12 @@ from switchboard.connections.diagnostics import DisabledFeatureSet
 from switchboard.protocol import Grant
 from switchboard.refusals.outcome import PublishOutcome
 
-__all__ = ["ConnectorOwner", "OwnedTools", "Owners", "SessionState", "ready_for"]
+__all__ = ["ANSWER_WAIT", "ConnectorOwner", "OwnedTools", "Owners", "SessionState", "ready_for"]
+
+#: Seconds the host waits for an answer to leave before running what waits for it (the
+#: collector after a large ``channels/register``, the admission of its channels) anyway:
+#: a connector that stops reading its stdin holds up nothing for longer.
+ANSWER_WAIT = 5.0
 
 
 class SessionState(StrEnum):

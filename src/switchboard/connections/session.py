@@ -81,7 +81,7 @@ from switchboard.connections.diagnostics import (
 from switchboard.connections.incoming import IncomingHandler
 from switchboard.connections.limits import RegistrationLimits, TokenBucket
 from switchboard.connections.manifest_watch import ManifestWatch
-from switchboard.connections.owner import SessionState
+from switchboard.connections.owner import ANSWER_WAIT, SessionState
 from switchboard.connections.publish_request import publish_over
 from switchboard.connections.registration import RegistrationHandler
 from switchboard.events import (
@@ -128,10 +128,6 @@ from switchboard.transport import (
 
 __all__ = ["ANSWER_WAIT", "ConnectorSession", "SessionState", "publish_over"]
 
-#: Seconds the host waits for an answer to leave before running what waits for it (the
-#: collector after a large ``channels/register``, the admission of its channels) anyway:
-#: a connector that stops reading its stdin holds up nothing for longer.
-ANSWER_WAIT = 5.0
 
 log = structlog.get_logger(__name__)
 

@@ -270,13 +270,16 @@ class MessagesAccepted:
         checked: ``messages`` as the transport read and checked them, one for one, when the
             sender had them (the ingest path, for a batch it stored whole), else None: a
             listener that needs a few members of a message reads them there, not by
-            decoding the message again (issue #14).
+            decoding the message again.
+        last_seq: The seq of the last of ``messages`` (they have consecutive seqs), when the
+            sender knows it.
     """
 
     server_id: str
     messages: Sequence[Mapping[str, Any]]
     channel_ids: Collection[str] | None = None
     checked: Sequence[CheckedMessage] | None = None
+    last_seq: int | None = None
 
     @property
     def channels(self) -> Collection[str]:
@@ -289,10 +292,12 @@ class MessagesAccepted:
 
 @dataclass(frozen=True, slots=True)
 class PushAccepted:
-    """A ``push/event`` was committed to the store as ``message`` (never a duplicate)."""
+    """A ``push/event`` was committed to the store as ``message`` (never a duplicate), with the
+    seq ``seq`` when the sender knows it."""
 
     server_id: str
     message: Mapping[str, Any]
+    seq: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

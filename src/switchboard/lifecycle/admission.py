@@ -25,7 +25,7 @@ import structlog
 from anyio.lowlevel import checkpoint
 
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.connections.session import ANSWER_WAIT
+from switchboard.connections.owner import ANSWER_WAIT
 from switchboard.events import EventBus, LifecycleStep, LifecycleStepKind
 from switchboard.lifecycle.journal import DecisionJournal, DecisionNotRecorded
 from switchboard.lifecycle.parts import Connectors

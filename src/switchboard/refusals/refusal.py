@@ -38,6 +38,7 @@ from switchboard.channels import (
     OwnChannelGone,
     UnknownName,
 )
+from switchboard.directory import DirectoryError, NotFound
 from switchboard.refusals.errors import HostError
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "cancel_all_except_first",
     "cancel_first",
     "candidates_of",
+    "directory_refusal",
     "name_refusal",
     "only_one",
     "pass_a_source",
@@ -370,3 +372,25 @@ def storage_refusal(cause: str, what: str) -> Refusal:
         "nothing changed; no message is lost: everything not acknowledged stays owed to you.",
         cause=cause,
     )
+
+
+def directory_refusal(
+    exc: DirectoryError,
+    address: str | None = None,
+    *,
+    kind: RefusalKind | None = None,
+    said: str | None = None,
+) -> Refusal:
+    """The refusal a directory error amounts to for an agent's tool (code and name as data):
+    ``unknown-address`` for a missing entry, else ``directory-refused``, unless ``kind`` is
+    given; ``said`` replaces the message."""
+    facts: dict[str, Any] = {"code": exc.code, "name": exc.name}
+    if address is not None:
+        facts["address"] = address
+    if kind is None:
+        kind = (
+            RefusalKind.UNKNOWN_ADDRESS
+            if isinstance(exc, NotFound)
+            else (RefusalKind.DIRECTORY_REFUSED)
+        )
+    return Refusal(kind, said or f"{exc}; nothing changed.", **facts)

@@ -18,7 +18,7 @@ What it deliberately does not know: how mail is deposited or routed.
 
 from __future__ import annotations
 
-from switchboard.store import StoredMessage
+from switchboard.store.records import StoredMessage
 
 __all__ = ["MAIL_KIND", "MAIL_SERVER", "is_mail", "mail_recipient"]
 

@@ -154,10 +154,6 @@ class TuneOutHost:
         """The one-channel epoch that holds ``ref`` (its desired state is tuned-out), or None."""
         return self.state.book.on_channel(ref)
 
-    def of_agent(self, agent: str) -> list[ActiveTuneOut]:
-        """The epochs ``agent`` owns or reads, oldest first."""
-        return [h for h in self.state.book.epochs() if agent in (h.epoch.owner, h.epoch.reader)]
-
     def find(self, agent: str, scope: TuneOutScope) -> ActiveTuneOut | None:
         """The epoch with ``scope`` that ``agent`` owns or reads, or None."""
         if scope.kind is ScopeKind.CHANNEL:
@@ -165,7 +161,14 @@ class TuneOutHost:
             if held is not None and agent in (held.epoch.owner, held.epoch.reader):
                 return held
             return None
-        return next((h for h in self.of_agent(agent) if h.epoch.scope == scope), None)
+        return next(
+            (
+                h
+                for h in self.state.book.epochs()
+                if agent in (h.epoch.owner, h.epoch.reader) and h.epoch.scope == scope
+            ),
+            None,
+        )
 
     def owed(self, owner: str) -> Iterator[Settled]:
         """The ended epochs of ``owner`` whose backlog it has not been handed, in end order."""

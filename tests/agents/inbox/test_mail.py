@@ -1,7 +1,7 @@
 """Mail between agents and services (issue #12 item 4; docs/agents.md, "Mail").
 
 Deposits go through ``board.mail`` on a real board over a real SQLite store and directory;
-the recipient reads them through its ordinary inbox (``board.read_inbox(name)``), which the
+the recipient reads them through its ordinary inbox (``board.delivery.read(name)``), which the
 router limits to the recipient.
 """
 
@@ -61,7 +61,7 @@ async def _everything(board: Switchboard) -> list[StoredMessage]:
 
 
 async def _inbox(board: Switchboard, name: str) -> list[StoredMessage]:
-    read = await board.read_inbox(name, limit=500)
+    read = await board.delivery.read(name, limit=500)
     return list(read.messages)
 
 
@@ -155,7 +155,7 @@ async def test_mail_to_an_ended_agent_or_its_service_is_refused(tmp_path: Path) 
 async def test_empty_mail_is_refused_and_nothing_is_stored(tmp_path: Path) -> None:
     async with mail_board(tmp_path / "sb.sqlite") as board:
         with pytest.raises(Refusal) as refused:
-            await board.mail.deposit("alice", "@bob", "  \n ")
+            await board.agents.port("alice").send_mail("@bob", "  \n ")
         assert refused.value.kind is RefusalKind.EMPTY_CONTENT
         assert await _everything(board) == []
 

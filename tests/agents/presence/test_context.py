@@ -101,11 +101,11 @@ async def test_the_context_follows_the_agents_locus_and_the_latest_message(
         await fa.call("channels/register", {"channels": [descriptor("room")]})
         await fb.call("channels/register", {"channels": [descriptor("g")]})
         await fb.call("channels/incoming", {"messages": [message("g", "m7")]})
-        desk = board.desk("ann")
-        for_a = build_channel_context(board, desk, "a") or {}
+        desk = board.desks.for_agent("ann")
+        for_a = build_channel_context(board.context_hooks, desk, "a") or {}
         assert "incoming" not in for_a
         assert "defaultOutgoing" not in for_a
-        for_b = build_channel_context(board, desk, "b") or {}
+        for_b = build_channel_context(board.context_hooks, desk, "b") or {}
         assert for_b["incoming"] == {"channelId": "g", "messageId": "m7"}
         assert for_b["defaultOutgoing"] == {"channelId": "g"}
 
@@ -118,9 +118,9 @@ async def test_a_turn_that_deliberately_has_no_channel_gets_no_incoming_anchor(
     async with board_of(tmp_path, {"b": fb}) as board:
         await fb.call("channels/register", {"channels": [descriptor("g")]})
         await fb.call("channels/incoming", {"messages": [message("g", "m7")]})
-        desk = board.desk("ann")
+        desk = board.desks.for_agent("ann")
         desk.begin_turn([marker("b", "g")], board.registry)
         assert desk.locus(board.registry, board.default_channel).ref is None
-        context = build_channel_context(board, desk, "b") or {}
+        context = build_channel_context(board.context_hooks, desk, "b") or {}
         assert "incoming" not in context
         assert "defaultOutgoing" not in context

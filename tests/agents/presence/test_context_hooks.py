@@ -40,6 +40,12 @@ def item(position: str, text: str, **extra: Any) -> dict[str, Any]:
     return {"namespace": "ns", "position": position, "content": text, **extra}
 
 
+async def gather(board: Switchboard, user_message: str | None = None) -> list[dict[str, Any]]:
+    """What the connectors add when ann's turn begins with ``user_message``."""
+    desk = board.desks.for_agent("ann")
+    return await board.context_hooks.gather(desk, user_message=user_message)
+
+
 async def test_servers_granted_the_hook_are_asked_and_only_observers_see_the_user_text(
     tmp_path: Path,
 ) -> None:
@@ -48,7 +54,7 @@ async def test_servers_granted_the_hook_are_asked_and_only_observers_see_the_use
     async with board_of(tmp_path, {"a": fa, "b": fb, "c": fc}) as board:
         grant(board, "a", OBSERVE)
         grant(board, "b", inject("beforeUser"))
-        assert await board.before_inference(board.desk("ann"), "hello") == []
+        assert await gather(board, "hello") == []
         [to_a] = fa.got(HOOK)
         [to_b] = fb.got(HOOK)
         assert fc.got(HOOK) == []
@@ -82,7 +88,7 @@ async def test_each_injection_is_kept_only_if_its_own_position_is_granted(
     async with board_of(tmp_path, {"a": fa, "b": fb}) as board:
         grant(board, "a", inject("beforeUser"), inject("afterUser"))
         grant(board, "b", inject("system"))
-        got = await board.before_inference(board.desk("ann"), "hi")
+        got = await gather(board, "hi")
     assert got == [
         {"serverId": "b", "namespace": "b", "position": "system", "content": [{"type": "text"}]},
         {
@@ -119,7 +125,7 @@ async def test_injections_are_checked_against_the_grant_when_the_answer_arrives(
         got: list[Any] = []
 
         async def turn() -> None:
-            got.extend(await board.before_inference(board.desk("ann")))
+            got.extend(await gather(board))
 
         with anyio.fail_after(5):
             async with anyio.create_task_group() as tg:
@@ -151,7 +157,7 @@ async def test_a_server_that_does_not_answer_in_time_or_fails_adds_nothing(
         # machine (0.2 s was not, once); the one that never answers still costs only this.
         board.context_hooks.timeout = 1.5
         with anyio.fail_after(10):
-            got = await board.before_inference(board.desk("ann"))
+            got = await gather(board)
     assert [(i["serverId"], i["content"][0]["text"]) for i in got] == [("c", "kept")]
     assert len(fa.got(HOOK)) == len(fb.got(HOOK)) == 1
 
@@ -166,7 +172,7 @@ async def test_a_server_whose_policy_exchange_is_not_complete_is_not_asked(
         session = board.sessions["a"]
         session.state = SessionState.CONNECTING
         try:
-            assert await board.before_inference(board.desk("ann"), "hi") == []
+            assert await gather(board, "hi") == []
         finally:
             session.state = SessionState.READY
         assert fa.got(HOOK) == []
@@ -182,7 +188,7 @@ async def test_each_server_is_told_the_channel_context_of_its_own_channels(
         await fa.call("channels/register", {"channels": [descriptor("room")]})
         await fb.call("channels/register", {"channels": [descriptor("room")]})
         await fb.call("channels/incoming", {"messages": [message("room", "m3")]})
-        await board.before_inference(board.desk("ann"), "hi")
+        await gather(board, "hi")
         [to_a] = fa.got(HOOK)
         [to_b] = fb.got(HOOK)
     assert "incoming" not in to_a.get("channels", {})
@@ -198,13 +204,13 @@ async def test_the_hook_follows_the_grant_the_policy_exchange_settled(tmp_path: 
     plain.mcpl = dict(mcpl)
     (tmp_path / "one").mkdir()
     async with board_with(tmp_path / "one", plain) as board:
-        assert await board.before_inference(board.desk("ann"), "hi") == []
+        assert await gather(board, "hi") == []
         assert plain.got(HOOK) == []
     granted = answering(item("afterUser", "ok"))
     granted.mcpl = dict(mcpl)
     (tmp_path / "two").mkdir()
     async with board_with(tmp_path / "two", granted, grant=[inject("afterUser")]) as board:
-        got = await board.before_inference(board.desk("ann"), "hi")
+        got = await gather(board, "hi")
         [sent] = granted.got(HOOK)
     assert sent["userMessage"] is None
     assert [i["content"] for i in got] == [[{"type": "text", "text": "ok"}]]

@@ -273,7 +273,7 @@ async def test_speech_published_into_a_channel_ends_its_typing_with_a_stop(
     async with board_of(tmp_path, {"a": fa}) as board, typing_running(board, Ticker()):
         await register(fa, "room")
         await board.typing.start("room")
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
         assert outcome.delivered
         assert [n["op"] for n in await noted(fa, TYPING, 2)] == ["start", "stop"]
         assert board.typing.typing_in() == frozenset()

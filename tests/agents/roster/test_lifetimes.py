@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from switchboard.agents.port.protocol import message_text
-from switchboard.agents.port.service import agent_port
 from switchboard.agents.roster.lifetimes import RECORDS_TABLE, EndedAgent
 from switchboard.app.board import Switchboard
 from switchboard.config import AgentEntry, Config, StoreConfig
@@ -52,7 +51,7 @@ async def board_at(
 
 async def mail_of(board: Switchboard, name: str) -> list[StoredMessage]:
     """The mail in ``name``'s inbox (read without acknowledging it)."""
-    read = await board.read_inbox(name, limit=500)
+    read = await board.delivery.read(name, limit=500)
     return [m for m in read.messages if is_mail(m)]
 
 
@@ -134,7 +133,7 @@ async def test_a_task_ends_at_its_deadline_and_its_parent_is_told_by_mail_from_i
 ) -> None:
     clock = ManualClock()
     async with board_at(tmp_path / "s.sqlite", clock) as board:
-        spawned = board.lifetimes.spawn("resident", "@worker", deadline_seconds=30)
+        spawned = board.agents.port("resident").spawn_task("@worker", deadline_seconds=30)
         assert board.roster.by_token(spawned.token) is board.roster.get("worker")
         assert board.directory.lookup("@worker").held
         clock.now += 29
@@ -155,7 +154,7 @@ async def test_a_task_ends_at_its_deadline_and_its_parent_is_told_by_mail_from_i
 async def test_a_task_ends_after_its_idle_timeout_without_activity(tmp_path: Path) -> None:
     clock = ManualClock()
     async with board_at(tmp_path / "s.sqlite", clock) as board:
-        board.lifetimes.spawn("resident", "@worker", idle_timeout_seconds=10)
+        board.agents.port("resident").spawn_task("@worker", idle_timeout_seconds=10)
         clock.now += 6
         board.attachments.touch("worker")
         clock.now += 6
@@ -169,8 +168,8 @@ async def test_a_task_ends_when_it_has_used_its_turns_and_would_begin_another(
 ) -> None:
     clock = ManualClock()
     async with board_at(tmp_path / "s.sqlite", clock) as board:
-        board.lifetimes.spawn("resident", "@worker", turn_limit=2)
-        port = agent_port(board, "worker")
+        board.agents.port("resident").spawn_task("@worker", turn_limit=2)
+        port = board.agents.port("worker")
         for n in (1, 2):
             await board.mail.deposit("resident", "@worker", f"job {n}")
             read = await port.read_inbox()
@@ -188,8 +187,8 @@ async def test_a_finished_tasks_result_reaches_its_parents_inbox_as_mail_from_th
     tmp_path: Path,
 ) -> None:
     async with board_at(tmp_path / "s.sqlite", ManualClock()) as board:
-        board.lifetimes.spawn("resident", "@worker")
-        done = await board.lifetimes.finish("worker", "42 widgets counted")
+        board.agents.port("resident").spawn_task("@worker")
+        done = await board.agents.port("worker").finish_task("42 widgets counted")
         mail = await mail_of(board, "resident")
         helper_sees = await mail_of(board, "helper")
 
@@ -203,20 +202,20 @@ async def test_a_finished_tasks_result_reaches_its_parents_inbox_as_mail_from_th
 
 async def test_a_parent_ends_only_its_own_tasks(tmp_path: Path) -> None:
     async with board_at(tmp_path / "s.sqlite", ManualClock()) as board:
-        board.lifetimes.spawn("resident", "@worker")
+        board.agents.port("resident").spawn_task("@worker")
         with pytest.raises(Refusal) as refused:
-            await board.lifetimes.end_task("helper", "@worker")
+            await board.agents.port("helper").end_task("@worker")
         assert refused.value.kind is RefusalKind.NOT_YOUR_TASK
-        done = await board.lifetimes.end_task("resident", "@worker")
+        done = await board.agents.port("resident").end_task("@worker")
 
     assert (done.handle, done.reason) == ("@worker", "ended-by-parent")
 
 
 async def test_a_tasks_own_tasks_end_when_it_ends(tmp_path: Path, logs: Logs) -> None:
     async with board_at(tmp_path / "s.sqlite", ManualClock()) as board:
-        board.lifetimes.spawn("resident", "@worker")
-        board.lifetimes.spawn("worker", "@sub")
-        await board.lifetimes.finish("worker", "done")
+        board.agents.port("resident").spawn_task("@worker")
+        board.agents.port("worker").spawn_task("@sub")
+        await board.agents.port("worker").finish_task("done")
 
         assert board.roster.get("sub") is None
         assert not listed(board, "@sub")
@@ -227,12 +226,12 @@ async def test_a_tasks_own_tasks_end_when_it_ends(tmp_path: Path, logs: Logs) ->
 async def test_a_handle_a_live_agent_has_cannot_be_spawned(tmp_path: Path) -> None:
     async with board_at(tmp_path / "s.sqlite", ManualClock()) as board:
         with pytest.raises(Refusal) as live:
-            board.lifetimes.spawn("resident", "@helper")
+            board.agents.port("resident").spawn_task("@helper")
         board.directory.claim("@other", token="someone-elses-token")
         with pytest.raises(Refusal) as held:
-            board.lifetimes.spawn("resident", "@other")
+            board.agents.port("resident").spawn_task("@other")
         with pytest.raises(Refusal) as invalid:
-            board.lifetimes.spawn("resident", "@Not_A_Handle")
+            board.agents.port("resident").spawn_task("@Not_A_Handle")
 
     assert live.value.kind is RefusalKind.ADDRESS_TAKEN
     assert held.value.kind is RefusalKind.ADDRESS_TAKEN
@@ -247,7 +246,7 @@ async def test_a_restart_is_a_new_incarnation_and_ends_the_tasks_the_last_run_le
     path = tmp_path / "s.sqlite"
     clock = ManualClock()
     async with board_at(path, clock) as board:
-        spawned = board.lifetimes.spawn("resident", "@worker", deadline_seconds=999)
+        spawned = board.agents.port("resident").spawn_task("@worker", deadline_seconds=999)
     async with board_at(path, clock) as board:
         resident = board.roster.get("resident")
         entry = board.directory.lookup("@resident")

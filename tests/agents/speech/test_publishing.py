@@ -26,7 +26,7 @@ async def test_a_confirmed_publish_is_delivered_with_the_connectors_message_id(
     fake = FakeConnector()
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
     assert outcome.status is PublishStatus.DELIVERED
     assert outcome.message_id is not None
     assert outcome.message_id.startswith("msg-")
@@ -44,7 +44,7 @@ async def test_a_publish_the_connector_refuses_has_failed_with_its_reason(tmp_pa
     fake.extra["channels/publish"] = refuse
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
     assert outcome.status is PublishStatus.FAILED
     assert outcome.reason is not None
     assert "-32017" in outcome.reason
@@ -61,7 +61,7 @@ async def test_an_unanswered_publish_is_unknown_never_delivered(tmp_path: Path) 
     fake.extra["channels/publish"] = hang
     async with board_with(tmp_path, fake, publish_timeout=0.2) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
     assert outcome.status is PublishStatus.UNKNOWN
     assert outcome.message_id is None
 
@@ -80,7 +80,7 @@ async def test_a_malformed_publish_answer_is_unknown(tmp_path: Path, answer: Any
     fake.extra["channels/publish"] = odd
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
     assert outcome.status is PublishStatus.UNKNOWN
 
 
@@ -93,7 +93,7 @@ async def test_a_connector_saying_not_delivered_is_a_failure(tmp_path: Path) -> 
     fake.extra["channels/publish"] = no
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
     assert outcome.status is PublishStatus.FAILED
 
 
@@ -102,7 +102,7 @@ async def test_a_publish_to_an_unregistered_channel_is_refused_before_sending(
 ) -> None:
     fake = FakeConnector()
     async with board_with(tmp_path, fake) as board:
-        outcome = await board.publish("nowhere", "hello")
+        outcome = await board.publisher.publish("nowhere", "hello")
     assert outcome.refusal is not None
     assert outcome.refusal.kind is RefusalKind.UNKNOWN_CHANNEL
     assert fake.got("channels/publish") == []
@@ -114,7 +114,7 @@ async def test_a_publish_to_an_inbound_only_channel_is_refused_before_sending(
     fake = FakeConnector()
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("feed", direction="inbound"))
-        outcome = await board.publish("feed", "hello")
+        outcome = await board.publisher.publish("feed", "hello")
     assert outcome.refusal is not None
     assert outcome.refusal.kind is RefusalKind.INBOUND_ONLY
     assert fake.got("channels/publish") == []
@@ -126,7 +126,7 @@ async def test_a_publish_without_the_publish_grant_is_refused_before_sending(
     fake = FakeConnector()
     async with board_with(tmp_path, fake, grant=["channels.register"]) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "hello")
+        outcome = await board.publisher.publish("room", "hello")
     assert outcome.refusal is not None
     assert outcome.refusal.kind is RefusalKind.NOT_GRANTED
     assert fake.got("channels/publish") == []
@@ -143,7 +143,7 @@ async def test_a_publish_to_a_server_that_is_still_connecting_is_refused(tmp_pat
     fake.extra["featureSets/update"] = slow_policy
     fake.policy = "refuse"  # so board_with does not wait for readiness
     async with board_with(tmp_path, fake) as board:
-        outcome = await board.publish("room", "hello", server_id="s1")
+        outcome = await board.publisher.publish("room", "hello", server_id="s1")
         gate.set()
     assert outcome.refusal is not None
     assert outcome.refusal.kind is RefusalKind.SERVER_CONNECTING
@@ -158,7 +158,7 @@ async def test_a_publish_to_a_server_that_is_gone_is_refused(tmp_path: Path) -> 
         with anyio.fail_after(5):
             while board.sessions["s1"].peer is not None:
                 await anyio.lowlevel.checkpoint()
-        outcome = await board.publish("room", "hello", server_id="s1")
+        outcome = await board.publisher.publish("room", "hello", server_id="s1")
     assert outcome.refusal is not None
     assert outcome.refusal.kind is RefusalKind.SERVER_GONE
 
@@ -167,6 +167,6 @@ async def test_an_empty_text_is_refused(tmp_path: Path) -> None:
     fake = FakeConnector()
     async with board_with(tmp_path, fake) as board:
         await _registered(fake, descriptor("room"))
-        outcome = await board.publish("room", "   ")
+        outcome = await board.publisher.publish("room", "   ")
     assert outcome.refusal is not None
     assert outcome.refusal.kind is RefusalKind.EMPTY_CONTENT

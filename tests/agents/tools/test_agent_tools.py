@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from tests.agents.inbox.test_mail import mail_board
 from tests.agents.tools.channel_support import answer, call
 

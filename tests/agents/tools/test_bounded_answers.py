@@ -18,8 +18,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
-from switchboard.agents.tools import build_server
 from switchboard.agents.tools.results import MAX_ANSWER_BYTES, MESSAGE_BYTES, answer_bytes
+from switchboard.app import build_server
 from tests.agents.tools.channel_support import answer, call
 from tests.agents.tools.test_inbox_delivery import board_with_room, served_over_http
 from tests.fake import (

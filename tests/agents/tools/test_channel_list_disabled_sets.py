@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from tests.fake import ALL_CHANNELS, FakeConnector, board_with
 
 pytestmark = pytest.mark.anyio

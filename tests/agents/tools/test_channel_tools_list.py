@@ -14,7 +14,7 @@ from switchboard.agents.desk.defaults import DefaultChannel
 from switchboard.agents.desk.desk import AgentDesk, Locus, LocusFrom, Turn
 from switchboard.agents.desk.views import channel_rows
 from switchboard.agents.speech.publishing import choose_destination
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelEntry, ChannelRef, ChannelRegistry, qualified_name
 from switchboard.refusals.refusal import Refusal, RefusalKind
@@ -38,7 +38,9 @@ async def test_a_shared_id_is_shown_qualified_and_a_unique_one_by_its_id(tmp_pat
         await b.call("channels/register", {"channels": [descriptor("general", "inbound")]})
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             listed = await call(client, "channel_list")
-        desired = {(r.server_id, r.channel_id): board.desired_state(r) for r in _refs(board)}
+        desired = {
+            (r.server_id, r.channel_id): board.lifecycle.desired_state(r) for r in _refs(board)
+        }
     rows = {(c["server_id"], c["channel_id"]): c for c in listed["channels"]}
     assert list(rows) == [("a", "general"), ("a", "s"), ("b", "general")]
     assert rows[("a", "general")]["name"] == "a:general"
@@ -72,7 +74,8 @@ async def test_the_desired_state_is_what_the_host_recorded(
 ) -> None:
     fake = lifecycle_fake()
     async with board_of(tmp_path, {"s": fake}) as board:
-        monkeypatch.setattr(board, "desired_state", lambda ref: f"closed:{ref.channel_id}")
+        closed = lambda ref: f"closed:{ref.channel_id}"  # noqa: E731
+        monkeypatch.setattr(board.lifecycle, "desired_state", closed)
         await fake.call("channels/register", {"channels": [descriptor("room")]})
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             listed = await call(client, "channel_list")

@@ -22,8 +22,6 @@ from mcp.client.session import IncomingMessage
 from mcp.types import CallToolResult, ToolListChangedNotification
 
 from switchboard.agents.port.protocol import ConnectorTool
-from switchboard.agents.port.service import agent_port
-from switchboard.agents.tools import build_server
 from switchboard.agents.tools.connector_passthrough import (
     NAME_LIMIT,
     agent_names,
@@ -32,6 +30,7 @@ from switchboard.agents.tools.connector_passthrough import (
 )
 from switchboard.agents.tools.results import MAX_ANSWER_BYTES
 from switchboard.agents.tools.server import OWN_TOOLS
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.events import ConnectorReady, ConnectorToolsChanged
 from switchboard.refusals.refusal import Refusal, RefusalKind
@@ -259,7 +258,7 @@ async def test_a_connector_not_granted_tools_has_none_passed_through(tmp_path: P
     async with agent_on_tools_connector(tmp_path, grant=grant) as (board, client, recorder, _):
         await recorder.wait_kind(ConnectorReady)
         assert not any(name.startswith("dog_events__") for name in await listed(client))
-        port = agent_port(board, "agent")
+        port = board.agents.port("agent")
         assert port.connector_tools() == []
         with pytest.raises(Refusal) as refused:
             await port.call_connector_tool(SID, "echo", {"text": "x"})
@@ -276,7 +275,7 @@ async def test_a_call_while_the_connector_is_still_connecting_is_refused_and_not
                 await anyio.lowlevel.checkpoint()  # until the supervisor spawned it
         assert board.sessions[SID].state.value == "connecting"
         with pytest.raises(Refusal) as refused:
-            await agent_port(board, "agent").call_connector_tool(SID, "echo", {"text": "x"})
+            await board.agents.port("agent").call_connector_tool(SID, "echo", {"text": "x"})
         assert refused.value.kind is RefusalKind.SERVER_CONNECTING
         assert refused.value.data == {"server_id": SID, "tool": "echo"}
         assert not any(name.startswith("dog_events__") for name in await listed(client))

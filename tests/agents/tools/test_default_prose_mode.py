@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
 from switchboard.agents.tools.channel_tools import SPEAK_DESCRIPTIONS
+from switchboard.app import build_server
 from switchboard.config import AgentConfig
 from tests.agents.tools.channel_support import call, lifecycle_fake
 from tests.fake import board_of, descriptor, message

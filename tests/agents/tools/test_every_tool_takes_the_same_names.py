@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from tests.agents.tools.channel_support import call, dm
 from tests.fake import FakeConnector, LifecycleScript, board_of, descriptor, register_settled
 from tests.helpers import Recorder

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from switchboard.agents.http import bind_endpoint, plan_endpoint, serve_endpoint
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig
 from tests.agents.tools.channel_support import call

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from tests.fake import FakeConnector, board_of, descriptor, message
 
@@ -51,7 +51,7 @@ async def _read_on_host(board: Switchboard, agent: str, sent: anyio.Event) -> tu
     reads = 0
     while True:
         finished = sent.is_set()
-        read = await board.read_inbox(agent, after=cursor, limit=5)
+        read = await board.delivery.read(agent, after=cursor, limit=5)
         reads += not finished
         got += [m.message_id for m in read.messages]
         cursor = read.cursor

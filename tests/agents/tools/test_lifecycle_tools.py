@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT
 from switchboard.lifecycle.rules.decisions import Source, TuneOutEpoch, TuneOutScope
@@ -102,7 +102,7 @@ async def test_the_turns_own_channels_bind_a_bare_id_unless_a_server_is_given(
         await client.call_tool("inbox", {})  # a turn whose own channels are a:g and b:g
         both = await client.call_tool("channel_close", {"channel": "g"})
         named = await client.call_tool("channel_open", {"channel": "g", "server_id": "b"})
-        states = {sid: board.desired_state(ChannelRef(sid, "g")) for sid in fakes}
+        states = {sid: board.lifecycle.desired_state(ChannelRef(sid, "g")) for sid in fakes}
     assert both.is_error
     assert data(both)["refusal"] == "ambiguous-channel"
     assert '"a:g"' in data(both)["message"]
@@ -225,7 +225,7 @@ async def test_a_decision_that_could_not_be_recorded_is_an_error_that_says_so(
         monkeypatch.setattr(log, "append", refuse)
         async with Client(build_server(board, agent="a"), mode="legacy") as client:
             result = await client.call_tool("channel_open", {"channel": "g"})
-        state = board.desired_state(ChannelRef("s1", "g"))
+        state = board.lifecycle.desired_state(ChannelRef("s1", "g"))
     assert result.is_error
     assert data(result)["refusal"] == "not-recorded"
     assert "nothing was sent" in data(result)["message"]

@@ -26,10 +26,9 @@ from pydantic import BaseModel
 
 from switchboard.agents.http import bind_endpoint, plan_endpoint, serve_endpoint
 from switchboard.agents.port.protocol import Arrival
-from switchboard.agents.port.service import agent_port
-from switchboard.agents.tools import build_server
 from switchboard.agents.tools.connector_passthrough import ListenedBus
 from switchboard.agents.tools.push import CHANNEL_CAPABILITY, CHANNEL_NOTIFICATION, INBOX_URI
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig
 from tests.agents.tools.channel_support import call
@@ -262,7 +261,7 @@ async def test_a_watch_owed_only_that_something_arrived_hears_of_batches_no_tune
         board_with_rooms(tmp_path) as (board, fake),
         Client(build_server(board, agent="a"), mode="legacy") as client,
     ):
-        agent_port(board, "a").watch_inbox(told.append, details=lambda: False)
+        board.agents.port("a").watch_inbox(told.append, details=lambda: False)
         await call(client, "tune_out", {"channel": "room"})
         await send_accepted(fake, message("room", "m1"), message("room", "m2"))
         assert told == []

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.config import AgentConfig
 from tests.agents.tools.channel_support import call, dm, lifecycle_fake
 from tests.fake import FakeConnector, board_of, descriptor, message

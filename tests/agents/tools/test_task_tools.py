@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from switchboard.agents.port.protocol import message_text
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.store.mailmark import is_mail
 from tests.agents.roster.test_lifetimes import board_at
 from tests.agents.tools.channel_support import call
@@ -56,7 +56,7 @@ async def test_task_finish_ends_the_task_and_its_result_reaches_the_parent_as_it
         async with Client(build_server(board, agent="worker"), mode="legacy") as worker:
             finished = await call(worker, "task_finish", {"result": "42 widgets"})
             again = await call(worker, "task_finish", {"result": "twice?"})
-        read = await board.read_inbox("resident")
+        read = await board.delivery.read("resident")
         gone = board.roster.get("worker")
 
     assert finished == {

@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 from mcp.types import Tool
 
-from switchboard.agents.tools import build_server
 from switchboard.agents.tools.server import OWN_TOOLS
+from switchboard.app import build_server
 from switchboard.config import AgentEntry
 from tests.fake import FakeConnector, board_of
 
@@ -48,7 +48,7 @@ async def _own_tools(tmp_path: Path) -> dict[str, Tool]:
     """Every one of Switchboard's tools, as a task agent among several is offered them all."""
     agents = [AgentEntry(handle="@ann", roles=["default_delivery"]), AgentEntry(handle="@bob")]
     async with board_of(tmp_path, {"s": FakeConnector()}, agents=agents) as board:
-        board.lifetimes.spawn("ann", "@worker")
+        board.agents.port("ann").spawn_task("@worker")
         async with Client(build_server(board, agent="worker"), mode="legacy") as client:
             listed = (await client.list_tools()).tools
     tools = {t.name: t for t in listed if t.name in OWN_TOOLS}

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
 from switchboard.agents.tools.server import OWN_TOOLS
+from switchboard.app import build_server
 from switchboard.config import AgentConfig, AgentEntry
 from tests.fake import FakeConnector, board_of
 
@@ -101,6 +101,6 @@ async def test_agents_sharing_a_board_get_the_mail_directory_and_task_tools_unde
 
 async def test_task_finish_is_listed_to_a_task_agent_only(tmp_path: Path) -> None:
     async with board_of(tmp_path, {"s": FakeConnector()}, agents=_agents()) as board:
-        board.lifetimes.spawn("ann", "@worker")
+        board.agents.port("ann").spawn_task("@worker")
         assert "task_finish" in await _names(board, "worker")
         assert "task_finish" not in await _names(board, "bob")

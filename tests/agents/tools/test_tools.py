@@ -9,7 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from tests.agents.tools.channel_support import answer
 from tests.fake import FakeConnector, board_with, descriptor, message
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.channels import ChannelRef
 from tests.agents.tools.channel_support import call
 from tests.fake import (
@@ -167,7 +167,7 @@ async def test_channel_open_refuses_a_tuned_out_channel_and_says_how_the_tune_ou
             await call(client, "tune_out", {"channel": "room"})
             opened = await call(client, "channel_open", {"channel": "room"})
             closed = await call(client, "channel_close", {"channel": "room"})
-        assert board.desired_state(ROOM) == "tuned-out"
+        assert board.lifecycle.desired_state(ROOM) == "tuned-out"
     assert opened["refusal"] == "tuned-out"
     assert "tune_out" in opened["message"]
     assert '"cancel"' in opened["message"]

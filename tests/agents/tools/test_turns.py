@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT, AgentConfig
 from switchboard.events import Published, PushAccepted
@@ -79,7 +79,7 @@ async def test_the_locus_is_the_channel_of_the_newest_message_that_is_not_a_mark
         async with Client(build_server(board, agent="a"), mode="legacy") as client:
             read = await call(client, "inbox")
             published = await call(client, "channel_publish", {"text": "hi"})
-        own = board.desk("a").own
+        own = board.desks.for_agent("a").own
     assert read["locus"] == "said"
     assert published["status"] == "delivered"
     assert published["defaulted"] is True
@@ -155,7 +155,7 @@ async def test_the_home_channel_is_the_locus_of_every_turn(tmp_path: Path) -> No
             before = await call(client, "channel_publish", {"text": "before"})
             read = await call(client, "inbox")
             spoken = await call(client, "speak", {"text": "plain"})
-        own = board.desk("x").own
+        own = board.desks.for_agent("x").own
     assert before["channel"] == "ops"
     assert read["locus"] == "ops"
     assert spoken["segments"][0]["status"] == "delivered"

@@ -19,7 +19,7 @@ import anyio
 import orjson
 from mcp import Client
 
-from switchboard.agents.tools import build_server
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.config import ConnectorConfig
 from tests.helpers import Recorder, running_board

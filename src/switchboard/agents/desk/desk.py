@@ -47,7 +47,7 @@ from switchboard.channels.names.wording import q
 from switchboard.store import StoredMessage
 from switchboard.store.mailmark import is_mail
 
-__all__ = ["AgentDesk", "Locus", "LocusFrom", "Turn"]
+__all__ = ["AgentDesk", "Desks", "Identities", "Locus", "LocusFrom", "Turn"]
 
 log = structlog.get_logger(__name__)
 
@@ -117,6 +117,12 @@ def _home_locus(registry: ChannelRegistry, home: str) -> Locus:
             f"the home channel {q(home)} does not pick exactly one registered channel now",
         )
     return Locus(entry.ref, LocusFrom.HOME)
+
+
+class Identities(Protocol):
+    """Where an agent's own settings are found (the roster)."""
+
+    def get(self, name: str) -> DeskSettings | None: ...
 
 
 class AgentDesk:
@@ -196,3 +202,25 @@ class AgentDesk:
         if default.ref is not None:
             return Locus(default.ref, LocusFrom.DEFAULT)
         return Locus(None, LocusFrom.NONE, "no turn has begun and no message has arrived yet")
+
+
+class Desks(dict[str, AgentDesk]):
+    """Every agent's desk by name, each made on first use (:meth:`for_agent`).
+
+    Args:
+        identities: The roster: an agent's own settings, when it has an identity there.
+        default: The settings of an agent without one (the ``[agent]`` table).
+    """
+
+    def __init__(self, identities: Identities, default: DeskSettings) -> None:
+        super().__init__()
+        self._identities = identities
+        self._default = default
+
+    def for_agent(self, name: str) -> AgentDesk:
+        """The desk of the agent named ``name`` (made now if it has none)."""
+        desk = self.get(name)
+        if desk is None:
+            identity = self._identities.get(name)
+            desk = self[name] = AgentDesk(name, identity if identity is not None else self._default)
+        return desk

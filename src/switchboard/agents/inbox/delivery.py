@@ -20,7 +20,7 @@ What this module knows (docs/tools.md, "Delivery"):
 - **Redeliveries are marked.** The highest seq any read of the agent handed out is durable too
   (the store's delivered mark); a message at or below it, or a tune-out backlog carried before,
   is a redelivery, and the answer flags it per message.
-- **Tune-out backlogs** (:mod:`switchboard.agents.inbox.read`) follow the same rule: they are
+- **Tune-out backlogs** (:mod:`.backlogs`) follow the same rule: they are
   recorded as delivered only when the read that carried them is acknowledged.
 - **Pages within a budget.** A read given a :class:`PageBudget` is cut short at a message
   boundary (a tune-out backlog, its notice with its messages, counts as one) before anything is
@@ -40,7 +40,8 @@ from dataclasses import dataclass
 import anyio
 import structlog
 
-from switchboard.agents.inbox.read import NOTICE_KIND, InboxPage, TuneOutInbox
+from switchboard.agents.inbox.backlogs import NOTICE_KIND
+from switchboard.agents.inbox.read import InboxPage, InboxReader
 from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import MessageStore, StoredMessage
 
@@ -124,7 +125,7 @@ class _AgentInbox:
 class InboxDelivery:
     """Reads agents' inboxes at least once (see the module docstring)."""
 
-    def __init__(self, store: MessageStore, inbox: TuneOutInbox) -> None:
+    def __init__(self, store: MessageStore, inbox: InboxReader) -> None:
         self._store = store
         self._inbox = inbox
         self._agents: dict[str, _AgentInbox] = {}

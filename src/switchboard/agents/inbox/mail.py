@@ -20,12 +20,10 @@ What this module knows (docs/agents.md, "Mail"):
   returns it is in the recipient's inbox for good, and it is read like any message, under
   the inbox's at-least-once contract. Mail to an agent with no session is simply held there
   until the agent reads.
-- **Arrivals and held mail.** A committed deposit is told to ``arrived`` (the router, which
-  pushes it to the recipient's connections; deposits emit no host event). Mail to an agent
+- **Arrivals and held mail.** A committed deposit is told to ``arrived`` (the inbox watchers,
+  which push it to the recipient's connections; deposits emit no host event). Mail to an agent
   with no session attached is counted as held and logged (``mail_held_delivered``, with how
   many) when the agent attaches; what it owes is in its inbox either way.
-- **Directory refusals.** :func:`directory_refusal` maps a directory error to the refusal an
-  agent's tool answers with, carrying the error's stable ``code`` and ``name``.
 
 What it deliberately does not know: who may read an inbox (routing), MCP, sessions.
 """
@@ -43,7 +41,7 @@ import anyio
 import structlog
 
 from switchboard.agents.roster.attach import Attachments
-from switchboard.agents.roster.roster import Roster
+from switchboard.agents.roster.roster import SYSTEM_SENDER, Roster
 from switchboard.directory import (
     Directory,
     DirectoryError,
@@ -51,16 +49,14 @@ from switchboard.directory import (
     NotFound,
     validate_address,
 )
-from switchboard.refusals.refusal import Refusal, RefusalKind
+from switchboard.refusals.refusal import Refusal, RefusalKind, directory_refusal
 from switchboard.store import IncomingRecord, MessageStore, StoredMessage
 from switchboard.store.mailmark import MAIL_KIND, MAIL_SERVER
 
-__all__ = ["SYSTEM_SENDER", "Deposit", "Mail", "directory_refusal"]
+__all__ = ["Deposit", "Mail"]
 
 log = structlog.get_logger(__name__)
 
-SYSTEM_SENDER: Final = "switchboard"
-"""The sender name of the host's own mail (``@switchboard``), when no agent has that name."""
 
 _NEAR_MISSES: Final = 5
 _DIRECTORY_SCAN: Final = 5000
@@ -116,28 +112,6 @@ def _stored(seq: int, r: IncomingRecord, received_at: float) -> StoredMessage:
     )
 
 
-def directory_refusal(
-    exc: DirectoryError,
-    address: str | None = None,
-    *,
-    kind: RefusalKind | None = None,
-    said: str | None = None,
-) -> Refusal:
-    """The refusal a directory error amounts to for an agent's tool (code and name as data):
-    ``unknown-address`` for a missing entry, else ``directory-refused``, unless ``kind`` is
-    given; ``said`` replaces the message."""
-    facts: dict[str, Any] = {"code": exc.code, "name": exc.name}
-    if address is not None:
-        facts["address"] = address
-    if kind is None:
-        kind = (
-            RefusalKind.UNKNOWN_ADDRESS
-            if isinstance(exc, NotFound)
-            else (RefusalKind.DIRECTORY_REFUSED)
-        )
-    return Refusal(kind, said or f"{exc}; nothing changed.", **facts)
-
-
 class Mail:
     """Deposits mail into agents' inboxes (see the module docstring)."""
 
@@ -168,9 +142,9 @@ class Mail:
         """Args:
         attachments: which agents have a session; mail deposited while its recipient has
             none is counted as held, and logged (``mail_held_delivered``) when it attaches.
-        arrived: told each deposit once it is committed (the router's
-            :meth:`~switchboard.agents.inbox.routing.Router.arrived`, which tells the
-            recipient's watchers: pushes); it must not block.
+        arrived: told each deposit once it is committed (the inbox watchers'
+            :meth:`~switchboard.agents.inbox.watch.InboxWatchers.arrived`: pushes); it must
+            not block.
         """
         self._store = store
         self._arrived = arrived
@@ -270,19 +244,14 @@ class Mail:
                 self._loaded = True
 
     async def deposit(self, sender: str, to: str, text: str) -> Deposit:
-        """Deposit ``text`` from ``sender`` (an agent name, or ``switchboard``) to the address
-        ``to``, atomically and durably (see the module docstring).
+        """Deposit ``text`` (not empty: an agent's empty mail is refused by its port) from
+        ``sender`` (an agent name, or ``switchboard``) to the address ``to``, atomically and
+        durably (see the module docstring).
 
         Raises:
-            Refusal: ``empty-content`` (nothing to send) or ``unknown-recipient``.
+            Refusal: ``unknown-recipient``.
             StoreError: the store did not commit it (nothing was deposited).
         """
-        if not text.strip():
-            raise Refusal(
-                RefusalKind.EMPTY_CONTENT,
-                "there is nothing to send: the text is empty",
-                "call agent_send with the words to send as text",
-            )
         frm = self._sender(sender)
         recipient, address = self._resolve(to)
         await self._load()

@@ -1,72 +1,43 @@
-"""The inbox side of tune-outs: diversion, wakes, owed backlogs and the reader's view.
+"""Every agent's inbox read: routing, tune-out diversion, wakes and owed backlogs.
 
-What this module knows (channel-registry.md §6; docs/tools.md, "tune_out"):
+What this module knows (docs/agents.md, "Routing"; channel-registry.md §6):
 
+- **Routing.** A message not routed to the reading agent is skipped before anything else: it
+  is neither shown, withheld nor a wake, and the cursor passes it.
 - **Diversion.** A tune-out diverts, from its owner's inbox, the channel traffic its scope
-  covers that the store committed after the epoch began (a sequence number above
-  ``started_at_sequence``), and, once it ended, up to its ``end_seq``. The messages stay in the
-  store: the backlog is a query of it, never a copy. The check per message is O(1): the book's
-  ``diverts(ref, agent)`` plus the owner's few ended epochs whose range its cursor has not
-  passed. Push events are never diverted.
-- **Wakes.** Over MCP an agent is woken by an inbox read that returns something for it. A read
-  in which a tune-out withheld a message that addresses the owner (its tags include
-  ``chat:addressed`` or a tag implying it) is one wake of that epoch; the first wake past the
-  epoch's wake budget ends it, in that very read. A read never returns just because diverted
-  traffic arrived: with ``wait_seconds`` it keeps waiting. A message is counted as a wake
-  once: a read that sorts it again (a redelivery) does not count it again.
-- **Delivery.** Every ended epoch's backlog is owed to its owner and comes first in the
-  owner's next inbox read: a notice (``message_id`` ``tuneout-ended:<epochId>``, tag
-  ``switchboard:tuneout-ended``, ``metadata.kind`` ``tuneout-ended``) whose text says why it
-  ended and what arrived, followed by the latest ``backlog_cap`` withheld messages (stamped
-  ``metadata.tuneOut.epochId``). Past the cap the notice carries the reader's digest and says
-  how many were held back. A delivery is recorded when the agent acknowledges the read that
-  carried it (:meth:`TuneOutInbox.acknowledge`), never before: until then every read carries
-  it again, and if recording fails it stays owed for the next read.
-- **The reader's view**: the messages an epoch in effect has withheld so far, in pages.
-- **Routing.** Given an :class:`InboxRouter`, a message not routed to the reading agent
-  (docs/agents.md, "Routing") is skipped before any of this: it is neither shown, withheld nor
-  a wake, and the cursor passes it. A backlog holds only what is routed to the epoch's owner.
+  covers that the store committed after the epoch began (a seq above
+  ``started_at_sequence``) and, once it ended, up to its ``end_seq``. The check per message is
+  O(1): the book's ``diverts(ref, agent)`` plus the owner's few ended epochs whose range its
+  cursor has not passed. Push events and mail are never diverted.
+- **Wakes.** A read in which a tune-out withheld a message that addresses the owner is one
+  wake of that epoch (counted once per message, never on a redelivery); the first wake past the
+  epoch's budget ends it in that very read. Diverted traffic alone never ends a wait.
+- **Owed backlogs** (:mod:`.backlogs`) come first; they are recorded as delivered only when the
+  agent acknowledges the read that carried them (:meth:`InboxReader.acknowledge`).
 
-What it deliberately does not know: MCP and tool results, the decisions themselves
-(:mod:`~switchboard.tuneouts.host`), and agents' turns.
+What it deliberately does not know: MCP, acknowledgement and cursors (:mod:`.delivery`), turns.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Protocol, overload
+from typing import Protocol
 
 import anyio
 import structlog
 
+from switchboard.agents.inbox.backlogs import everything, owed_delivery
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.lifecycle.rules.decisions import ScopeKind, Source
 from switchboard.refusals.refusal import Refusal
 from switchboard.store import MessageStore, StoredMessage
 from switchboard.tuneouts.records import Settled, diverts_at_all, is_addressed
-from switchboard.tuneouts.rules.backlogs import deliver_backlog
-from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutBook
+from switchboard.tuneouts.rules.epochs import TuneOutBook
 
-__all__ = [
-    "NOTICE_KIND",
-    "NOTICE_TAG",
-    "BacklogPage",
-    "InboxPage",
-    "InboxRouter",
-    "InboxTuneOuts",
-    "TuneOutInbox",
-]
+__all__ = ["InboxPage", "InboxReader", "InboxRouter", "InboxTuneOuts"]
 
 log = structlog.get_logger(__name__)
-
-NOTICE_KIND = "tuneout-ended"
-NOTICE_TAG = "switchboard:tuneout-ended"
-_PAGE = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,52 +50,6 @@ class InboxPage:
     notices: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class BacklogPage:
-    """A page of an epoch's withheld messages; ``cursor`` is where the next page starts."""
-
-    messages: list[StoredMessage]
-    cursor: int
-    more: bool
-
-
-class _Tail(Sequence[StoredMessage]):
-    """A backlog known by its length and its last messages (what ``deliver_backlog`` reads)."""
-
-    def __init__(self, total: int, last: list[StoredMessage]) -> None:
-        self._total = total
-        self._last = last
-
-    def __len__(self) -> int:
-        return self._total
-
-    @overload
-    def __getitem__(self, index: int) -> StoredMessage: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[StoredMessage]: ...
-    def __getitem__(self, index: int | slice) -> StoredMessage | Sequence[StoredMessage]:
-        first = self._total - len(self._last)
-        if isinstance(index, slice):
-            start, stop, step = index.indices(self._total)
-            if start < first or step != 1:
-                raise IndexError("only the kept tail of the backlog can be read")
-            return self._last[start - first : stop - first]
-        if not first <= index < self._total:
-            raise IndexError("only the kept tail of the backlog can be read")
-        return self._last[index - first]
-
-    def __iter__(self) -> Iterator[StoredMessage]:
-        return iter(self._last)
-
-
-def _ref(message: StoredMessage) -> ChannelRef:
-    return ChannelRef(message.server_id, message.channel_id)
-
-
-def _iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).isoformat().replace("+00:00", "Z")
-
-
 class InboxRouter(Protocol):
     """Which messages are routed to which agent
     (:class:`~switchboard.agents.inbox.routing.Router` provides it)."""
@@ -132,8 +57,8 @@ class InboxRouter(Protocol):
     def reader(self, agent: str) -> Callable[[StoredMessage], bool]: ...
 
 
-def _everything(message: StoredMessage) -> bool:
-    return True
+def _ref(message: StoredMessage) -> ChannelRef:
+    return ChannelRef(message.server_id, message.channel_id)
 
 
 class InboxTuneOuts(Protocol):
@@ -166,8 +91,8 @@ class InboxTuneOuts(Protocol):
     def forget_passed(self, owner: str, cursor: int) -> None: ...
 
 
-class TuneOutInbox:
-    """Reads inboxes through the tune-outs (see the module docstring)."""
+class InboxReader:
+    """Reads every agent's inbox (see the module docstring)."""
 
     def __init__(self, host: InboxTuneOuts, *, router: InboxRouter | None = None) -> None:
         self._host = host
@@ -271,90 +196,10 @@ class TuneOutInbox:
         their epochs are added to ``carried`` (recorded as delivered only on acknowledgement)."""
         owed = [s for s in self._host.owed(agent) if s.epoch_id not in carried]
         out: list[StoredMessage] = []
+        host = self._host
         for settled in owed:
-            out += await self._delivery(settled)
+            owner = settled.epoch.owner
+            routed = everything if self._router is None else self._router.reader(owner)
+            out += await owed_delivery(host.store, host.registry, settled, routed)
             carried[settled.epoch_id] = None
         return out
-
-    async def _delivery(self, settled: Settled) -> list[StoredMessage]:
-        epoch = settled.epoch
-        last, total = await self._scan_tail(settled)
-        shown = self._host.registry.names.quoted_shown(epoch.scope.ref)
-        held = ActiveTuneOut(epoch, Source.AGENT_TOOL)  # deliver_backlog reads the epoch only
-        delivery = deliver_backlog(
-            held, settled.reason, _Tail(total, last), shown=shown, digest=settled.digest
-        )
-        note = delivery.note
-        if settled.replaced:
-            note += " You started a new tune-out in its place, which is in effect now."
-        ref = epoch.scope.ref
-        channel = ref.channel_id if epoch.scope.kind is ScopeKind.CHANNEL else ""
-        notice = StoredMessage(
-            seq=settled.end_seq,
-            server_id=ref.server_id,
-            channel_id=channel,
-            message_id=f"{NOTICE_KIND}:{epoch.epoch_id}",
-            thread_id=None,
-            author_id="switchboard",
-            author_name="Switchboard",
-            timestamp=_iso(settled.ended_at),
-            content=[{"type": "text", "text": note}],
-            metadata={
-                "kind": NOTICE_KIND,
-                "epochId": epoch.epoch_id,
-                "reason": settled.reason.value,
-                "scope": epoch.scope.to_json(),
-                "withheld": total,
-                "delivered": len(delivery.messages),
-                "heldBack": delivery.held_back,
-                "replaced": settled.replaced,
-            },
-            tags=[NOTICE_TAG],
-            received_at=settled.ended_at,
-        )
-        stamp = {"epochId": epoch.epoch_id}
-        raw = [
-            dataclasses.replace(m, metadata={**(m.metadata or {}), "tuneOut": stamp})
-            for m in delivery.messages
-        ]
-        return [notice, *raw]
-
-    async def _scan_tail(self, settled: Settled) -> tuple[list[StoredMessage], int]:
-        """The last ``backlog_cap`` messages an ended epoch withheld from its owner (those
-        routed to it), and how many it did."""
-        store = self._host.store
-        kept: deque[StoredMessage] = deque(maxlen=settled.epoch.backlog_cap)
-        total = 0
-        routed = _everything if self._router is None else self._router.reader(settled.epoch.owner)
-        after, end = settled.start_seq, settled.end_seq
-        while after < end:
-            page = await store.read(after, min(_PAGE, end - after))
-            if not page:
-                break
-            for m in page:
-                if m.seq <= end and settled.withheld(m) and routed(m):
-                    total += 1
-                    kept.append(m)
-            after = page[-1].seq
-        return list(kept), total
-
-    async def backlog(self, held: ActiveTuneOut, after_seq: int, limit: int) -> BacklogPage:
-        """Up to ``limit`` messages the epoch in effect has withheld with seq above
-        ``after_seq``, for its reader (or owner)."""
-        store = self._host.store
-        scope = held.epoch.scope
-        after = max(after_seq, held.epoch.started_at_sequence or 0)
-        end = store.latest_seq
-        found: list[StoredMessage] = []
-        routed = _everything if self._router is None else self._router.reader(held.epoch.owner)
-        while after < end and len(found) < limit:
-            page = await store.read(after, min(_PAGE, end - after))
-            if not page:
-                break
-            for m in page:
-                after = m.seq
-                if diverts_at_all(m) and scope.covers(_ref(m)) and routed(m):
-                    found.append(m)
-                    if len(found) >= limit:
-                        break
-        return BacklogPage(found, after, after < end)

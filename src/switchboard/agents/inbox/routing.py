@@ -47,10 +47,6 @@ What this module knows (docs/agents.md, "Routing"):
   ``ConnectorExited``; the registry itself keeps no change counter) say it changed. Routing
   one message is then O(its text) and a batch O(the batch): one scan of the text for every
   agent at once, never one per agent.
-- **Arrivals of mail.** Channel arrivals reach watchers through ``MessagesAccepted`` and
-  ``PushAccepted`` on the bus. Mail is deposited into the store directly and emits no host
-  event, so whoever deposits it calls :meth:`Router.arrived` with the committed messages, and
-  :meth:`Router.watch` is how a port follows the arrivals routed to its agent.
 
 What it deliberately does not know: the inbox's cursors, tune-outs, MCP, and how mail is
 deposited.
@@ -59,7 +55,7 @@ deposited.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -150,7 +146,7 @@ def _grouped(pairs: Iterable[tuple[Any, str]]) -> dict[Any, tuple[str, ...]]:
 class Router:
     """Decides which agents each stored message is for (see the module docstring)."""
 
-    __slots__ = ("_channels", "_leaves", "_registry", "_roster", "_view", "_watchers")
+    __slots__ = ("_channels", "_leaves", "_registry", "_roster", "_view")
 
     def __init__(self, roster: Roster, registry: ChannelRegistry, leaves: ChannelLeaves) -> None:
         self._roster = roster
@@ -158,7 +154,6 @@ class Router:
         self._leaves = leaves
         self._channels = 0
         self._view: _View | None = None
-        self._watchers: dict[str, list[Callable[[Sequence[StoredMessage]], None]]] = {}
 
     # -- the cache ------------------------------------------------------------------------------
 
@@ -358,27 +353,6 @@ class Router:
         return self._leaves.rejoin(agent, ref.server_id, ref.channel_id)
 
     # -- arrivals that no host event carries ----------------------------------------------------
-
-    def watch(self, agent: str, listener: Callable[[Sequence[StoredMessage]], None]) -> None:
-        """Call ``listener`` with the messages :meth:`arrived` tells of that are routed to
-        ``agent`` (it must not block, as a host event listener must not)."""
-        self._watchers.setdefault(agent, []).append(listener)
-
-    def arrived(self, messages: Sequence[StoredMessage]) -> None:
-        """Tell the watchers of each agent the committed ``messages`` routed to it.
-
-        The hook for messages stored without a host event: mail deposited into the store
-        (call it after the commit). A listener that raises is logged and the others go on.
-        """
-        for agent, listeners in list(self._watchers.items()):
-            mine = self.routed(agent, messages)
-            if not mine:
-                continue
-            for listener in list(listeners):
-                try:
-                    listener(mine)
-                except Exception:
-                    log.exception("arrival_listener_failed", agent=agent)
 
 
 def _not_mail(m: StoredMessage) -> bool:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from switchboard.agents.desk.views import ChannelRow
 from switchboard.agents.inbox.delivery import PageBudget
 from switchboard.agents.inbox.mail import Deposit
-from switchboard.agents.inbox.routing import message_text_of
+from switchboard.agents.inbox.watch import Arrival, message_text
 from switchboard.agents.roster.lifetimes import EndedAgent, SpawnedTask
 from switchboard.agents.speech.publishing import AgentPublish
 from switchboard.agents.speech.speech import SegmentStatus, Speech, SpokenSegment
@@ -82,6 +82,7 @@ __all__ = [
     "StreamFed",
     "Streamed",
     "TuneOutPage",
+    "TuneOutTerms",
     "TypingIn",
     "is_mail",
     "message_text",
@@ -127,30 +128,6 @@ class AgentRead:
 
 
 @dataclass(frozen=True, slots=True)
-class Arrival:
-    """A message just committed for the agent, as :meth:`AgentPort.watch_inbox` tells of it.
-
-    Telling is not delivering: the message stays owed until an inbox read hands it out and is
-    acknowledged.
-
-    Attributes:
-        ref: Its channel (``channel_id`` empty for a push event that names none).
-        message_id: Its stable id (the ``message_id`` of the inbox read that carries it).
-        author: The author's name as the connector gave it.
-        text: Its text blocks, joined by newlines.
-        timestamp: When it was written, as the connector gave it.
-        thread_id: The thread it belongs to, if any.
-    """
-
-    ref: ChannelRef
-    message_id: str
-    author: str
-    text: str
-    timestamp: str
-    thread_id: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class CancelledTuneOut:
     """A tune-out the agent cancelled: the epoch as it was, and where its withheld range ends."""
 
@@ -187,11 +164,6 @@ class StreamFed:
 
     inference_id: str
     streamed: tuple[Streamed, ...]
-
-
-def message_text(message: StoredMessage) -> str:
-    """The text blocks of ``message`` joined by newlines (other blocks are left out)."""
-    return message_text_of(message.content)
 
 
 class AgentPort(Protocol):

@@ -1,77 +1,49 @@
-"""One agent's port onto the host: :class:`BoardPort`, the implementation of
+"""One agent's port: :class:`AgentService`, the one implementation of
 :class:`~switchboard.agents.port.protocol.AgentPort`.
 
 What this module knows: how each operation the tools of one agent need is carried out on the
-:class:`~switchboard.app.board.Switchboard`, for the agent whose
-:class:`~switchboard.agents.desk.desk.AgentDesk` the port was made with. It is the one place
-outside the host's own parts that reaches into the host object (its registry, sessions,
-config, default channel, lifecycle, tune-outs, typing and streams); it hands the agent's
-modules (:mod:`.publishing`, :mod:`.speech`, :mod:`.views`) only the collaborators they use.
+agent side's shared parts (:class:`AgentSide`, built once by the composition root), for the
+agent whose :class:`~switchboard.agents.desk.desk.AgentDesk` the port was made with. Who calls
+is that agent, never an argument; each method does the agent's part of the work (naming, the
+refusals addressed to the agent, its turn) and the shared parts do the rest.
 
 - **Names.** Every channel name an agent passes is resolved by the general resolver, the one
-  ``channel_publish`` uses (an id, a qualified name, a raw id, a ``#label``, an ``@person``),
-  with the turn's own channels first and an empty server id read as none, so every tool
-  accepts the same names; ``typing`` without a server id first fans an id or qualified name
-  out to every channel it names (typing posts nothing). A name the registry refuses
-  becomes a :class:`~switchboard.refusals.refusal.Refusal` through
-  :func:`~switchboard.refusals.refusal.name_refusal`, naming the tool called. A lifecycle verb's
-  own refusal gains the channel as shown to the agent (``channel``, ``server_id``,
-  ``channel_id``).
-- **Turns.** An inbox read that returns messages begins the agent's next turn while the desk's
-  reading lock is held, then asks the connectors for context (``Switchboard.before_inference``:
-  streams abandoned, typing moved, ``context/beforeInference``) with the text of the messages.
-  A redelivery (:mod:`.delivery`) begins a turn like any read: its locus is decided from the
-  same messages by the same rule, so the locus they had is not lost.
-- **Tune-outs.** A cancel or a backlog read finds the agent's tune-out (as its owner or its
-  reader) by the name it was started with, even after its server stopped registering the
-  channel; none found is a ``not-tuned-out`` refusal.
-- **Streams.** Feeding or ending a stream that is not the agent's open one (ended, abandoned
-  when a turn began, never begun) is a ``no-stream`` refusal; the end delivers the whole text
-  through :meth:`BoardPort.speak`.
-- **Connector tools.** The tools of each server's current session
-  (:mod:`switchboard.connections.connector_tools`); a call is refused before anything is
-  sent when the server is gone, connecting, not granted ``tools`` or no longer lists the
-  tool, and the connector's error or silence becomes a refusal that says whether the tool
-  may have run. Changes are followed on the host's event bus.
-- **Arrivals.** :meth:`BoardPort.watch_inbox` follows ``MessagesAccepted`` and
-  ``PushAccepted`` on the host's event bus and leaves out what a tune-out in effect diverts
-  from the agent; :meth:`BoardPort.peek_inbox` reads what is owed above the acknowledged
-  position through the same tune-out filter, with none of a read's effects.
-- **Isolation** (docs/agents.md, "Routing"). The inbox read, :meth:`BoardPort.peek_inbox`,
-  :meth:`BoardPort.stored_message` and :meth:`BoardPort.watch_inbox` show only what the
-  board's :class:`~switchboard.agents.inbox.routing.Router` routes to this agent; a stored
-  message routed elsewhere is answered as if it did not exist. Mail, which no host event
-  carries, reaches the watch through :meth:`Router.watch
-  <switchboard.agents.inbox.routing.Router.watch>`.
-- **Leaving.** ``close`` of a channel another roster agent wants (its home) does not ask the
-  connector to close it: this agent leaves it (status ``left``) and its traffic stops coming
-  here; ``open`` rejoins it. With nobody else wanting it, ``close`` is the lifecycle's.
-- **Mail and the directory.** :meth:`BoardPort.send_mail` deposits through ``board.mail``
-  with this agent as the sender (never an argument); the directory reads and ``set_busy`` (on
-  the agent's own ``@handle`` only) turn a directory error into a refusal carrying its code
-  and name (:func:`~switchboard.agents.inbox.mail.directory_refusal`).
+  ``channel_publish`` uses, with the turn's own channels first and an empty server id read as
+  none; ``typing`` without a server id fans an id or qualified name out to every channel it
+  names. A name the registry refuses becomes a refusal naming the tool called; a lifecycle
+  verb's own refusal gains the channel as shown to the agent.
+- **Turns.** An inbox read that returns messages, redelivered or not, begins the agent's next
+  turn while the desk's reading lock is held: its streams are abandoned, its automatic typing
+  moves to the new locus, and the connectors are asked for context (``beforeInference``).
+- **Isolation** (docs/agents.md, "Routing"). Reads, peeks, ``message_get`` and watches show
+  only what the router routes to this agent; a message routed elsewhere does not exist for it.
+- **Leaving.** ``close`` of a channel another agent wants does not close it: this agent leaves
+  it (``left``) until ``open`` rejoins it.
+- **Connector tools, streams, tune-outs, mail, tasks:** see each method.
 
-What it deliberately does not know: MCP, tool results, and how the parts it calls work inside.
+What it deliberately does not know: MCP, tool results, and how the shared parts work inside.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import partial
+from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
 import structlog
 
-from switchboard.agents.desk.desk import AgentDesk, Locus
+from switchboard.agents.desk.defaults import DefaultChannel
+from switchboard.agents.desk.desk import AgentDesk, Desks, Locus
 from switchboard.agents.desk.views import channel_rows
-from switchboard.agents.inbox.delivery import PageBudget, Reader
-from switchboard.agents.inbox.mail import Deposit, directory_refusal
-from switchboard.agents.inbox.read import TuneOutInbox
+from switchboard.agents.inbox.backlogs import withheld_page
+from switchboard.agents.inbox.delivery import InboxDelivery, PageBudget, Reader
+from switchboard.agents.inbox.mail import Deposit, Mail
+from switchboard.agents.inbox.routing import Router
+from switchboard.agents.inbox.watch import Arrival, InboxWatchers, message_text
 from switchboard.agents.port.protocol import (
     AgentPort,
     AgentRead,
-    Arrival,
     CancelledTuneOut,
     ChannelListing,
     DirectoryEntry,
@@ -82,35 +54,47 @@ from switchboard.agents.port.protocol import (
     StreamFed,
     TuneOutPage,
     TypingIn,
-    message_text,
 )
+from switchboard.agents.presence.context import ContextHooks
+from switchboard.agents.presence.typing import TypingKeeper
+from switchboard.agents.roster.lifetimes import Lifetimes
+from switchboard.agents.roster.roster import Roster
+from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.publishing import AgentPublish, publish_for_agent
 from switchboard.agents.speech.speech import Speech, speak
-from switchboard.agents.speech.streams import SpeechEnd, StreamedSpeech
-from switchboard.app.board import Switchboard
-from switchboard.channels import ChannelNameError, ChannelRef, qualified_name
+from switchboard.agents.speech.streams import OutgoingStreams, SpeechEnd, StreamedSpeech
+from switchboard.channels import ChannelNameError, ChannelRef, ChannelRegistry, qualified_name
 from switchboard.channels.names.wording import Caller
 from switchboard.connections.connector_tools import ConnectorTool
-from switchboard.connections.session import SessionState
-from switchboard.directory import DirectoryError, Kind, NotFound
-from switchboard.events import (
-    ConnectorToolsChanged,
-    HostEvent,
-    ManifestApplied,
-    MessagesAccepted,
-    PushAccepted,
+from switchboard.connections.owner import Owners, SessionState
+from switchboard.directory import (
+    Directory,
+    DirectoryError,
+    InvalidName,
+    Kind,
+    NameTaken,
+    NotFound,
+    validate_address,
 )
+from switchboard.events import ConnectorToolsChanged, EventBus, HostEvent, ManifestApplied
 from switchboard.lifecycle.answers import LifecycleAnswer
+from switchboard.lifecycle.host import LifecycleHost
 from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
 from switchboard.lifecycle.verbs import MAX_BACKSCROLL
-from switchboard.refusals.refusal import Refusal, RefusalKind, name_refusal, storage_refusal
-from switchboard.store import StorageUnavailableError, StoredMessage, StoreError
+from switchboard.refusals import (
+    Refusal,
+    RefusalKind,
+    directory_refusal,
+    name_refusal,
+    storage_refusal,
+)
+from switchboard.store import MessageStore, StorageUnavailableError, StoredMessage, StoreError
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
-from switchboard.tuneouts.host import StartedTuneOut
+from switchboard.tuneouts.host import StartedTuneOut, TuneOutHost
 from switchboard.tuneouts.records import diverts_at_all
 from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutTerms
 
-__all__ = ["TUNE_OUT", "BoardPort", "agent_port"]
+__all__ = ["TUNE_OUT", "AgentService", "AgentSide"]
 
 log = structlog.get_logger(__name__)
 
@@ -122,21 +106,58 @@ TYPING = Caller("typing did not change", "channel", "server_id")
 """The wording of ``typing``'s name refusals."""
 
 
-def agent_port(board: Switchboard, agent: str) -> AgentPort:
-    """The port through which the tools of the agent named ``agent`` reach ``board``."""
-    return BoardPort(board, board.desk(agent))
+def _handle(name: str) -> str:
+    return name if name.startswith("@") else f"@{name}"
 
 
-class BoardPort:
-    """:class:`~switchboard.agents.port.protocol.AgentPort` on a :class:`Switchboard`, for one
-    desk."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentSide:
+    """The agent side's shared parts, built once by the composition root; every agent's port
+    works over them (:meth:`port`).
 
-    __slots__ = ("_backlogs", "_board", "_desk", "_reader")
+    Attributes:
+        configured: The configured connectors' server ids, in config order.
+        many_configured: Whether ``[[agents]]`` is configured.
+        owners: The owner of each connector that has one now.
+        store: The message store (``message_get`` and peeks read it).
+    """
 
-    def __init__(self, board: Switchboard, desk: AgentDesk) -> None:
-        self._board = board
+    configured: Sequence[str]
+    many_configured: bool
+    registry: ChannelRegistry
+    owners: Owners
+    store: MessageStore
+    events: EventBus
+    roster: Roster
+    desks: Desks
+    default_channel: DefaultChannel
+    router: Router
+    delivery: InboxDelivery
+    watchers: InboxWatchers
+    publisher: Publisher
+    lifecycle: LifecycleHost
+    tuneouts: TuneOutHost
+    typing: TypingKeeper
+    streams: OutgoingStreams
+    context_hooks: ContextHooks
+    mail: Mail
+    directory: Directory
+    lifetimes: Lifetimes
+
+    def port(self, agent: str) -> AgentPort:
+        """The port through which the tools of the agent named ``agent`` reach the host."""
+        return AgentService(self, self.desks.for_agent(agent))
+
+
+class AgentService:
+    """:class:`~switchboard.agents.port.protocol.AgentPort` for one agent (see the module
+    docstring)."""
+
+    __slots__ = ("_desk", "_reader", "_side")
+
+    def __init__(self, side: AgentSide, desk: AgentDesk) -> None:
+        self._side = side
         self._desk = desk
-        self._backlogs = TuneOutInbox(board.tuneouts)
         # The reader of calls that name none: they acknowledge each other's reads.
         self._reader = Reader(f"port:{desk.name}")
 
@@ -153,52 +174,54 @@ class BoardPort:
         return self._desk.prose.value
 
     def _locus(self) -> Locus:
-        return self._desk.locus(self._board.registry, self._board.default_channel)
+        return self._desk.locus(self._side.registry, self._side.default_channel)
 
     def locus_shown(self) -> str | None:
         ref = self._locus().ref
         return None if ref is None else self.name_shown(ref)
 
     def name_shown(self, ref: ChannelRef, *, in_turn: bool = True) -> str:
-        names = self._board.registry.names
+        names = self._side.registry.names
         return names.name_shown(ref, self._desk.own) if in_turn else names.name_shown(ref)
 
     def target_shown(self, ref: ChannelRef) -> str:
-        names = self._board.registry.names
+        names = self._side.registry.names
         own = self._desk.own
         return names.prose_target_for(ref, own) or names.name_shown(ref, own)
 
     # -- channels, publish, speech, inbox -------------------------------------------------
 
     def channels(self) -> ChannelListing:
-        board = self._board
-        servers = {c.id: "disconnected" for c in board.config.connectors}
+        side = self._side
+        servers = dict.fromkeys(side.configured, "disconnected")
         disabled: dict[str, tuple[DisabledFeatureSet, ...]] = {}
-        for sid, session in board.sessions.items():
-            servers[sid] = session.state.value
-            if session.disabled_feature_sets:
-                disabled[sid] = session.disabled_feature_sets
-        rows = channel_rows(board.registry, self._desk.own, board.desired_state)
+        for sid, owner in side.owners.items():
+            servers[sid] = owner.state.value
+            if owner.disabled_feature_sets:
+                disabled[sid] = owner.disabled_feature_sets
+        rows = channel_rows(side.registry, self._desk.own, side.lifecycle.desired_state)
         return ChannelListing(rows, servers, disabled)
 
     async def publish(
         self, text: str, *, channel: str | None = None, server_id: str | None = None
     ) -> AgentPublish:
-        board = self._board
+        side = self._side
         return await publish_for_agent(
-            board.registry,
-            board.default_channel,
+            side.registry,
+            side.default_channel,
             self._desk,
             text,
-            publish_to=board.publish_to,
-            publish_named=board.publish,
+            publish_to=side.publisher.publish_to,
+            publish_named=side.publisher.publish,
             channel=channel,
             server_id=server_id,
         )
 
     async def speak(self, text: str) -> Speech:
-        board = self._board
-        return await speak(board.registry, board.publish_to, self._desk, self._locus(), text)
+        side = self._side
+        return await speak(
+            side.registry, side.publisher.publish_to, self._desk, self._locus(), text
+        )
 
     async def read_inbox(
         self,
@@ -209,12 +232,12 @@ class BoardPort:
         limit: int = 50,
         budget: PageBudget | None = None,
     ) -> AgentRead:
-        board = self._board
+        side = self._side
         desk = self._desk
         context: list[dict[str, Any]] = []
         async with desk.reading:
             try:
-                read = await board.read_inbox(
+                read = await side.delivery.read(
                     desk.name,
                     after=after,
                     reader=self._reader if reader is None else reader,
@@ -225,34 +248,40 @@ class BoardPort:
             except StorageUnavailableError as exc:  # a cursor or delivered mark not written
                 raise storage_refusal(exc.cause, "this read") from None
             if read.messages:
-                turn = desk.begin_turn(read.messages, board.registry)
+                turn = desk.begin_turn(read.messages, side.registry)
                 log.debug("turn_began", agent=desk.name, turn=turn.number, locus=turn.locus.source)
                 said = "\n".join(t for t in map(message_text, read.messages) if t)
-                context = await board.before_inference(desk, user_message=said or None)
+                # The turn begins: speech still streaming is abandoned, automatic typing moves
+                # to the new locus, and the connectors add their context.
+                await side.streams.abort_all(desk.name)
+                await side.typing.turn_began(
+                    desk.name, desk.locus(side.registry, side.default_channel).ref
+                )
+                context = await side.context_hooks.gather(desk, user_message=said or None)
         return AgentRead(read.messages, read.cursor, read.more, context, read.redelivered)
 
     async def stored_message(self, seq: int) -> StoredMessage | None:
         if seq < 1:
             return None
-        found = await self._board.store.read(seq - 1, 1)
+        found = await self._side.store.read(seq - 1, 1)
         if not found or found[0].seq != seq:
             return None
         # A message not routed to this agent is answered as if it did not exist.
-        return found[0] if self._board.router.routes(self.agent, found[0]) else None
+        return found[0] if self._side.router.routes(self.agent, found[0]) else None
 
     async def peek_inbox(self, *, limit: int = 50) -> list[StoredMessage]:
-        board = self._board
+        side = self._side
         agent = self._desk.name
-        book = board.tuneouts.book
-        ended = board.tuneouts.withholding(agent)
-        after = await board.store.get_cursor(agent)
+        book = side.tuneouts.book
+        ended = side.tuneouts.withholding(agent)
+        after = await side.store.get_cursor(agent)
         owed: list[StoredMessage] = []
         while len(owed) < limit:
-            batch = await board.store.read(after, limit)
+            batch = await side.store.read(after, limit)
             if not batch:
                 break
             after = batch[-1].seq
-            routed = board.router.reader(agent)
+            routed = side.router.reader(agent)
             for m in batch:
                 if not routed(m):
                     continue
@@ -270,10 +299,7 @@ class BoardPort:
         listener: Callable[[Sequence[Arrival]], None],
         details: Callable[[], bool] | None = None,
     ) -> None:
-        self._board.events.subscribe(
-            _InboxWatch(self._board, self.agent, listener, details), takes=_InboxWatch.OBSERVES
-        )
-        self._board.router.watch(self.agent, _MailWatch(listener))
+        self._side.watchers.watch(self.agent, listener, details)
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -284,7 +310,7 @@ class BoardPort:
         resolver that ``channel_publish`` uses: an id, a qualified name, a raw id, a label or
         an @person, the turn's own channels first; an empty ``server_id`` is none."""
         try:
-            entry = self._board.registry.names.resolve(
+            entry = self._side.registry.names.resolve(
                 channel, server_id=server_id or None, own=self._desk.own, caller=caller
             )
         except ChannelNameError as exc:
@@ -309,10 +335,10 @@ class BoardPort:
         before_message_id: str | None = None,
     ) -> LifecycleAnswer:
         ref = self._tool_channel(channel, server_id, "channel_open")
-        rejoined = self._board.router.rejoin(self.agent, ref)
+        rejoined = self._side.router.rejoin(self.agent, ref)
         answer = await self._decided(
             ref,
-            self._board.lifecycle.open(
+            self._side.lifecycle.open(
                 ref,
                 by_agent=self.agent,
                 backscroll=max(0, min(MAX_BACKSCROLL, backscroll)),
@@ -322,19 +348,19 @@ class BoardPort:
         if not rejoined:
             return answer
         note = (
-            f"You rejoined channel {self._board.registry.names.quoted_shown(ref)}: its traffic "
+            f"You rejoined channel {self._side.registry.names.quoted_shown(ref)}: its traffic "
             "comes to you again."
         )
         return dataclasses.replace(answer, text=f"{note} {answer.text}".strip())
 
     async def close(self, channel: str, *, server_id: str | None = None) -> LifecycleAnswer:
         ref = self._tool_channel(channel, server_id, "channel_close")
-        others = [a for a in self._board.router.wanted_by(ref) if a != self.agent]
+        others = [a for a in self._side.router.wanted_by(ref) if a != self.agent]
         if not others:  # nobody else wants it: the connector is asked to close it
-            return await self._decided(ref, self._board.lifecycle.close(ref, by_agent=self.agent))
+            return await self._decided(ref, self._side.lifecycle.close(ref, by_agent=self.agent))
         # A channel stays open while any agent wants it: this agent leaves it instead.
         try:
-            fresh = self._board.router.leave(self.agent, ref)
+            fresh = self._side.router.leave(self.agent, ref)
         except StoreError as exc:
             raise Refusal(
                 RefusalKind.UNCONFIRMED,
@@ -343,7 +369,7 @@ class BoardPort:
                 server_id=ref.server_id,
                 channel_id=ref.channel_id,
             ) from None
-        shown = self._board.registry.names.quoted_shown(ref)
+        shown = self._side.registry.names.quoted_shown(ref)
         wanting = ", ".join(f"@{a}" for a in others)
         text = (
             f"You {'left' if fresh else 'had already left'} channel {shown}: its traffic, "
@@ -363,7 +389,7 @@ class BoardPort:
         ref = self._tool_channel(channel, server_id, "channel_decline")
         return await self._decided(
             ref,
-            self._board.lifecycle.decline(
+            self._side.lifecycle.decline(
                 ref, message_id=message_id, acknowledge=acknowledge, by_agent=self.agent
             ),
         )
@@ -371,13 +397,16 @@ class BoardPort:
     # -- tune-outs --------------------------------------------------------------------------
 
     def tune_outs(self) -> list[ActiveTuneOut]:
-        return self._board.tuneouts.of_agent(self.agent)
+        agent = self.agent
+        return [
+            h for h in self._side.tuneouts.book.epochs() if agent in (h.epoch.owner, h.epoch.reader)
+        ]
 
     def _by_epoch_name(self, name: str, kind: ScopeKind) -> ChannelRef | None:
         """The one ref among the agent's tune-outs of ``kind`` that ``name`` spells, if any."""
         hits = {
             h.epoch.scope.ref
-            for h in self._board.tuneouts.of_agent(self.agent)
+            for h in self.tune_outs()
             if h.epoch.scope.kind is kind
             and name in (h.epoch.scope.ref.channel_id, qualified_name(h.epoch.scope.ref))
         }
@@ -386,7 +415,7 @@ class BoardPort:
     def _locate(self, channel: str, kind: ScopeKind, *, ours: bool = False) -> ChannelRef:
         """The channel ``channel`` names; with ``ours``, also one of the agent's tune-outs'
         channels that is no longer registered, by its id or qualified name."""
-        names = self._board.registry.names
+        names = self._side.registry.names
         try:
             return names.resolve(channel, own=self._desk.own, caller=TUNE_OUT).ref
         except ChannelNameError as exc:
@@ -398,11 +427,11 @@ class BoardPort:
     def _mine(self, channel: str, kind: ScopeKind) -> ActiveTuneOut:
         """The agent's tune-out (as owner or reader) of ``channel`` in ``kind``, or a refusal."""
         ref = self._locate(channel, kind, ours=True)
-        tuneouts = self._board.tuneouts
+        tuneouts = self._side.tuneouts
         held = tuneouts.find(self.agent, TuneOutScope(ref, kind))
         if held is not None:
             return held
-        shown = self._board.registry.names.quoted_shown(ref, self._desk.own)
+        shown = self._side.registry.names.quoted_shown(ref, self._desk.own)
         other = tuneouts.holding(ref) if kind is ScopeKind.CHANNEL else None
         what = f"channel {shown}" if kind is ScopeKind.CHANNEL else f"every channel but {shown}"
         if other is not None:
@@ -415,20 +444,21 @@ class BoardPort:
         self, channel: str, scope: ScopeKind, terms: TuneOutTerms
     ) -> StartedTuneOut:
         ref = self._locate(channel, scope)
-        return await self._board.tuneouts.start(self.agent, TuneOutScope(ref, scope), terms)
+        return await self._side.tuneouts.start(self.agent, TuneOutScope(ref, scope), terms)
 
     async def cancel_tune_out(
         self, channel: str, scope: ScopeKind, digest: str | None = None
     ) -> CancelledTuneOut:
         held = self._mine(channel, scope)
-        settled = await self._board.tuneouts.cancel(held.epoch.epoch_id, self.agent, digest)
+        settled = await self._side.tuneouts.cancel(held.epoch.epoch_id, self.agent, digest)
         return CancelledTuneOut(held, settled.end_seq)
 
     async def tune_out_backlog(
         self, channel: str, scope: ScopeKind, *, after_seq: int, limit: int
     ) -> TuneOutPage:
         held = self._mine(channel, scope)
-        page = await self._backlogs.backlog(held, after_seq, limit)
+        # The reader's view is not narrowed by routing: it is whatever the epoch withheld.
+        page = await withheld_page(self._side.store, held, after_seq, limit)
         return TuneOutPage(held, page.messages, page.cursor, page.more)
 
     # -- presence ---------------------------------------------------------------------------
@@ -438,17 +468,17 @@ class BoardPort:
         a DM name) must pick one; ``server_id`` narrows to one server."""
         if server_id:
             return [self._tool_channel(channel, server_id, "typing", TYPING)]
-        fanned = self._board.registry.names.channels_named(channel)
+        fanned = self._side.registry.names.channels_named(channel)
         return list(fanned) if fanned else [self._tool_channel(channel, None, "typing", TYPING)]
 
     def _shows_typing(self, ref: ChannelRef) -> bool:
-        session = self._board.sessions.get(ref.server_id)
-        return session is not None and session.grant.allows("channels.typing")
+        owner = self._side.owners.get(ref.server_id)
+        return owner is not None and owner.grant.allows("channels.typing")
 
     async def typing(
         self, channel: str, *, on: bool, server_id: str | None = None, refreshes: int
     ) -> list[TypingIn]:
-        keeper = self._board.typing
+        keeper = self._side.typing
         typing: list[ChannelRef] = []
         for ref in self._typing_refs(channel, server_id):
             if on:
@@ -471,7 +501,7 @@ class BoardPort:
         bound = None
         if sticky.target is not None and desk.sticky_ref is not None:
             bound = {sticky.target: desk.sticky_ref}
-        return self._board.streams.begin(
+        return self._side.streams.begin(
             self.agent,
             conversation_id=desk.conversation_id,
             mode=desk.prose,
@@ -482,7 +512,7 @@ class BoardPort:
         )
 
     async def stream(self, text: str, *, inference_id: str | None = None) -> StreamFed:
-        streams = self._board.streams
+        streams = self._side.streams
         if inference_id is None:
             speech = self._begin_stream()
         else:
@@ -499,7 +529,7 @@ class BoardPort:
     async def end_stream(
         self, inference_id: str, *, text: str = "", abort: bool = False
     ) -> SpeechEnd[Speech]:
-        streams = self._board.streams
+        streams = self._side.streams
         speech = streams.get(self.agent, inference_id)
         if speech is None:
             raise self._no_stream(inference_id)
@@ -516,13 +546,13 @@ class BoardPort:
     # -- connector tools --------------------------------------------------------------------
 
     def connector_tools(self) -> list[ConnectorTool]:
-        sessions = self._board.sessions
-        return [tool for sid in sorted(sessions) for tool in sessions[sid].tools.tools]
+        owners = self._side.owners
+        return [tool for sid in sorted(owners) for tool in owners[sid].tools.tools]
 
     async def call_connector_tool(
         self, server_id: str, tool: str, arguments: Mapping[str, Any]
     ) -> Mapping[str, Any]:
-        session = self._board.sessions.get(server_id)
+        session = self._side.owners.get(server_id)
         facts: dict[str, Any] = {"server_id": server_id, "tool": tool}
         what = f"tool {tool!r} of connector {server_id!r}"
         if session is None or session.state is SessionState.CLOSED:
@@ -583,22 +613,28 @@ class BoardPort:
         return result
 
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
-        self._board.events.subscribe(_ToolsWatch(listener), takes=_ToolsWatch.OBSERVES)
+        self._side.events.subscribe(_ToolsWatch(listener), takes=_ToolsWatch.OBSERVES)
 
     # -- mail and directory -----------------------------------------------------------------
 
     @property
     def many_agents(self) -> bool:
-        board = self._board
-        return bool(board.config.agents) or len(board.roster) > 1
+        side = self._side
+        return side.many_configured or len(side.roster) > 1
 
     @property
     def is_task(self) -> bool:
-        identity = self._board.roster.get(self._desk.name)
+        identity = self._side.roster.get(self._desk.name)
         return identity is not None and identity.kind == "task"
 
     async def send_mail(self, to: str, text: str) -> Deposit:
-        return await self._board.mail.deposit(self.agent, to, text)
+        if not text.strip():
+            raise Refusal(
+                RefusalKind.EMPTY_CONTENT,
+                "there is nothing to send: the text is empty",
+                "call agent_send with the words to send as text",
+            )
+        return await self._side.mail.deposit(self.agent, to, text)
 
     def directory_list(
         self,
@@ -611,7 +647,7 @@ class BoardPort:
         offset: int = 0,
     ) -> DirectoryPage:
         try:
-            return self._board.directory.list(
+            return self._side.directory.list(
                 prefix=prefix,
                 tag=tag,
                 kind=cast("Kind | None", kind),
@@ -624,21 +660,21 @@ class BoardPort:
 
     def directory_search(self, text: str, *, limit: int = 50, offset: int = 0) -> DirectoryPage:
         try:
-            return self._board.directory.search(text, limit=limit, offset=offset)
+            return self._side.directory.search(text, limit=limit, offset=offset)
         except DirectoryError as exc:
             raise directory_refusal(exc) from None
 
     def directory_lookup(self, address: str) -> DirectoryEntry:
         try:
-            return self._board.directory.lookup(address)
+            return self._side.directory.lookup(address)
         except DirectoryError as exc:
             raise directory_refusal(exc, address) from None
 
     def set_busy(self, busy: bool) -> DirectoryEntry:
-        identity = self._board.roster.get(self.agent)
+        identity = self._side.roster.get(self.agent)
         handle = identity.handle if identity is not None else f"@{self.agent}"
         try:
-            return self._board.directory.set_busy(handle, busy, force=True)
+            return self._side.directory.set_busy(handle, busy, force=True)
         except NotFound:
             raise Refusal(
                 RefusalKind.UNKNOWN_ADDRESS,
@@ -664,21 +700,63 @@ class BoardPort:
         turn_limit: int | None = None,
         home: str | None = None,
     ) -> SpawnedTask:
-        return self._board.lifetimes.spawn(
-            self.agent,
-            handle,
-            description=description,
-            deadline_seconds=deadline_seconds,
-            idle_timeout_seconds=idle_timeout_seconds,
-            turn_limit=turn_limit,
-            home=home,
-        )
+        address = _handle(handle)
+        try:
+            validate_address(address)
+        except InvalidName as exc:
+            said = f"{handle!r} is not an agent handle: {exc}; nothing was started"
+            raise directory_refusal(exc, address, said=said) from None
+        lifetimes = self._side.lifetimes
+        if lifetimes.taken(address):
+            raise Refusal(
+                RefusalKind.ADDRESS_TAKEN,
+                f"{address} is taken: a live agent has that name; nothing was started",
+                address=address,
+            )
+        try:
+            return lifetimes.start_task(
+                self.agent,
+                address,
+                description=description,
+                deadline_seconds=deadline_seconds,
+                idle_timeout_seconds=idle_timeout_seconds,
+                turn_limit=turn_limit,
+                home=home,
+            )
+        except NameTaken as exc:
+            said = f"{address} is taken: {exc}; nothing was started"
+            raise directory_refusal(
+                exc, address, kind=RefusalKind.ADDRESS_TAKEN, said=said
+            ) from None
+        except DirectoryError as exc:
+            said = f"{address} could not be claimed: {exc}; nothing was started"
+            raise directory_refusal(
+                exc, address, kind=RefusalKind.DIRECTORY_REFUSED, said=said
+            ) from None
 
     async def finish_task(self, result: str) -> EndedAgent:
-        return await self._board.lifetimes.finish(self.agent, result)
+        lifetimes = self._side.lifetimes
+        if lifetimes.live_task(self.agent) is None:
+            raise Refusal(
+                RefusalKind.NOT_A_TASK,
+                f"{_handle(self.agent)} is not a task agent, so it has nothing to finish",
+            )
+        ended = await lifetimes.end(self.agent, "finished", result=result)
+        assert ended is not None  # it was live and not ending
+        return ended
 
     async def end_task(self, handle: str) -> EndedAgent:
-        return await self._board.lifetimes.end_task(self.agent, handle)
+        lifetimes = self._side.lifetimes
+        task = lifetimes.live_task(handle)
+        if task is None or task.parent != self.agent:
+            raise Refusal(
+                RefusalKind.NOT_YOUR_TASK,
+                f"{_handle(handle)} is not a live task you started; nothing was ended",
+                handle=_handle(handle),
+            )
+        ended = await lifetimes.end(task.name, "ended-by-parent")
+        assert ended is not None
+        return ended
 
 
 class _ToolsWatch:
@@ -695,108 +773,3 @@ class _ToolsWatch:
     def __call__(self, event: HostEvent) -> None:
         if isinstance(event, ConnectorToolsChanged | ManifestApplied):
             self._listener()
-
-
-class _InboxWatch:
-    """A host event listener that tells ``listener`` of the messages committed for ``agent``
-    (a tune-out in effect that diverts one leaves it out; push events are never diverted)."""
-
-    __slots__ = ("_agent", "_board", "_details", "_listener")
-
-    #: The events it takes (it is subscribed to only these).
-    OBSERVES: ClassVar[tuple[type, ...]] = (MessagesAccepted, PushAccepted)
-
-    def __init__(
-        self,
-        board: Switchboard,
-        agent: str,
-        listener: Callable[[Sequence[Arrival]], None],
-        details: Callable[[], bool] | None = None,
-    ) -> None:
-        self._board = board
-        self._agent = agent
-        self._listener = listener
-        self._details = details
-
-    def __call__(self, event: HostEvent) -> None:
-        agent = self._agent
-        match event:
-            case MessagesAccepted(server_id=sid, messages=messages):
-                book = self._board.tuneouts.book
-                router = self._board.router
-                routed = (m for m in messages if router.routes_wire(agent, sid, m))
-                if self._details is not None and not self._details():
-                    # Only *that* something arrived is wanted: stop at the first message.
-                    if router.routes_every(agent, sid):
-                        # No message need be read (issue #14): one of the batch's channels
-                        # that no tune-out diverts says it.
-                        for cid in event.channels:
-                            if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:
-                                self._listener(())
-                                return
-                        return
-                    for m in routed:
-                        cid = str(m.get("channelId") or "")
-                        if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:
-                            self._listener(())
-                            return
-                    return
-                arrivals = [
-                    a
-                    for a in map(partial(_arrival, sid), routed)
-                    if not a.ref.channel_id or book.diverts(a.ref, agent) is None
-                ]
-            case PushAccepted(server_id=sid, message=message):
-                if not self._board.router.routes_wire(agent, sid, message):
-                    return
-                arrivals = [_arrival(sid, message)]
-            case _:
-                return
-        if arrivals:
-            self._listener(arrivals)
-
-
-class _MailWatch:
-    """A :meth:`Router.watch <switchboard.agents.inbox.routing.Router.watch>` listener: tells
-    ``listener`` of the messages stored without a host event (mail) that are routed to the
-    agent."""
-
-    __slots__ = ("_listener",)
-
-    def __init__(self, listener: Callable[[Sequence[Arrival]], None]) -> None:
-        self._listener = listener
-
-    def __call__(self, messages: Sequence[StoredMessage]) -> None:
-        self._listener(
-            [
-                Arrival(
-                    ChannelRef(m.server_id, m.channel_id),
-                    m.message_id,
-                    m.author_name,
-                    message_text(m),
-                    m.timestamp,
-                    m.thread_id,
-                )
-                for m in messages
-            ]
-        )
-
-
-def _arrival(server_id: str, message: Mapping[str, Any]) -> Arrival:
-    """The :class:`Arrival` of one accepted wire message (validated by the host before)."""
-    author = message.get("author")
-    name = author.get("name", "") if isinstance(author, Mapping) else ""
-    content = message.get("content")
-    blocks = content if isinstance(content, list) else []
-    text = "\n".join(
-        str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
-    )
-    thread = message.get("threadId")
-    return Arrival(
-        ChannelRef(server_id, str(message.get("channelId") or "")),
-        str(message.get("messageId", "")),
-        str(name),
-        text,
-        str(message.get("timestamp", "")),
-        thread if isinstance(thread, str) else None,
-    )

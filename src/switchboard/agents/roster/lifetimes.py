@@ -14,7 +14,7 @@ What this module knows (docs/agents.md, "Lifetimes and task agents"):
   configured identity: its count is kept in the same table (so it survives the address
   being released), shown in the entry's metadata (``{"incarnation": n}``) and set on
   :attr:`Identity.incarnation <switchboard.agents.roster.roster.Identity.incarnation>`.
-- **Task agents** (:meth:`Lifetimes.spawn`). Any agent may start one: the task claims its
+- **Task agents** (:meth:`Lifetimes.start_task`). Any agent may start one: the task claims its
   ``@handle`` under a fresh owner token (which is also its bearer token; only digests are
   kept), joins the roster as kind ``task`` with the caller as its parent, and the token is
   handed out once. A task ends at its ``deadline``, after ``idle_timeout`` seconds without
@@ -51,19 +51,23 @@ import anyio
 import structlog
 
 from switchboard.agents.desk.desk import AgentDesk
-from switchboard.agents.inbox.mail import SYSTEM_SENDER, directory_refusal
-from switchboard.agents.roster.roster import Identity, IdentityKind, Roster, token_digest
+from switchboard.agents.roster.roster import (
+    SYSTEM_SENDER,
+    Identity,
+    IdentityKind,
+    Roster,
+    token_digest,
+)
 from switchboard.directory import (
     Directory,
     DirectoryError,
     Entry,
     HeldByAnotherOwner,
     InvalidName,
-    NameTaken,
     NotFound,
     validate_address,
 )
-from switchboard.refusals.refusal import Refusal, RefusalKind
+from switchboard.refusals.refusal import Refusal
 
 __all__ = [
     "RECORDS_TABLE",
@@ -383,10 +387,23 @@ class Lifetimes:
 
     # -- task agents --------------------------------------------------------------------------
 
-    def spawn(
+    def live_task(self, name: str) -> Identity | None:
+        """The live task agent ``name`` (a handle's ``@`` is ignored), or None when there is
+        none or it is ending."""
+        identity = self._roster.get(name)
+        if identity is None or identity.kind != "task" or identity.name in self._ending:
+            return None
+        return identity
+
+    def taken(self, address: str) -> bool:
+        """Whether a live (or ending) agent, or the host's own mail, has ``address``'s name."""
+        name = _name(address)
+        return name in self._roster or name == SYSTEM_SENDER or name in self._ending
+
+    def start_task(
         self,
         parent: str,
-        handle: str,
+        address: str,
         *,
         description: str = "",
         deadline_seconds: float | None = None,
@@ -394,26 +411,15 @@ class Lifetimes:
         turn_limit: int | None = None,
         home: str | None = None,
     ) -> SpawnedTask:
-        """Start the task agent ``handle`` for the agent named ``parent``.
+        """Start the task agent at ``address`` (a valid agent address nobody live has) for the
+        agent named ``parent``: claim the address under a fresh token, which is handed back
+        and kept nowhere else, and add the task to the roster.
 
         Raises:
-            Refusal: ``directory-refused`` (not an agent address, or a field the directory
-                refuses), ``address-taken`` (a live agent has that name, or another owner
-                holds the address: the directory's reason is given).
+            DirectoryError: the directory refused the claim (``NameTaken``: another owner
+                holds it); nothing was started.
         """
-        address = handle if handle.startswith("@") else f"@{handle}"
-        try:
-            validate_address(address)
-        except InvalidName as exc:
-            said = f"{handle!r} is not an agent handle: {exc}; nothing was started"
-            raise directory_refusal(exc, address, said=said) from None
         name = _name(address)
-        if name in self._roster or name == SYSTEM_SENDER or name in self._ending:
-            raise Refusal(
-                RefusalKind.ADDRESS_TAKEN,
-                f"{address} is taken: a live agent has that name; nothing was started",
-                address=address,
-            )
         now = self._clock()
         deadline = now + deadline_seconds if deadline_seconds is not None else None
         parent_handle = _handle(parent)
@@ -421,27 +427,16 @@ class Lifetimes:
         metadata: dict[str, object] = {_MARK: "task", "parent": parent_handle}
         if deadline is not None:
             metadata["deadline"] = deadline
-        try:
-            self._directory.claim(
-                address,
-                token=token,
-                holder=address,
-                tags=(TASK_TAG,),
-                description=description,
-                metadata=metadata,
-            )
-            # Online only once the task's worker attaches (the claim marked it online).
-            self._directory.set_online(address, False, force=True)
-        except NameTaken as exc:
-            said = f"{address} is taken: {exc}; nothing was started"
-            raise directory_refusal(
-                exc, address, kind=RefusalKind.ADDRESS_TAKEN, said=said
-            ) from None
-        except DirectoryError as exc:
-            said = f"{address} could not be claimed: {exc}; nothing was started"
-            raise directory_refusal(
-                exc, address, kind=RefusalKind.DIRECTORY_REFUSED, said=said
-            ) from None
+        self._directory.claim(
+            address,
+            token=token,
+            holder=address,
+            tags=(TASK_TAG,),
+            description=description,
+            metadata=metadata,
+        )
+        # Online only once the task's worker attaches (the claim marked it online).
+        self._directory.set_online(address, False, force=True)
         identity = Identity(
             name=name,
             handle=address,
@@ -476,44 +471,6 @@ class Lifetimes:
             turn_limit=turn_limit,
             home=home,
         )
-
-    async def finish(self, name: str, result: str) -> EndedAgent:
-        """The task ``name`` is done: end it (``finished``) and mail ``result`` to its parent.
-
-        Raises:
-            Refusal: ``not-a-task``, the caller is not a live task agent.
-        """
-        identity = self._roster.get(name)
-        if identity is None or identity.kind != "task" or name in self._ending:
-            raise Refusal(
-                RefusalKind.NOT_A_TASK,
-                f"{_handle(name)} is not a task agent, so it has nothing to finish",
-            )
-        ended = await self.end(name, "finished", result=result)
-        assert ended is not None  # it was live and not ending
-        return ended
-
-    async def end_task(self, parent: str, handle: str) -> EndedAgent:
-        """The agent ``parent`` ends its own task ``handle`` (``ended-by-parent``).
-
-        Raises:
-            Refusal: ``not-your-task``, ``handle`` is no live task started by ``parent``.
-        """
-        identity = self._roster.get(handle)
-        if (
-            identity is None
-            or identity.kind != "task"
-            or identity.parent != _name(parent)
-            or identity.name in self._ending
-        ):
-            raise Refusal(
-                RefusalKind.NOT_YOUR_TASK,
-                f"{_handle(handle)} is not a live task you started; nothing was ended",
-                handle=_handle(handle),
-            )
-        ended = await self.end(identity.name, "ended-by-parent")
-        assert ended is not None
-        return ended
 
     # -- ending -------------------------------------------------------------------------------
 

@@ -22,12 +22,15 @@ from __future__ import annotations
 import hmac
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from switchboard.config import AgentEntry
 from switchboard.directory import hash_token
 
-__all__ = ["Identity", "IdentityKind", "Roster", "token_digest"]
+__all__ = ["SYSTEM_SENDER", "Identity", "IdentityKind", "Roster", "token_digest"]
+
+SYSTEM_SENDER: Final = "switchboard"
+"""The sender name of the host's own mail (``@switchboard``), when no agent has that name."""
 
 IdentityKind = Literal["configured", "task"]
 

@@ -26,8 +26,8 @@ Beside them, the connectors' own MCP tools (:mod:`~switchboard.agents.tools.conn
 :class:`SwitchboardServer` lists them after Switchboard's tools and forwards a call of any
 name that is not one of Switchboard's to them, and its agents are told when they change.
 
-What it deliberately does not know: anything of the host but its port (the host object is only
-handed to :func:`~switchboard.agents.port.service.agent_port`).
+What it deliberately does not know: anything of the host but its port (the composition root
+makes each agent's port and serves it with :func:`server_for`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ from mcp.types import (
 
 from switchboard import __version__
 from switchboard.agents.port.protocol import AgentPort
-from switchboard.agents.port.service import agent_port
 from switchboard.agents.tools.agent_tools import TOOLS as AGENT_TOOLS
 from switchboard.agents.tools.channel_tools import TOOLS as CHANNEL_TOOLS
 from switchboard.agents.tools.connector_passthrough import ConnectorPassthrough, ToolListNotifier
@@ -59,10 +58,9 @@ from switchboard.agents.tools.push import INBOX_URI, InboxPush
 from switchboard.agents.tools.results import refused
 from switchboard.agents.tools.task_tools import TOOLS as TASK_TOOLS
 from switchboard.agents.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
-from switchboard.app.board import Switchboard
 from switchboard.refusals.refusal import Refusal, RefusalKind
 
-__all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "build_server", "server_for"]
+__all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "server_for"]
 
 INSTRUCTIONS = """\
 Switchboard connects you to chat channels. Call `inbox` to read what people wrote (pass
@@ -174,8 +172,3 @@ def _not_offered(name: str) -> Refusal:
 def server_for(port: AgentPort) -> MCPServer[dict[str, Any]]:
     """An ``MCPServer`` whose tools act for the agent ``port`` serves."""
     return SwitchboardServer(port)
-
-
-def build_server(board: Switchboard, *, agent: str) -> MCPServer[dict[str, Any]]:
-    """An ``MCPServer`` exposing ``board`` to the agent named ``agent`` (through its port)."""
-    return server_for(agent_port(board, agent))

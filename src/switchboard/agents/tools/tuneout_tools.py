@@ -37,6 +37,7 @@ from switchboard.agents.port.protocol import (
     ActiveTuneOut,
     AgentPort,
     ScopeKind,
+    TuneOutTerms,
 )
 from switchboard.agents.tools.results import (
     MAX_ANSWER_BYTES,
@@ -46,7 +47,6 @@ from switchboard.agents.tools.results import (
     refusal_boundary,
 )
 from switchboard.agents.tools.toolset import READ_ONLY, ToolSet, writes
-from switchboard.tuneouts.rules.epochs import TuneOutTerms
 
 __all__ = [
     "TOOLS",

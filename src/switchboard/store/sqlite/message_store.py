@@ -145,6 +145,7 @@ class MessageStore:
         self._closed = False
         self._storage_problem: str | None = None
         self._storage_listeners: list[Callable[[str | None], None]] = []
+        self._head_listeners: list[Callable[[int], None]] = []
         self._writer: GroupWriter[_Waiter] = GroupWriter(
             writer_conn, latest_seq, self._group_done_from_thread, index=index
         )
@@ -642,12 +643,22 @@ class MessageStore:
         if latest > self._latest:
             self._latest = latest
             self._wake_waiters()
+            for listener in self._head_listeners:
+                try:
+                    listener(latest)
+                except Exception:
+                    log.exception("head_listener_failed")
 
     @property
     def storage_problem(self) -> str | None:
         """What the storage said when it last refused a write (``database or disk is full``),
         or None when the latest write succeeded (or none failed)."""
         return self._storage_problem
+
+    def watch_head(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener`` on the event loop with the new :attr:`latest_seq` each time
+        commits raise it (once per group commit), after the commits' callers are answered."""
+        self._head_listeners.append(listener)
 
     def watch_storage(self, listener: Callable[[str | None], None]) -> None:
         """Call ``listener`` on the event loop whenever the storage starts refusing writes

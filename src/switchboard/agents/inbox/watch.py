@@ -1,0 +1,329 @@
+"""Watching agents' inboxes: :class:`InboxWatchers`, woken by the store's committed head.
+
+What this module knows (docs/tools.md, "Push"):
+
+- **What a watcher is told.** The messages committed for its agent, in commit order, as
+  :class:`Arrival` values: routed to the agent (docs/agents.md, "Routing"), and not diverted by a
+  tune-out in effect (push events and mail never are). Telling is not delivering: the inbox
+  read hands messages out and acknowledges them. A watcher that wants only *that* something
+  arrived (its ``details`` answers False) is told an empty sequence, once per batch.
+- **Woken by the head.** The store reports every move of its committed head. Whatever was
+  committed in this process is told at once from what the committer had in hand (a
+  ``MessagesAccepted`` or ``PushAccepted`` event, mail through :meth:`InboxWatchers.arrived`),
+  so the ingest path reads nothing back. A head that moved with nothing told of it (a commit
+  made elsewhere: another instance, a direct append) is read from the store after
+  :data:`SETTLE_SECONDS` and told the same way. Each message is told once and in order: a
+  batch told out of order is read from the store instead.
+
+What it deliberately does not know: MCP and how a push is sent (``agents.tools.push``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Protocol
+
+import anyio
+import structlog
+
+from switchboard.agents.inbox.routing import Router, message_text_of
+from switchboard.channels import ChannelRef
+from switchboard.events import EventBus, HostEvent, MessagesAccepted, PushAccepted
+from switchboard.store import StoredMessage
+from switchboard.tuneouts.records import diverts_at_all
+from switchboard.tuneouts.rules.epochs import TuneOutBook
+
+__all__ = ["SETTLE_SECONDS", "Arrival", "Heads", "InboxWatchers", "message_text"]
+
+log = structlog.get_logger(__name__)
+
+SETTLE_SECONDS: Final = 0.05
+"""How long a head move waits for the committer in this process to tell of it before the
+store is read instead."""
+
+_PAGE = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A message just committed for the agent, as a watcher is told of it.
+
+    Attributes:
+        ref: Its channel (``channel_id`` empty for a push event that names none).
+        message_id: Its stable id (the ``message_id`` of the inbox read that carries it).
+        author: The author's name as the connector gave it.
+        text: Its text blocks, joined by newlines.
+        timestamp: When it was written, as the connector gave it.
+        thread_id: The thread it belongs to, if any.
+    """
+
+    ref: ChannelRef
+    message_id: str
+    author: str
+    text: str
+    timestamp: str
+    thread_id: str | None = None
+
+
+def message_text(message: StoredMessage) -> str:
+    """The text blocks of ``message`` joined by newlines (other blocks are left out)."""
+    return message_text_of(message.content)
+
+
+class Heads(Protocol):
+    """What the watchers read of the message store: its head, and the messages below it."""
+
+    @property
+    def latest_seq(self) -> int: ...
+
+    def watch_head(self, listener: Callable[[int], None]) -> None: ...
+
+    async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]: ...
+
+
+class Diversions(Protocol):
+    """Where the tune-outs in effect are (:class:`~switchboard.tuneouts.host.TuneOutHost`)."""
+
+    @property
+    def book(self) -> TuneOutBook: ...
+
+
+class _Watch:
+    """One watcher of one agent's inbox."""
+
+    __slots__ = ("agent", "details", "listener")
+
+    def __init__(
+        self,
+        agent: str,
+        listener: Callable[[Sequence[Arrival]], None],
+        details: Callable[[], bool] | None,
+    ) -> None:
+        self.agent = agent
+        self.listener = listener
+        self.details = details
+
+
+class InboxWatchers:
+    """Every inbox watcher of the host (see the module docstring).
+
+    Args:
+        store: The message store (its head, and the messages a catch-up reads).
+        router: Which messages are routed to which agent.
+        tuneouts: The tune-outs in effect.
+        events: The host's bus; the watchers follow it from the first :meth:`watch` on, after
+            every listener subscribed before.
+    """
+
+    #: The events it takes (it is subscribed to only these).
+    OBSERVES: ClassVar[tuple[type, ...]] = (MessagesAccepted, PushAccepted)
+
+    def __init__(
+        self, store: Heads, router: Router, tuneouts: Diversions, events: EventBus
+    ) -> None:
+        self._store = store
+        self._events = events
+        self._router = router
+        self._tuneouts = tuneouts
+        self._watches: list[_Watch] = []
+        #: Every message up to here has been told (or was committed before anyone watched).
+        self._told = store.latest_seq
+        self._head = self._told
+        self._due = False
+        self._wake = anyio.Event()
+        #: How many messages were read back from the store rather than told by the committer.
+        self.read_back = 0
+        store.watch_head(self._moved)
+
+    def watch(
+        self,
+        agent: str,
+        listener: Callable[[Sequence[Arrival]], None],
+        details: Callable[[], bool] | None = None,
+    ) -> None:
+        """Tell ``listener`` of the messages committed for ``agent`` from now on (it must not
+        block; see the module docstring for ``details``)."""
+        if not self._watches:
+            self._events.subscribe(self.observe, takes=self.OBSERVES)
+        self._watches.append(_Watch(agent, listener, details))
+
+    # -- told by the committer ------------------------------------------------------------
+
+    def observe(self, event: HostEvent) -> None:
+        """A batch or a push event committed in this process (a host event listener)."""
+        match event:
+            case MessagesAccepted(server_id=sid, messages=messages, last_seq=last):
+                if last is None:
+                    self._tell_batch(sid, messages, event.channels)
+                    return
+                skip = self._skip(last - len(messages) + 1, last)
+                if skip is None:
+                    return
+                if skip:
+                    messages = list(messages)[skip:]
+                    self._tell_batch(sid, messages, {m["channelId"] for m in messages})
+                else:
+                    self._tell_batch(sid, messages, event.channels)
+            case PushAccepted(server_id=sid, message=message, seq=seq):
+                if seq is not None and self._skip(seq, seq) is None:
+                    return
+                for watch in self._watches:
+                    if self._router.routes_wire(watch.agent, sid, message):
+                        self._call(watch, [_arrival(sid, message)])
+            case _:
+                return
+
+    def arrived(self, messages: Sequence[StoredMessage]) -> None:
+        """Messages committed in this process with no host event (mail), in seq order."""
+        if not messages:
+            return
+        skip = self._skip(messages[0].seq, messages[-1].seq)
+        if skip is None:
+            return
+        self._tell_stored(messages[skip:], details=False)
+
+    def _skip(self, first: int, last: int) -> int | None:
+        """How many of the messages ``first..last`` were told already; None when all were, or
+        when messages before them were not yet (they are read from the store in order)."""
+        told = self._told
+        if last <= told:
+            return None
+        if first > told + 1:
+            self._due_up_to(last)
+            return None
+        self._told = last
+        return told + 1 - first
+
+    # -- woken by the head ----------------------------------------------------------------
+
+    def _moved(self, head: int) -> None:
+        """The store's committed head moved to ``head`` (called on the event loop)."""
+        if head <= self._head:
+            return
+        self._head = head
+        if not self._watches:
+            self._told = max(self._told, head)  # nobody to tell of what came before
+            return
+        self._due_up_to(head)
+
+    def _due_up_to(self, head: int) -> None:
+        self._head = max(self._head, head)
+        if not self._due and self._head > self._told:
+            self._due = True
+            self._wake.set()
+
+    async def run(self) -> None:
+        """Read back, after :data:`SETTLE_SECONDS`, what a moved head brought and nobody told
+        of; until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            target = self._head
+            await anyio.sleep(SETTLE_SECONDS)
+            await self._catch_up(target)
+            self._due = False
+            self._due_up_to(self._head)
+
+    async def _catch_up(self, target: int) -> None:
+        while self._told < target:
+            page = await self._store.read(self._told, min(_PAGE, target - self._told))
+            fresh = [m for m in page if m.seq > self._told]
+            if not page:
+                return
+            if fresh:
+                self._told = fresh[-1].seq
+                self.read_back += len(fresh)
+                self._tell_stored(fresh, details=True)
+
+    # -- telling --------------------------------------------------------------------------
+
+    def _tell_batch(
+        self, sid: str, messages: Sequence[Mapping[str, Any]], channels: Collection[str]
+    ) -> None:
+        book = self._tuneouts.book
+        router = self._router
+        for watch in self._watches:
+            agent = watch.agent
+            routed = (m for m in messages if router.routes_wire(agent, sid, m))
+            if watch.details is not None and not watch.details():
+                # Only *that* something arrived is wanted: stop at the first message.
+                if router.routes_every(agent, sid):
+                    # No message need be read: one of the batch's channels that no tune-out
+                    # diverts says it.
+                    if any(
+                        not cid or book.diverts(ChannelRef(sid, cid), agent) is None
+                        for cid in channels
+                    ):
+                        self._call(watch, ())
+                    continue
+                for m in routed:
+                    cid = str(m.get("channelId") or "")
+                    if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:
+                        self._call(watch, ())
+                        break
+                continue
+            arrivals = [
+                a
+                for a in (_arrival(sid, m) for m in routed)
+                if not a.ref.channel_id or book.diverts(a.ref, agent) is None
+            ]
+            if arrivals:
+                self._call(watch, arrivals)
+
+    def _tell_stored(self, messages: Sequence[StoredMessage], *, details: bool) -> None:
+        """Tell stored ``messages``; ``details``: a watcher that wants no details is told only
+        that something arrived (mail is always told in full)."""
+        book = self._tuneouts.book
+        for watch in self._watches:
+            agent = watch.agent
+            mine = [
+                m
+                for m in self._router.routed(agent, messages)
+                if not diverts_at_all(m)
+                or book.diverts(ChannelRef(m.server_id, m.channel_id), agent) is None
+            ]
+            if not mine:
+                continue
+            if details and watch.details is not None and not watch.details():
+                self._call(watch, ())
+            else:
+                self._call(watch, [_stored_arrival(m) for m in mine])
+
+    @staticmethod
+    def _call(watch: _Watch, arrivals: Sequence[Arrival]) -> None:
+        try:
+            watch.listener(arrivals)
+        except Exception:
+            log.exception("arrival_listener_failed", agent=watch.agent)
+
+
+def _stored_arrival(m: StoredMessage) -> Arrival:
+    return Arrival(
+        ChannelRef(m.server_id, m.channel_id),
+        m.message_id,
+        m.author_name,
+        message_text(m),
+        m.timestamp,
+        m.thread_id,
+    )
+
+
+def _arrival(server_id: str, message: Mapping[str, Any]) -> Arrival:
+    """The :class:`Arrival` of one accepted wire message (validated by the host before)."""
+    author = message.get("author")
+    name = author.get("name", "") if isinstance(author, Mapping) else ""
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    text = "\n".join(
+        str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
+    )
+    thread = message.get("threadId")
+    return Arrival(
+        ChannelRef(server_id, str(message.get("channelId") or "")),
+        str(message.get("messageId", "")),
+        str(name),
+        text,
+        str(message.get("timestamp", "")),
+        thread if isinstance(thread, str) else None,
+    )
