@@ -37,7 +37,8 @@ import anyio
 from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.lifecycle.rules.events import DesiredStateSet, decode_events
 from switchboard.runtime.logs import configure
-from switchboard.store.sqlite.eventlog import DecisionLog, LoadedLog
+from switchboard.store import LoadedLog
+from switchboard.store.sqlite.eventlog import DecisionLog
 from switchboard.store.sqlite.schema import Synchronous
 
 READY_GOAL_S = 2.0

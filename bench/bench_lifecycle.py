@@ -49,7 +49,7 @@ from switchboard.lifecycle.rules.decisions import DesiredState, Source
 from switchboard.lifecycle.rules.events import DesiredStateSet
 from switchboard.protocol.messages import ChannelDescriptor
 from switchboard.runtime.logs import configure
-from switchboard.store import DecisionLog, MessageStore
+from switchboard.store.sqlite import DecisionLog, MessageStore
 
 READY_GOAL_S = 2.0
 

@@ -33,7 +33,7 @@ import anyio
 import orjson
 
 from switchboard.runtime.logs import configure
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.retention import Floor, PassReport, RetentionPolicy, RetentionTask
 
 Wire = dict[str, Any]

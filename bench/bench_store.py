@@ -39,7 +39,8 @@ import anyio
 import orjson
 
 from switchboard.runtime.logs import configure
-from switchboard.store import IncomingRecord, MessageStore
+from switchboard.store import IncomingRecord
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.schema import INSERT_BATCH, BatchRow, Synchronous, open_writer
 
 Wire = dict[str, Any]

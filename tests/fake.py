@@ -14,7 +14,7 @@ from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig, AgentEntry, Config, ConnectorConfig, StoreConfig
 from switchboard.connections.session import SessionState
 from switchboard.events import HostEvent, LifecycleStep
-from switchboard.store import DecisionLog, MessageStore
+from switchboard.store.sqlite import DecisionLog, MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,
     Deferred,
@@ -299,7 +299,7 @@ async def board_with_log(
     restart of Switchboard."""
     import time  # local imports: this region belongs to the tune-out tests
 
-    from switchboard.store import DecisionLog
+    from switchboard.store.sqlite import DecisionLog
 
     config.setdefault("command", ["unused"])
     cc = ConnectorConfig(id="s1", **config)

@@ -19,12 +19,19 @@ from switchboard.channels import ChannelRef
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.connections.session import ConnectorSession
 from switchboard.lifecycle.rules.decisions import TuneOutScope
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.tuneouts.rules.epochs import TuneOutTerms
 from tests.fake import FakeConnector, board_with_log, register_admitted
 from tests.helpers import Recorder
 
 pytestmark = pytest.mark.anyio
+
+
+HOST_PACKAGES = tuple(
+    f"switchboard.{p}."
+    for p in ("app", "agents", "connections", "lifecycle", "tuneouts", "events", "status")
+)
+"""The packages whose parts the walk follows into (the host's own parts)."""
 
 
 def _attributes(obj: object) -> dict[str, object]:
@@ -63,7 +70,7 @@ def reach_backs(board: Switchboard) -> list[str]:
             stack.extend((f"{path}[{key!r}]", value) for key, value in obj.items())
         elif isinstance(obj, list | tuple | set | frozenset):
             stack.extend((f"{path}[{i}]", value) for i, value in enumerate(obj))
-        elif type(obj).__module__.startswith("switchboard.host"):
+        elif type(obj).__module__.startswith(HOST_PACKAGES):
             stack.extend((f"{path}.{name}", value) for name, value in _attributes(obj).items())
     return problems
 

@@ -23,7 +23,7 @@ from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.connections.compat import HeldMessages, legacy_reading, pre05_reason
 from switchboard.connections.session import SessionState
 from switchboard.protocol import parse_manifest
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.transport import MemoryLink, RpcError, memory_link_pair
 from tests.fake import FakeConnector, board_with, descriptor, message
 

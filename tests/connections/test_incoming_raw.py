@@ -21,7 +21,8 @@ import pytest
 
 from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import StoredMessage
+from switchboard.store.sqlite import MessageStore
 from switchboard.transport import MemoryLink, memory_link_pair
 from tests.fake import ALL_CHANNELS, descriptor
 

@@ -15,7 +15,7 @@ from switchboard.channels.records import UPDATE_UNREGISTERED
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.connections.session import SessionState
 from switchboard.events import ChannelsChanged
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.transport import RpcError, memory_link_pair
 from tests.fake import FakeConnector, board_with, descriptor, message
 from tests.helpers import Recorder

@@ -40,7 +40,7 @@ from switchboard.agents.tools.channel_tools import SPEAK_DESCRIPTIONS
 from switchboard.app.board import Switchboard
 from switchboard.app.serve import agent_servers
 from switchboard.config import AgentConfig, AgentEntry, Config, StoreConfig
-from switchboard.directory import Directory, NameTaken, NotFound, export_snapshot
+from switchboard.directory import Directory, DirectoryStore, NameTaken, NotFound, export_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -85,7 +85,7 @@ def _http_config(tmp_path: Path) -> Config:
     )
 
 
-def _listed(directory: Directory, *handles: str) -> None:
+def _listed(directory: DirectoryStore, *handles: str) -> None:
     """List ``handles`` (as the host does for configured agents; a listing already there is
     kept)."""
     for handle in handles:

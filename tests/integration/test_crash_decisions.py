@@ -33,7 +33,7 @@ from switchboard.lifecycle.rules.events import (
     TuneOutStarted,
     decode_event,
 )
-from switchboard.store import DecisionLog
+from switchboard.store.sqlite import DecisionLog
 from switchboard.tuneouts.records import Settled, decode_host_record
 from tests.integration.crash_support import (
     StderrWatch,

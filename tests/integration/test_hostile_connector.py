@@ -18,7 +18,7 @@ import pytest
 
 from switchboard.connections.limits import CHANNEL_CAP_REASON
 from switchboard.events import ChannelsRegistered, MessagesAccepted
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from tests.helpers import Recorder, connector, running_board
 
 pytestmark = pytest.mark.anyio

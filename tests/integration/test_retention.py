@@ -25,8 +25,8 @@ from switchboard.config import AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory
 from switchboard.lifecycle.rules.decisions import Source, TuneOutEpoch, TuneOutScope
 from switchboard.lifecycle.rules.events import EndReason, TuneOutStarted
-from switchboard.store import MessageStore
 from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.sqlite import MessageStore
 from switchboard.tuneouts.records import Settled
 
 pytestmark = pytest.mark.anyio

@@ -19,7 +19,7 @@ import orjson
 import pytest
 from anyio.abc import Process
 
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.schema import create_private
 from tests.integration.crash_support import (
     StderrWatch,

@@ -26,7 +26,7 @@ from mcp import Client
 
 from switchboard.app import build_server
 from switchboard.events import MessagesAccepted, StorageFailed, StorageRecovered
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from tests.agents.tools.channel_support import answer
 from tests.helpers import Recorder, connector, running_board
 

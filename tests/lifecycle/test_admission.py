@@ -11,7 +11,7 @@ from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT
 from switchboard.lifecycle.answers import Origin
 from switchboard.lifecycle.rules.decisions import DesiredState, Source
-from switchboard.store import DecisionLog
+from switchboard.store.sqlite import DecisionLog
 from tests.fake import (
     FakeConnector,
     LifecycleScript,

@@ -25,7 +25,8 @@ from switchboard.lifecycle.rules.decisions import (
     TuneOutScope,
 )
 from switchboard.lifecycle.rules.events import DecisionEvent, DesiredStateSet, TuneOutStarted
-from switchboard.store import DecisionLog, LoadedLog, StoreError
+from switchboard.store import LoadedLog, StoreError
+from switchboard.store.sqlite import DecisionLog
 
 pytestmark = pytest.mark.anyio
 

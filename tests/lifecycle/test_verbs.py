@@ -24,7 +24,8 @@ from switchboard.lifecycle.rules.decisions import (
 from switchboard.lifecycle.rules.events import TuneOutStarted
 from switchboard.lifecycle.rules.speech import ClosedByAgent, closed_by_agent
 from switchboard.refusals.refusal import Refusal
-from switchboard.store import DecisionLog, StoreError
+from switchboard.store import StoreError
+from switchboard.store.sqlite import DecisionLog
 from tests.fake import (
     FakeConnector,
     LifecycleScript,

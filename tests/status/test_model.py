@@ -25,7 +25,7 @@ from switchboard.events import (
     StorageRecovered,
 )
 from switchboard.status.model import RING, TEXT_CUT
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.events import MessagesAccepted, Published
 from switchboard.refusals.outcome import PublishOutcome, PublishStatus
 from switchboard.status.model import RING
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 
 pytestmark = pytest.mark.anyio
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from switchboard.store import AppendResult, FreshResults, MessageStore, StoreError
+from switchboard.store import AppendResult, FreshResults, StoreError
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import build_wire
 
 pytestmark = pytest.mark.anyio

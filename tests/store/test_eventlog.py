@@ -16,8 +16,9 @@ from switchboard.channels.ref import ChannelRef
 from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.lifecycle.rules.decisions import DesiredState, Source
 from switchboard.lifecycle.rules.events import DesiredStateSet, decode_events
-from switchboard.store import MessageStore, StoreClosedError, StoreError
-from switchboard.store.sqlite.eventlog import DecisionLog, Snapshot
+from switchboard.store import Snapshot, StoreClosedError, StoreError
+from switchboard.store.sqlite import MessageStore
+from switchboard.store.sqlite.eventlog import DecisionLog
 
 pytestmark = pytest.mark.anyio
 

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.store import MessageStore
 from switchboard.store.records import StoreError
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.schema import SCHEMA_VERSION
 from switchboard.store.wire import PACK_MIN_BYTES, decode_body, encode_body, pack_body
 from tests.store.storekit import build_wire

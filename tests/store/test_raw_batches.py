@@ -18,7 +18,8 @@ import orjson
 import pytest
 
 from switchboard.protocol.fastpath import read_incoming_params
-from switchboard.store import AppendResult, MessageStore
+from switchboard.store import AppendResult
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.wire import PACK_MIN_BYTES, Key, RawMessages, load_json
 from tests.store.storekit import batch_rows, build_wire
 

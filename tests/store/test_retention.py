@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from switchboard.config import StoreConfig, parse_duration
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.retention import Floor, RetentionPolicy, RetentionTask
 from tests.store.storekit import batch_rows, build_wire
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from switchboard.store import MessageStore, StorageUnavailableError, StoreError
+from switchboard.store import StorageUnavailableError, StoreError
 from switchboard.store.group_thread import storage_cause
+from switchboard.store.sqlite import MessageStore
 
 pytestmark = pytest.mark.anyio
 

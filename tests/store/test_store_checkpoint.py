@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.checkpoint import Checkpointer
 from switchboard.store.sqlite.schema import open_checkpointer, open_writer
 from tests.store.storekit import build_wire

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -19,7 +19,8 @@ CHILD = """
 import os, signal, sys
 import anyio
 from switchboard.runtime.logs import configure
-from switchboard.store import IncomingRecord, MessageStore
+from switchboard.store import IncomingRecord
+from switchboard.store.sqlite import MessageStore
 
 def record(batch, i):
     return IncomingRecord("demo", "general", f"{batch}-{i}", None, "u", "U",

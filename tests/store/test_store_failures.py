@@ -9,7 +9,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from switchboard.store import AppendResult, MessageStore, StoreClosedError, StoreError
+from switchboard.store import AppendResult, StoreClosedError, StoreError
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import build_record
 
 pytestmark = pytest.mark.anyio

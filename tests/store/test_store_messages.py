@@ -8,7 +8,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from switchboard.store import AppendResult, MessageStore, StoreError
+from switchboard.store import AppendResult, StoreError
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import build_record
 
 pytestmark = pytest.mark.anyio

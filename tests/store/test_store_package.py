@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import switchboard.store
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.schema import SCHEMA_VERSION
 
 pytestmark = pytest.mark.anyio
@@ -17,11 +17,16 @@ pytestmark = pytest.mark.anyio
 def test_the_store_package_exports_exactly_its_public_api() -> None:
     assert sorted(switchboard.store.__all__) == [
         "AppendResult",
-        "DecisionLog",
+        "Batches",
+        "Cursors",
+        "DecisionLogProtocol",
         "FreshResults",
         "IncomingRecord",
+        "Leave",
+        "LeaveStore",
+        "LifetimeRecords",
         "LoadedLog",
-        "MessageStore",
+        "MailNumbers",
         "MessageStoreProtocol",
         "RawMessages",
         "Snapshot",
@@ -30,8 +35,24 @@ def test_the_store_package_exports_exactly_its_public_api() -> None:
         "StoreError",
         "StoredMessage",
     ]
-    for name in switchboard.store.__all__:
+    for name in set(switchboard.store.__all__) - {"Leave"}:  # Leave is a tuple alias
         assert getattr(switchboard.store, name).__module__.startswith("switchboard.store.")
+
+
+def test_the_package_names_no_backend_and_the_sqlite_backend_implements_the_interfaces() -> None:
+    import switchboard.store.sqlite as sqlite
+
+    assert sorted(sqlite.__all__) == [
+        "ChannelLeaves",
+        "DecisionLog",
+        "LifetimeFile",
+        "MessageStore",
+        "lifetime_records",
+    ]
+    assert not any(
+        getattr(switchboard.store, name) is getattr(sqlite, name, None)
+        for name in switchboard.store.__all__
+    )
 
 
 async def test_a_new_file_is_in_wal_mode_with_one_row_per_batch_and_a_cursor_table(

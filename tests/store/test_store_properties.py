@@ -15,7 +15,8 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from switchboard.store import AppendResult, IncomingRecord, MessageStore, StoredMessage
+from switchboard.store import AppendResult, IncomingRecord, StoredMessage
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import build_record
 
 T = TypeVar("T")

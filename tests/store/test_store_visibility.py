@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from switchboard.store import MessageStore
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import build_record
 
 pytestmark = pytest.mark.anyio

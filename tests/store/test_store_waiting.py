@@ -5,7 +5,8 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from switchboard.store import MessageStore, StoreClosedError
+from switchboard.store import StoreClosedError
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import build_record
 
 pytestmark = pytest.mark.anyio

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from switchboard.store import AppendResult, MessageStore, MessageStoreProtocol, StoreError
+from switchboard.store import AppendResult, MessageStoreProtocol, StoreError
+from switchboard.store.sqlite import MessageStore
 from tests.store.storekit import batch_rows, build_record, build_wire
 
 pytestmark = pytest.mark.anyio

@@ -27,7 +27,8 @@ from switchboard.config import Config, StoreConfig
 from switchboard.lifecycle.rules.decisions import ScopeKind, TuneOutScope
 from switchboard.protocol.channel_messages import ChannelDescriptor
 from switchboard.refusals.refusal import Refusal
-from switchboard.store import DecisionLog, MessageStore, StoredMessage
+from switchboard.store import StoredMessage
+from switchboard.store.sqlite import DecisionLog, MessageStore
 from switchboard.tuneouts.rules.epochs import TuneOutTerms
 from tests.fake import ManualClock, descriptor, message
 

@@ -48,11 +48,12 @@ from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.streams import OutgoingStreams
 from switchboard.agents.tools import server_for
 from switchboard.app.retention import RetentionFloor, retention_policy
+from switchboard.app.stores import open_stores
 from switchboard.channels import ChannelRegistry
 from switchboard.config import Config, ConnectorConfig
 from switchboard.connections.session import ConnectorSession
 from switchboard.connections.supervisor import SessionFactory, Supervisor
-from switchboard.directory import Directory
+from switchboard.directory import Directory, DirectoryStore
 from switchboard.events import EventBus, Listener, log_event
 from switchboard.events.storage import StorageWatch
 from switchboard.lifecycle.book import LifecycleBookPart
@@ -61,8 +62,10 @@ from switchboard.lifecycle.journal import DecisionJournal
 from switchboard.lifecycle.queue import DecisionGate
 from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.status.model import HostStatus
-from switchboard.store import DecisionLog, MessageStore
+from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
+from switchboard.store.sqlite.lifetimes import lifetime_records as sqlite_lifetime_records
 from switchboard.store.sqlite.retention import RetentionTask
 from switchboard.transport import Link
 from switchboard.tuneouts.host import TuneOutHost
@@ -81,15 +84,18 @@ class Switchboard:
         *,
         listener: Listener | None = None,
         clock: Callable[[], float] = time.time,
-        decisions: DecisionLog | None = None,
-        directory: Directory | None = None,
-        leaves: ChannelLeaves | None = None,
+        decisions: DecisionLogProtocol | None = None,
+        directory: DirectoryStore | None = None,
+        leaves: LeaveStore | None = None,
+        lifetime_records: LifetimeRecords | None = None,
     ) -> None:
         """Build the host's parts, in dependency order (see the module docstring).
 
         Args:
             listener: told every host event, after the host's own parts (the demo's terminal
                 view, a test's recorder); see :mod:`switchboard.events` for the contract.
+            decisions, directory, leaves, lifetime_records: the durable things
+                (:mod:`.stores`); without them the board keeps them in memory.
         """
         self.config = config
         self.store = store
@@ -177,6 +183,11 @@ class Switchboard:
             desks=self.desks,
             mail=self.mail,
             attachments=self.attachments,
+            records=(
+                lifetime_records
+                if lifetime_records is not None
+                else sqlite_lifetime_records(self.directory.path)
+            ),
             clock=clock,
         )
         #: Every agent's inbox read (routing, tune-outs) and its at-least-once delivery.
@@ -286,21 +297,15 @@ class Switchboard:
 
         ``listener`` is told every host event (see :meth:`__init__`).
         """
-        store = await MessageStore.open(config.store.path, synchronous=config.store.synchronous)
-        decisions: DecisionLog | None = None
-        directory: Directory | None = None
-        leaves: ChannelLeaves | None = None
-        try:
-            decisions = await DecisionLog.open(config.store.path, synchronous="full")
-            directory = Directory.open(config.store.path)
-            leaves = ChannelLeaves.open(config.store.path)
+        async with open_stores(config.store) as stores:
             board = cls(
                 config,
-                store,
+                stores.messages,
                 listener=listener,
-                decisions=decisions,
-                directory=directory,
-                leaves=leaves,
+                decisions=stores.decisions,
+                directory=stores.directory,
+                leaves=stores.leaves,
+                lifetime_records=stores.lifetimes,
             )
             await board.restore()
             async with anyio.create_task_group() as tg:
@@ -310,15 +315,6 @@ class Switchboard:
                 finally:
                     board.supervisor.stop()
                     tg.cancel_scope.cancel()
-        finally:
-            with anyio.CancelScope(shield=True):
-                if decisions is not None:
-                    await decisions.aclose()
-                if directory is not None:
-                    directory.close()
-                if leaves is not None:
-                    leaves.close()
-                await store.aclose()
 
     async def restore(self) -> None:
         """Rebuild what the decision log holds (desired states, tune-outs) before connecting,

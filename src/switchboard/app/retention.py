@@ -24,8 +24,8 @@ from collections.abc import Iterable
 
 from switchboard.agents.roster.roster import Roster
 from switchboard.config import StoreConfig
-from switchboard.store import MessageStore
 from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.retention import Floor, RetentionPolicy
 from switchboard.tuneouts.state import TuneOutState
 

@@ -45,7 +45,7 @@ from switchboard.protocol.messages import MessageProblem
 from switchboard.store import (
     AppendResult,
     FreshResults,
-    MessageStore,
+    MessageStoreProtocol,
     RawMessages,
     StorageUnavailableError,
 )
@@ -74,7 +74,7 @@ class IncomingHandler:
         *,
         server_id: str,
         registry: ChannelRegistry,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         events: EventBus,
         clock: Callable[[], float],
         permits: Callable[[str], bool] | None,

@@ -114,7 +114,7 @@ from switchboard.protocol import (
 )
 from switchboard.protocol.manifest_diff import Narrowing
 from switchboard.refusals.outcome import PublishOutcome
-from switchboard.store import MessageStore
+from switchboard.store import MessageStoreProtocol
 from switchboard.transport import (
     METHOD_NOT_FOUND,
     Link,
@@ -140,7 +140,7 @@ class ConnectorSession:
         config: ConnectorConfig,
         *,
         registry: ChannelRegistry,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         events: EventBus,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -46,7 +46,7 @@ from switchboard.events import (
     ConnectorStarted,
     EventBus,
 )
-from switchboard.store import MessageStore
+from switchboard.store import MessageStoreProtocol
 
 __all__ = ["HEALTHY_AFTER", "SessionFactory", "Supervisor", "backoff_delay", "exit_status"]
 
@@ -97,7 +97,7 @@ class SessionFactory:
         *,
         sessions: MutableMapping[str, ConnectorSession],
         registry: ChannelRegistry,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         events: EventBus,
         clock: Callable[[], float] = time.time,
     ) -> None:

@@ -1,4 +1,4 @@
-"""switchboard.directory: the durable directory of agent and service addresses (issue #12).
+"""switchboard.directory: the durable directory of agent and service addresses.
 
 Agents are ``@handle`` addresses and services are ``name`` or ``owner:capability`` addresses.
 Each entry has a holder identity, capability, tags, description, opaque metadata, online/busy
@@ -11,6 +11,7 @@ Modules, one concern each:
 * :mod:`~switchboard.directory.errors`: the ``DirectoryError`` tree with stable codes and names;
 * :mod:`~switchboard.directory.address`: the address grammar;
 * :mod:`~switchboard.directory.entry`: ``Entry``, ``Page``, ``ClaimResult``;
+* :mod:`~switchboard.directory.interface`: ``DirectoryStore``, what a backend keeps;
 * :mod:`~switchboard.directory.directory`: ``Directory``, the SQLite-backed listing and claims;
 * :mod:`~switchboard.directory.snapshot`: JSON snapshot export and import.
 
@@ -32,6 +33,7 @@ from switchboard.directory.errors import (
     NameTaken,
     NotFound,
 )
+from switchboard.directory.interface import DirectoryStore
 from switchboard.directory.snapshot import export_snapshot, import_snapshot
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "ClaimResult",
     "Directory",
     "DirectoryError",
+    "DirectoryStore",
     "DirectoryUnavailable",
     "Entry",
     "HeldByAnotherOwner",

@@ -238,9 +238,12 @@ class Directory:
     # -- reads ---------------------------------------------------------------------------------
 
     def _row(self, address: str) -> Row | None:
-        row: Row | None = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM directory_entries WHERE address = ?", (address,)
-        ).fetchone()
+        try:
+            row: Row | None = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM directory_entries WHERE address = ?", (address,)
+            ).fetchone()
+        except sqlite3.Error as exc:  # the backend's errors never leave the directory
+            raise DirectoryUnavailable(f"cannot read directory {self._path!r}: {exc}") from exc
         return row
 
     def lookup(self, address: str) -> Entry:

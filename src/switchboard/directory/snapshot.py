@@ -20,8 +20,8 @@ import re
 from typing import Final
 
 from switchboard.directory.address import validate_address
-from switchboard.directory.directory import Directory
 from switchboard.directory.errors import DirectoryError, InvalidSnapshot
+from switchboard.directory.interface import DirectoryStore
 
 __all__ = ["FORMAT", "VERSION", "export_snapshot", "import_snapshot"]
 
@@ -30,7 +30,7 @@ VERSION: Final = 1
 _HASH: Final = re.compile(r"[0-9a-f]{64}")
 
 
-def export_snapshot(directory: Directory, *, exported_at: float) -> dict[str, object]:
+def export_snapshot(directory: DirectoryStore, *, exported_at: float) -> dict[str, object]:
     """The whole directory as a snapshot document (JSON-ready)."""
     return {
         "format": FORMAT,
@@ -92,7 +92,7 @@ def _check_entry(i: int, raw: object) -> dict[str, object]:
     return raw
 
 
-def import_snapshot(directory: Directory, document: object) -> tuple[list[str], list[str]]:
+def import_snapshot(directory: DirectoryStore, document: object) -> tuple[list[str], list[str]]:
     """Load a snapshot document; returns ``(imported, skipped)`` addresses.
 
     Raises:

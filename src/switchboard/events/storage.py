@@ -3,7 +3,7 @@
 What this module knows: the message store calls its storage listeners once when its disk
 starts refusing writes (with the cause: ``database or disk is full``, a disk I/O error, a
 read-only file) and once when a write succeeds again (with None), see
-:meth:`switchboard.store.MessageStore.watch_storage`. :class:`StorageWatch` is such a listener:
+:meth:`switchboard.store.Batches.watch_storage`. :class:`StorageWatch` is such a listener:
 it turns the first into one :class:`~switchboard.events.StorageFailed` and the second into
 one :class:`~switchboard.events.StorageRecovered` with how long the outage lasted. The log
 lines (``storage_failed`` ERROR, ``storage_recovered`` INFO) are written by

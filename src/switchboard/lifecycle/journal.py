@@ -75,7 +75,7 @@ class DecisionNotRecorded(HostError):
 
 
 class DecisionSink(Protocol):
-    """What the journal needs of the durable log (:class:`~switchboard.store.DecisionLog`)."""
+    """What the journal needs of the decision log (a ``DecisionLogProtocol``)."""
 
     @property
     def latest_seq(self) -> int: ...

@@ -63,7 +63,7 @@ from switchboard.events import (
     StorageRecovered,
 )
 from switchboard.refusals.outcome import PublishStatus
-from switchboard.store import MessageStore
+from switchboard.store import MessageStoreProtocol
 
 __all__ = [
     "RING",
@@ -236,7 +236,7 @@ class HostStatus:
         desired: Callable[[ChannelRef], str],
         roster: Roster,
         attachments: Attachments,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         store_path: str,
         clock: Callable[[], float] = time.time,
         ring: int = RING,

@@ -27,6 +27,9 @@ __all__ = [
     "AppendResult",
     "FreshResults",
     "IncomingRecord",
+    "Leave",
+    "LoadedLog",
+    "Snapshot",
     "StorageUnavailableError",
     "StoreClosedError",
     "StoreError",
@@ -175,3 +178,22 @@ class FreshResults(Sequence[AppendResult]):
 
     def __repr__(self) -> str:
         return repr(list(self))
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A compacted state as of ``upto_seq``: replaying the events after it completes it."""
+
+    upto_seq: int
+    state: dict[str, Any]
+
+
+class LoadedLog(NamedTuple):
+    """What start-up replays: the latest snapshot (None if none) and the events after it."""
+
+    snapshot: Snapshot | None
+    tail: list[dict[str, Any]]
+
+
+Leave = tuple[str, str, str]
+"""That an agent left a channel: ``(agent, server_id, channel_id)``."""

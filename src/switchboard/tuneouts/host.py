@@ -61,7 +61,7 @@ from switchboard.lifecycle.rules.events import (
     TuneOutWake,
 )
 from switchboard.refusals.refusal import Refusal
-from switchboard.store import MessageStore
+from switchboard.store import MessageStoreProtocol
 from switchboard.tuneouts.records import Delivered, Settled
 from switchboard.tuneouts.rules.epochs import ActiveTuneOut, TuneOutBook, TuneOutTerms
 from switchboard.tuneouts.state import DecisionRecorder, TuneOutState
@@ -117,7 +117,7 @@ class TuneOutHost:
         self,
         *,
         registry: ChannelRegistry,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         state: TuneOutState,
         journal: DecisionRecorder,
         lifecycle: LifecycleBook,

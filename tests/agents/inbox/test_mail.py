@@ -23,8 +23,9 @@ from switchboard.app.board import Switchboard
 from switchboard.config import AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory
 from switchboard.refusals.refusal import Refusal, RefusalKind
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import StoredMessage
 from switchboard.store.mailmark import MAIL_SERVER, is_mail, mail_recipient
+from switchboard.store.sqlite import MessageStore
 
 pytestmark = pytest.mark.anyio
 

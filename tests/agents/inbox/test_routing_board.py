@@ -22,8 +22,9 @@ from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
 from switchboard.config import AgentEntry, Config, ConnectorConfig, StoreConfig
 from switchboard.protocol.channel_messages import ChannelDescriptor
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import StoredMessage
 from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
 from switchboard.transport import Peer, memory_link_pair
 from tests.fake import (

@@ -15,13 +15,15 @@ from typing import Any
 import pytest
 
 from switchboard.agents.port.protocol import message_text
-from switchboard.agents.roster.lifetimes import RECORDS_TABLE, EndedAgent
+from switchboard.agents.roster.lifetimes import EndedAgent
 from switchboard.app.board import Switchboard
 from switchboard.config import AgentEntry, Config, StoreConfig
 from switchboard.directory import Directory, NotFound
 from switchboard.refusals.refusal import Refusal, RefusalKind
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import StoredMessage
 from switchboard.store.mailmark import is_mail
+from switchboard.store.sqlite import MessageStore
+from switchboard.store.sqlite.lifetimes import RECORDS_TABLE
 from tests.fake import ManualClock
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,8 @@ from switchboard.channels import ChannelRef
 from switchboard.config import DEFAULT_GRANT
 from switchboard.lifecycle.rules.decisions import Source, TuneOutEpoch, TuneOutScope
 from switchboard.lifecycle.rules.events import TuneOutStarted
-from switchboard.store import DecisionLog, StoreError
+from switchboard.store import StoreError
+from switchboard.store.sqlite import DecisionLog
 from tests.agents.tools.channel_support import answer
 from tests.fake import (
     FakeConnector,

@@ -43,7 +43,7 @@ import structlog
 from switchboard.agents.inbox.backlogs import NOTICE_KIND
 from switchboard.agents.inbox.read import InboxPage, InboxReader
 from switchboard.refusals.refusal import Refusal, RefusalKind
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import MessageStoreProtocol, StoredMessage
 
 __all__ = ["DIRECT_READER", "InboxDelivery", "InboxRead", "PageBudget", "Reader"]
 
@@ -125,7 +125,7 @@ class _AgentInbox:
 class InboxDelivery:
     """Reads agents' inboxes at least once (see the module docstring)."""
 
-    def __init__(self, store: MessageStore, inbox: InboxReader) -> None:
+    def __init__(self, store: MessageStoreProtocol, inbox: InboxReader) -> None:
         self._store = store
         self._inbox = inbox
         self._agents: dict[str, _AgentInbox] = {}

@@ -13,7 +13,7 @@ What this module knows (docs/agents.md, "Mail"):
   gaps or repeats: one lock per pair, ``n = last + 1``, one store commit, and only after the
   commit ``last = n``. The commit is shielded from cancellation (a cancelled caller's write
   may still commit, so ``last`` must follow it). ``last`` is read from the store on first
-  use (:meth:`~switchboard.store.MessageStore.highest_numbers`, one read of the ``@mail``
+  use (:meth:`~switchboard.store.MailNumbers.highest_numbers`, one read of the ``@mail``
   batches for every pair at once), so numbering continues across restarts.
 - **Atomic and durable.** A deposit is one message in one store commit
   (:mod:`switchboard.store.mailmark` says how it is stored); once :meth:`Mail.deposit`
@@ -43,14 +43,14 @@ import structlog
 from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.roster import SYSTEM_SENDER, Roster
 from switchboard.directory import (
-    Directory,
     DirectoryError,
+    DirectoryStore,
     InvalidName,
     NotFound,
     validate_address,
 )
 from switchboard.refusals.refusal import Refusal, RefusalKind, directory_refusal
-from switchboard.store import IncomingRecord, MessageStore, StoredMessage
+from switchboard.store import IncomingRecord, MessageStoreProtocol, StoredMessage
 from switchboard.store.mailmark import MAIL_KIND, MAIL_SERVER
 
 __all__ = ["Deposit", "Mail"]
@@ -131,8 +131,8 @@ class Mail:
 
     def __init__(
         self,
-        store: MessageStore,
-        directory: Directory,
+        store: MessageStoreProtocol,
+        directory: DirectoryStore,
         roster: Roster,
         *,
         attachments: Attachments | None = None,

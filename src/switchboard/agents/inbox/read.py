@@ -31,7 +31,7 @@ import structlog
 from switchboard.agents.inbox.backlogs import everything, owed_delivery
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.refusals.refusal import Refusal
-from switchboard.store import MessageStore, StoredMessage
+from switchboard.store import MessageStoreProtocol, StoredMessage
 from switchboard.tuneouts.records import Settled, diverts_at_all, is_addressed
 from switchboard.tuneouts.rules.epochs import TuneOutBook
 
@@ -66,7 +66,7 @@ class InboxTuneOuts(Protocol):
     (:class:`~switchboard.tuneouts.host.TuneOutHost` provides it)."""
 
     @property
-    def store(self) -> MessageStore: ...
+    def store(self) -> MessageStoreProtocol: ...
 
     @property
     def registry(self) -> ChannelRegistry: ...

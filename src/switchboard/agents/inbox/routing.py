@@ -32,7 +32,7 @@ What this module knows (docs/agents.md, "Routing"):
   ``isMention`` and the ``chat:*`` tags say the connector's own account was addressed, not
   which agent, so they route nothing.)
 - **Leaving.** An agent that closes a channel another roster agent wants (its home) *leaves*
-  it (:class:`~switchboard.store.sqlite.leaves.ChannelLeaves`, durable): none of that channel's
+  it (a :class:`~switchboard.store.LeaveStore`, durable): none of that channel's
   traffic is routed to it any more, messages addressing it included, until it opens the
   channel again. If leaving would route a message to nobody, it goes to the untargeted agents
   that did not leave the channel, else to the untargeted agents: a message is never routed to
@@ -70,9 +70,8 @@ from switchboard.events import (
     ConnectorExited,
     HostEvent,
 )
-from switchboard.store import StoredMessage
+from switchboard.store import LeaveStore, StoredMessage
 from switchboard.store.mailmark import MAIL_SERVER, is_mail, mail_recipient
-from switchboard.store.sqlite.leaves import ChannelLeaves
 
 __all__ = ["HANDLE_MENTION", "Router", "handles_in", "message_text_of"]
 
@@ -148,7 +147,7 @@ class Router:
 
     __slots__ = ("_channels", "_leaves", "_registry", "_roster", "_view")
 
-    def __init__(self, roster: Roster, registry: ChannelRegistry, leaves: ChannelLeaves) -> None:
+    def __init__(self, roster: Roster, registry: ChannelRegistry, leaves: LeaveStore) -> None:
         self._roster = roster
         self._registry = registry
         self._leaves = leaves

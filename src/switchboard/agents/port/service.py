@@ -68,8 +68,8 @@ from switchboard.channels.names.wording import Caller
 from switchboard.connections.connector_tools import ConnectorTool
 from switchboard.connections.owner import Owners, SessionState
 from switchboard.directory import (
-    Directory,
     DirectoryError,
+    DirectoryStore,
     InvalidName,
     Kind,
     NameTaken,
@@ -88,7 +88,12 @@ from switchboard.refusals import (
     name_refusal,
     storage_refusal,
 )
-from switchboard.store import MessageStore, StorageUnavailableError, StoredMessage, StoreError
+from switchboard.store import (
+    MessageStoreProtocol,
+    StorageUnavailableError,
+    StoredMessage,
+    StoreError,
+)
 from switchboard.transport import LinkClosedError, RequestTimeoutError, RpcError
 from switchboard.tuneouts.host import StartedTuneOut, TuneOutHost
 from switchboard.tuneouts.records import diverts_at_all
@@ -126,7 +131,7 @@ class AgentSide:
     many_configured: bool
     registry: ChannelRegistry
     owners: Owners
-    store: MessageStore
+    store: MessageStoreProtocol
     events: EventBus
     roster: Roster
     desks: Desks
@@ -141,7 +146,7 @@ class AgentSide:
     streams: OutgoingStreams
     context_hooks: ContextHooks
     mail: Mail
-    directory: Directory
+    directory: DirectoryStore
     lifetimes: Lifetimes
 
     def port(self, agent: str) -> AgentPort:

@@ -21,7 +21,6 @@ routing.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Final
@@ -29,7 +28,7 @@ from typing import Final
 import structlog
 
 from switchboard.agents.roster.roster import Roster
-from switchboard.directory import Directory, DirectoryError, InvalidName, NotFound
+from switchboard.directory import DirectoryError, DirectoryStore, InvalidName, NotFound
 
 __all__ = ["TOUCH_WRITE_EVERY", "Attachments"]
 
@@ -63,7 +62,7 @@ class Attachments:
     def __init__(
         self,
         roster: Roster,
-        directory: Directory,
+        directory: DirectoryStore,
         *,
         clock: Callable[[], float] = time.time,
         touch_every: float = TOUCH_WRITE_EVERY,
@@ -145,7 +144,7 @@ class Attachments:
             write(handle)
         except (NotFound, InvalidName):
             return  # not listed (yet): only the count is kept
-        except (DirectoryError, sqlite3.Error) as exc:
+        except DirectoryError as exc:
             log.warning("agent_presence_not_written", agent=handle, error=str(exc))
 
 

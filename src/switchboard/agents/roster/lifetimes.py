@@ -41,7 +41,6 @@ are counted.
 from __future__ import annotations
 
 import secrets
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
@@ -59,8 +58,8 @@ from switchboard.agents.roster.roster import (
     token_digest,
 )
 from switchboard.directory import (
-    Directory,
     DirectoryError,
+    DirectoryStore,
     Entry,
     HeldByAnotherOwner,
     InvalidName,
@@ -68,9 +67,9 @@ from switchboard.directory import (
     validate_address,
 )
 from switchboard.refusals.refusal import Refusal
+from switchboard.store.interface import LifetimeRecords
 
 __all__ = [
-    "RECORDS_TABLE",
     "SYSTEM_SENDER",
     "TASK_TAG",
     "TICK_SECONDS",
@@ -103,12 +102,7 @@ TICK_SECONDS: Final = 1.0
 TASK_TAG: Final = "task"
 """The directory tag of every task agent."""
 
-RECORDS_TABLE: Final = "agent_lifetimes"
-"""The table, in the store's file, of the owner token of the configured agents'
-addresses and of each configured agent's incarnation count."""
 
-_OWNER_KEY: Final = "owner-token"
-_INCARNATION_KEY: Final = "incarnation:"
 _MARK: Final = "switchboard"
 """The metadata key saying who put an entry there: ``configured`` or ``task``."""
 _PAGE: Final = 500
@@ -192,60 +186,6 @@ def _name(handle: str) -> str:
     return handle[1:] if handle.startswith("@") else handle
 
 
-class _Records:
-    """The owner token and incarnation counts, kept in :data:`RECORDS_TABLE`.
-
-    With an in-memory directory nothing is kept: the token is made anew and each count is 1.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._path = path
-
-    def start(self, names: list[str], seen: dict[str, int]) -> tuple[str, dict[str, int]]:
-        """The owner token (made on first use) and each name's new incarnation: one more than
-        the larger of the kept count and ``seen`` (what the directory entry showed)."""
-        if self._path in ("", ":memory:"):
-            return secrets.token_urlsafe(32), {n: seen.get(n, 0) + 1 for n in names}
-        conn = sqlite3.connect(self._path, isolation_level=None)
-        try:
-            conn.execute("PRAGMA busy_timeout = 5000")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute(
-                f"CREATE TABLE IF NOT EXISTS {RECORDS_TABLE} "
-                "(key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID"
-            )
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                row = conn.execute(
-                    f"SELECT value FROM {RECORDS_TABLE} WHERE key = ?", (_OWNER_KEY,)
-                ).fetchone()
-                owner = str(row[0]) if row is not None else secrets.token_urlsafe(32)
-                if row is None:
-                    conn.execute(
-                        f"INSERT INTO {RECORDS_TABLE} (key, value) VALUES (?, ?)",
-                        (_OWNER_KEY, owner),
-                    )
-                counts: dict[str, int] = {}
-                for name in names:
-                    key = _INCARNATION_KEY + name
-                    row = conn.execute(
-                        f"SELECT value FROM {RECORDS_TABLE} WHERE key = ?", (key,)
-                    ).fetchone()
-                    kept = int(row[0]) if row is not None else 0
-                    counts[name] = max(kept, seen.get(name, 0)) + 1
-                    conn.execute(
-                        f"INSERT OR REPLACE INTO {RECORDS_TABLE} (key, value) VALUES (?, ?)",
-                        (key, str(counts[name])),
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        finally:
-            conn.close()
-        return owner, counts
-
-
 class Lifetimes:
     """When each agent ends, and how (see the module docstring).
 
@@ -255,6 +195,7 @@ class Lifetimes:
         desks: The host's per-agent desks by name (an ended agent's desk is dropped).
         mail: Where a task's result is deposited.
         attachments: Who is attached, and when each agent was last active.
+        records: Where the owner token and the incarnation counts are kept.
         clock: Unix seconds (the host's clock; tests pass a fake one).
     """
 
@@ -262,10 +203,11 @@ class Lifetimes:
         self,
         *,
         roster: Roster,
-        directory: Directory,
+        directory: DirectoryStore,
         desks: MutableMapping[str, AgentDesk],
         mail: MailDrop,
         attachments: Presence,
+        records: LifetimeRecords,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._roster = roster
@@ -274,7 +216,7 @@ class Lifetimes:
         self._mail = mail
         self._attachments = attachments
         self._clock = clock
-        self._records = _Records(directory.path)
+        self._records = records
         self._owner: str | None = None
         #: When each live agent's lifetime clock started (start-up, or its spawn).
         self._since: dict[str, float] = {}

@@ -24,16 +24,15 @@ import asyncio
 import os
 import sqlite3
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NamedTuple, Self
+from typing import Any, Self
 
 import anyio
 import anyio.to_thread
 import orjson
 import structlog
 
-from switchboard.store.records import StoreClosedError, StoreError
+from switchboard.store.records import LoadedLog, Snapshot, StoreClosedError, StoreError
 from switchboard.store.sqlite.eventlog_writer import (
     AppendEvents,
     EventJob,
@@ -47,27 +46,12 @@ from switchboard.store.sqlite.eventlog_writer import (
 )
 from switchboard.store.sqlite.schema import Synchronous, open_reader, open_writer
 
-__all__ = ["DecisionLog", "LoadedLog", "Snapshot"]
+__all__ = ["DecisionLog"]
 
 log = structlog.get_logger(__name__)
 
 _Waiter = asyncio.Future[Any]
 _ENCODE_ERRORS = (orjson.JSONEncodeError, TypeError)
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A compacted state as of ``upto_seq``: replaying the events after it completes it."""
-
-    upto_seq: int
-    state: dict[str, Any]
-
-
-class LoadedLog(NamedTuple):
-    """What start-up replays: the latest snapshot (None if none) and the events after it."""
-
-    snapshot: Snapshot | None
-    tail: list[dict[str, Any]]
 
 
 class DecisionLog:

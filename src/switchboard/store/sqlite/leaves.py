@@ -30,11 +30,10 @@ import time
 from collections.abc import Callable
 from typing import Final, Self
 
-from switchboard.store.records import StoreError
+from switchboard.store.records import Leave, StoreError
 
-__all__ = ["ChannelLeaves", "Leave"]
+__all__ = ["ChannelLeaves"]
 
-Leave = tuple[str, str, str]
 """One row's key: (agent, server id, channel id)."""
 
 _BUSY_TIMEOUT_MS: Final = 5000
