@@ -43,7 +43,7 @@ REGISTERED = [
 ]
 CHANNELS = ["both", "in", "out", "nowhere"]
 
-_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
 _metadata = st.none() | st.dictionaries(
     st.sampled_from(["k", "mentions", "isMention"]),
     st.one_of(st.booleans(), st.integers(-5, 5), _text, st.lists(_text, max_size=2)),
