@@ -80,7 +80,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import AgentConfig, AgentEntry, Config
 from switchboard.runtime.ratelog import RateLimitedLog
-from switchboard.web.serving import (
+from switchboard.web import (
     bare_host,
     bind_listener,
     default_hosts,

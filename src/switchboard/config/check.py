@@ -19,7 +19,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from switchboard.config.model import Config, ConnectorConfig
+from switchboard.config.connectors import ConnectorConfig
+from switchboard.config.model import Config
 
 __all__ = ["machine_problems", "program_argv", "spawn_problem", "store_problem", "summary"]
 

@@ -1,5 +1,11 @@
-"""switchboard.events: what happened on the host, as typed values, and the bus that carries them."""
+"""switchboard.events: what happened on the host, as typed values (:mod:`.kinds`), the bus that
+carries them (:mod:`.bus`), their log lines (:mod:`.logline`) and storage outages told as events
+(:mod:`.storage`)."""
 
+from switchboard.events.bus import (
+    EventBus,
+    Listener,
+)
 from switchboard.events.kinds import (
     ChannelsChanged,
     ChannelsRegistered,
@@ -12,17 +18,17 @@ from switchboard.events.kinds import (
     ConnectorRestartScheduled,
     ConnectorStarted,
     ConnectorToolsChanged,
-    EventBus,
     HostEvent,
     LifecycleStep,
     LifecycleStepKind,
-    Listener,
     ManifestApplied,
     MessagesAccepted,
     Published,
     PushAccepted,
     StorageFailed,
     StorageRecovered,
+)
+from switchboard.events.logline import (
     log_event,
 )
 from switchboard.events.storage import (

@@ -1,59 +1,24 @@
-"""Host events: what happened on the host, as typed values, and the bus that carries them.
+"""Host events: what happened on the host, as typed values.
 
-What this module knows:
-
-- **The events.** One frozen dataclass per thing that happens, each naming the connector it
-  concerns (``server_id``) and carrying typed fields. :data:`HostEvent` is their union;
-  listeners take it apart with ``match event:`` and class patterns. The set:
-
-  * :class:`ConnectorReady`, :class:`ConnectorMcpOnly` (the session's handshake);
-  * :class:`ConnectorToolsChanged` (the connector's MCP tools as the host holds them changed);
-  * :class:`ChannelsRegistered`, :class:`ChannelsChanged` (``channels/register``,
-    ``channels/changed``) and :class:`ChannelsRemoved` (the host dropped a live connection's
-    registrations after a manifest change);
-  * :class:`MessagesAccepted` (one committed ``channels/incoming`` batch) and
-    :class:`PushAccepted` (one committed ``push/event``);
-  * :class:`Published` (an agent's publish was carried out, ``Switchboard.publish_to``);
-  * :class:`ConnectorExited`, :class:`ConnectorRestartScheduled` (the supervisor);
-  * :class:`ConnectorStarted` (the supervisor opened the link: spawned or dialled),
-    :class:`ConnectorFailed` (the connector was stopped for good by a permanent error; no
-    restart follows), :class:`ConnectorRefused` (the host refused something the connector sent:
-    one per refusal the session's ``RefusalLog`` counts);
-  * :class:`ManifestApplied` (the session, after a changed manifest was fetched);
-  * :class:`LifecycleStep` (lifecycle admission, reconciliation and speech opening a channel);
-  * :class:`StorageFailed`, :class:`StorageRecovered` (the message store's disk refused a write,
-    and the first write that succeeded after; host-wide, so their ``server_id`` is ``""``).
-
-- **The bus** (:class:`EventBus`): created once by the host and handed to the parts that emit.
-  :meth:`EventBus.subscribe` adds a listener, for every event or only for the classes it
-  ``takes``; :meth:`EventBus.emit` calls every listener of the event, in subscription order.
-  The contract for a listener: it runs inside the emitter (often a message handler in the
-  peer's reader), so it **must not block** and must not await; work that needs to wait is
-  started in a task group the listener's owner keeps. A listener that raises is logged with
-  the event's type and skipped: the other listeners and the emitter go on.
-  Listeners subscribed while an event is being delivered hear the next event, not this one.
-- **The log line** of each event (:func:`log_event`, a listener the host subscribes first):
-  traffic at DEBUG, one line per batch; everything else at INFO.
-
-What it deliberately does not know: who listens, or what a listener does with an event. The
-wire messages inside :class:`MessagesAccepted` and :class:`PushAccepted` stay the validated
-wire mappings the store took: a batch is one event object, never one object per message.
+One frozen dataclass per thing that happens, each naming the connector it concerns
+(``server_id``; ``""`` for host-wide ones) and carrying typed fields: the session's handshake,
+the connector's tools and manifest, registrations, committed traffic (one event per batch,
+never one per message; the wire messages stay the validated mappings the store took),
+publishes, the supervisor's starts, exits and restarts, lifecycle steps, and storage outages.
+:data:`HostEvent` is their union; listeners take it apart with ``match``. The bus that carries
+them is :mod:`.bus`, their log lines :mod:`.logline`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from logging import DEBUG
-from typing import Any, Final, assert_never
-
-import structlog
+from typing import Any
 
 from switchboard.protocol.fastpath import CheckedMessage
 from switchboard.protocol.manifest_diff import Impact
 from switchboard.refusals.outcome import PublishOutcome
-from switchboard.runtime.logs import enabled_for
 
 __all__ = [
     "ChannelsChanged",
@@ -67,21 +32,16 @@ __all__ = [
     "ConnectorRestartScheduled",
     "ConnectorStarted",
     "ConnectorToolsChanged",
-    "EventBus",
     "HostEvent",
     "LifecycleStep",
     "LifecycleStepKind",
-    "Listener",
     "ManifestApplied",
     "MessagesAccepted",
     "Published",
     "PushAccepted",
     "StorageFailed",
     "StorageRecovered",
-    "log_event",
 ]
-
-log = structlog.get_logger(__name__)
 
 
 # -- connections -----------------------------------------------------------------------------
@@ -395,150 +355,3 @@ HostEvent = (
     | StorageRecovered
 )
 """Everything the host tells its listeners."""
-
-Listener = Callable[[HostEvent], None]
-"""A host event listener: must not block, should not raise (see the module docstring)."""
-
-
-# -- the bus ---------------------------------------------------------------------------------
-
-
-class EventBus:
-    """Delivers host events to listeners, in subscription order (see the module docstring)."""
-
-    __slots__ = ("_listeners", "_routes")
-
-    def __init__(self) -> None:
-        self._listeners: tuple[tuple[Listener, tuple[type, ...] | None], ...] = ()
-        # The listeners of each event class, worked out on its first emit: a listener that
-        # takes a few kinds of event is not called for the traffic it ignores (issue #14).
-        self._routes: dict[type, tuple[Listener, ...]] = {}
-
-    def subscribe(self, listener: Listener, *, takes: tuple[type, ...] | None = None) -> None:
-        """Call ``listener`` for every event emitted from now on, after earlier listeners;
-        with ``takes``, only for the events that are instances of those classes."""
-        self._listeners = (*self._listeners, (listener, takes))
-        self._routes = {}
-
-    def _route(self, cls: type) -> tuple[Listener, ...]:
-        route = tuple(
-            listener
-            for listener, takes in self._listeners
-            if takes is None or issubclass(cls, takes)
-        )
-        self._routes[cls] = route
-        return route
-
-    def emit(self, event: HostEvent) -> None:
-        """Tell every listener about ``event``; a listener that raises is logged and skipped."""
-        route = self._routes.get(type(event))
-        if route is None:
-            route = self._route(type(event))
-        for listener in route:
-            try:
-                listener(event)
-            except Exception:
-                log.exception(
-                    "host_event_listener_failed",
-                    event_type=type(event).__name__,
-                    server_id=event.server_id,
-                    listener=getattr(listener, "__qualname__", repr(listener)),
-                )
-
-
-# -- the log line of each event --------------------------------------------------------------
-
-
-_TRAFFIC: Final = frozenset({MessagesAccepted, PushAccepted, Published})
-
-
-def log_event(event: HostEvent) -> None:
-    """Log one line for ``event``.
-
-    Connection, channel and lifecycle events are INFO (a connector that went MCP-only is a
-    warning). Traffic (:class:`MessagesAccepted`, :class:`PushAccepted`, :class:`Published`)
-    is DEBUG, one line per batch and never one per message, asked for with
-    :func:`~switchboard.runtime.logs.enabled_for` first, so the hot paths pay only for that check.
-    """
-    # Traffic first: with DEBUG off (the usual case) it costs one set lookup and one check.
-    if type(event) in _TRAFFIC and not enabled_for(DEBUG):
-        return
-    match event:
-        case MessagesAccepted(server_id=sid, messages=messages):
-            if enabled_for(DEBUG):
-                log.debug("messages_accepted", server_id=sid, count=len(messages))
-        case PushAccepted(server_id=sid, message=message):
-            if enabled_for(DEBUG):
-                log.debug("push_accepted", server_id=sid, message_id=message.get("messageId"))
-        case Published(server_id=sid, channel_id=cid, outcome=outcome):
-            if enabled_for(DEBUG):
-                log.debug("published", server_id=sid, channel_id=cid, status=outcome.status.value)
-        case ConnectorReady(server_id=sid, grant=grant, legacy_policy=legacy):
-            log.info(
-                "connector_connected",
-                server_id=sid,
-                dialect=event.dialect,
-                mcpl_version=event.mcpl_version,
-                grant=list(grant),
-                enabled=list(event.enabled),
-                disabled=list(event.disabled),
-                legacy_policy=legacy,
-            )
-        case ConnectorMcpOnly(server_id=sid, reason=reason):
-            log.warning("connector_mcp_only", server_id=sid, reason=reason)
-        case ConnectorExited(server_id=sid, dropped=dropped, exit_code=code, signal=sig):
-            log.info(
-                "connector_exited",
-                server_id=sid,
-                channels_dropped=len(dropped),
-                **({} if code is None else {"exit_code": code}),
-                **({} if sig is None else {"signal": sig}),
-            )
-        case ConnectorRestartScheduled(server_id=sid, delay=delay, failures=failures):
-            log.info(
-                "connector_restart_scheduled",
-                server_id=sid,
-                delay=round(delay, 3),
-                failures=failures,
-            )
-        case ConnectorStarted(server_id=sid, pid=pid, link=link, command=command):
-            log.info(
-                "connector_started",
-                server_id=sid,
-                link=link,
-                **({} if pid is None else {"pid": pid}),
-                **({"command": list(command)} if command else {}),
-            )
-        case ConnectorFailed(server_id=sid, error=error):
-            log.debug("connector_failed_permanently", server_id=sid, error=error)
-        case ConnectorRefused():
-            pass  # the session's RefusalLog logs refusals, rate-limited
-        case ConnectorToolsChanged(server_id=sid, tools=tools):
-            log.info("connector_tools_changed", server_id=sid, tools=len(tools))
-        case ManifestApplied(server_id=sid, revision=revision, impacts=impacts):
-            log.info("manifest_applied", server_id=sid, revision=revision, impacts=len(impacts))
-        case ChannelsRegistered(server_id=sid, channel_ids=ids):
-            log.info("channels_registered", server_id=sid, count=len(ids))
-        case ChannelsChanged(server_id=sid, added=added, removed=removed):
-            log.info("channels_changed", server_id=sid, added=len(added), removed=len(removed))
-        case ChannelsRemoved(server_id=sid, channel_ids=ids):
-            log.info("channels_removed", server_id=sid, removed=len(ids))
-        case LifecycleStep(server_id=sid, kind=kind, channel_id=cid, detail=detail):
-            log.info(
-                "channel_lifecycle",
-                lifecycle=kind.value,
-                server_id=sid,
-                **({} if cid is None else {"channel_id": cid}),
-                **detail,
-            )
-        case StorageFailed(cause=cause):
-            log.error(
-                "storage_failed",
-                cause=cause,
-                effect="incoming messages are refused unacknowledged (connectors resend) and "
-                "agents get storage-unavailable until a write succeeds",
-            )
-        case StorageRecovered(cause=cause, seconds=seconds):
-            log.info("storage_recovered", cause=cause, seconds=round(seconds, 3))
-        case _:
-            assert_never(event)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from switchboard.events.kinds import EventBus, StorageFailed, StorageRecovered
+from switchboard.events.bus import EventBus
+from switchboard.events.kinds import StorageFailed, StorageRecovered
 
 __all__ = ["StorageWatch"]
 

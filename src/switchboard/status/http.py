@@ -54,7 +54,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import Config, is_loopback
 from switchboard.status.model import HostStatus
-from switchboard.web.serving import (
+from switchboard.web import (
     bare_host,
     bind_listener,
     default_hosts,

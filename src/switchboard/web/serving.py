@@ -1,103 +1,24 @@
-"""What Switchboard's two HTTP listeners share: the agents' endpoint and the status surface.
+"""Sockets and uvicorn for Switchboard's listeners.
 
-- **Token files.** :func:`read_token_file` reads a bearer or operator token from a file that
-  must be a regular file no other user can read, holding a usable token
-  (:func:`switchboard.config.token_problem`).
-- **Host headers.** :func:`bare_host`, :func:`default_hosts` (the names a listener on an address
-  answers to when ``allowed_hosts`` is not set) and :func:`host_allowed` (an entry, or
-  ``name:PORT`` for an entry ``name:*``).
-- **Sockets and uvicorn.** :func:`bind_listener` binds before serving, so a port in use is a
-  :class:`~switchboard.config.ConfigError` at start and not a traceback from inside uvicorn;
-  :func:`serve_on` runs a uvicorn server on a bound socket until cancelled, without uvicorn's
-  own signal handlers (``switchboard run`` owns SIGINT and SIGTERM).
-
-It knows nothing of MCP, agents or the status model: :mod:`switchboard.agents.http` and
-:mod:`switchboard.status.http` build their apps and call in here.
+:func:`bind_listener` binds before serving, so a port in use is a ``ConfigError`` at start and
+not a traceback from inside uvicorn; :func:`serve_on` runs a uvicorn server on a bound socket
+until cancelled, without uvicorn's own signal handlers (``switchboard run`` owns SIGINT and
+SIGTERM).
 """
 
 from __future__ import annotations
 
-import os
 import socket
-import stat
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
-from pathlib import Path
 
 import anyio
 import uvicorn
 
-from switchboard.config import ConfigError, token_problem
+from switchboard.config import ConfigError
+from switchboard.web.hosts import bare_host
 
-__all__ = [
-    "QuietServer",
-    "bare_host",
-    "bind_listener",
-    "default_hosts",
-    "host_allowed",
-    "read_token_file",
-    "serve_on",
-]
-
-
-def read_token_file(path_text: str, where: str) -> str:
-    """The token in the file ``path_text``, named ``where`` in every refusal.
-
-    Raises:
-        ConfigError: the file is missing, not a regular file, readable by other users,
-            unreadable, or does not hold a usable token.
-    """
-    path = Path(path_text)
-    try:
-        info = path.stat()
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{where}: the file does not exist; write the token into it") from exc
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc}") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise ConfigError(f"{where}: it is not a regular file")
-    if os.name == "posix" and info.st_mode & 0o077:
-        raise ConfigError(
-            f"{where}: its mode is {stat.S_IMODE(info.st_mode):o}, so other users may read or "
-            f"replace the token; run `chmod 600 {path_text}`"
-        )
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where}: cannot read it: {exc}") from exc
-    problem = token_problem(token)
-    if problem:
-        raise ConfigError(f"{where}: the file does not hold a usable bearer token: {problem}")
-    return token
-
-
-def bare_host(host: str) -> str:
-    """``host`` without the brackets of an IPv6 literal (``[::1]`` -> ``::1``)."""
-    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
-
-
-def default_hosts(bare: str) -> tuple[str, ...]:
-    """The Host header values a listener bound to ``bare`` answers to without
-    ``allowed_hosts``: its own name (and ``localhost`` for a loopback address, or the loopback
-    addresses for ``localhost``), each with any port."""
-    names = [f"[{bare}]" if ":" in bare else bare]
-    if bare in ("127.0.0.1", "::1"):
-        names.append("localhost")
-    elif bare.lower() == "localhost":
-        names += ["127.0.0.1", "[::1]"]
-    return tuple(form for name in names for form in (name, f"{name}:*"))
-
-
-def host_allowed(value: str, allowed: Sequence[str]) -> bool:
-    """Whether ``value`` is an entry of ``allowed``, or ``name:PORT`` for an entry ``name:*``."""
-    for entry in allowed:
-        if value == entry:
-            return True
-        if entry.endswith(":*"):
-            stem = entry[:-1]
-            if value.startswith(stem) and value[len(stem) :].isdigit():
-                return True
-    return False
+__all__ = ["QuietServer", "bind_listener", "serve_on"]
 
 
 def bind_listener(host: str, port: int, where: str, *, backlog: int = 128) -> socket.socket:
