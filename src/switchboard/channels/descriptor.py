@@ -102,7 +102,7 @@ class CheckedDescriptors(list[DescriptorLike]):
 
     A large registration then skips the registry's own pass over each item's type, id and
     label type (four passes over 100,000 items cost a twentieth of the registration, most of
-    it in touching each object; issue #14). Anything else is checked as before.
+    it in touching each object). Anything else is checked as before.
     """
 
     __slots__ = ()

@@ -43,7 +43,7 @@ shares a key with its own bare form, which is a strict prefix of it.
 One exception to "kept in step": the labels of a batch the caller vouched for
 (:class:`~switchboard.channels.descriptor.CheckedDescriptors`, the host's large first
 registration) are indexed when the label index is next read or changed, or when the host calls
-:meth:`ChannelIndex.index_labels` once the registration has been answered (issue #14). No
+:meth:`ChannelIndex.index_labels` once the registration has been answered. No
 lookup can tell: each one indexes what waits first, and buckets keep registration order.
 
 What it deliberately does not know: registration semantics (results, authorization, serials),
@@ -112,7 +112,7 @@ def _plain_label_keys(labels: list[str]) -> list[str] | None:
     # One pass for the keys, which is also the check that every label is a string; an empty
     # label, like "#", gives an empty key, refused below. Passes over 100,000 labels cost
     # mostly in touching each object, so there is no pass for either check alone; and the
-    # unbound method over map costs half a methodcaller (issue #14).
+    # unbound method over map costs half a methodcaller.
     try:
         keys = list(map(str.removeprefix, labels, repeat("#")))
     except TypeError:  # a label that is not a string
@@ -305,7 +305,7 @@ class ChannelIndex:
         """Add the labels of the batches :meth:`register_many` left for later, in order.
 
         A large first registration's label keys are a fifth of its time (making 100,000 keys
-        and hashing them into one dict, issue #14): for a batch the caller vouched for
+        and hashing them into one dict): for a batch the caller vouched for
         (:class:`~switchboard.channels.descriptor.CheckedDescriptors`, whose labels are
         strings, so no key can fail), they are made here instead, after the registration
         has been answered. Every lookup or change that reads the label index calls this

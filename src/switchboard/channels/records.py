@@ -73,7 +73,7 @@ class ChannelEntry(msgspec.Struct, eq=False, gc=False):
     The entry keeps the two halves of its key as strings and makes its :attr:`ref` the first
     time it is asked for (then keeps it): a :class:`ChannelRef` is a tuple the collector
     tracks, and building 100,000 of them while a large ``channels/register`` is answered cost
-    a tenth of its round trip, plus a young collection to walk them (issue #14, item 4).
+    a tenth of its round trip, plus a young collection to walk them.
 
     Attributes:
         server_id: The registering connection.
@@ -140,7 +140,7 @@ class AllAccepted(Sequence[ItemResult]):
     each id, made only when read.
 
     A registration of 100,000 channels that all pass would otherwise build (and free) 100,000
-    named tuples that the host reads once to write ``{id, accepted}`` (issue #14, item 4);
+    named tuples that the host reads once to write ``{id, accepted}``;
     the host reads :attr:`accepted_ids` instead. Compares equal to any sequence of the same
     results (a tuple of :class:`ItemResult` included).
     """

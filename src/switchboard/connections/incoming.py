@@ -145,7 +145,7 @@ class IncomingHandler:
 
         def announce(stored: Sequence[AppendResult]) -> None:
             # After the answer left: the connector's ack waits for the commit, not for the
-            # listeners (issue #14).
+            # listeners.
             fresh = [m for m, s in zip(accepted, stored, strict=True) if not s.duplicate]
             if len(fresh) == len(accepted):
                 # The channels admitted above are exactly the batch's (each once).
@@ -164,7 +164,7 @@ class IncomingHandler:
         permits = self._permits
         sid = self._server_id
         # Each distinct channel judged once, in C where the batch is the common case: every
-        # channel registered here, none outbound-only, and no permits to ask (issue #14).
+        # channel registered here, none outbound-only, and no permits to ask.
         cids = list(map(_channel_of, checked))
         distinct = dict.fromkeys(cids)
         entries = list(map(channels.get, distinct))

@@ -164,7 +164,7 @@ class RegistrationHandler:
     async def register(self, params: Any) -> dict[str, Any]:
         channels = _register_channels(params)
         # One pause over validation, registry and answer of a large request: they allocate
-        # long-lived objects that a collection would only walk and promote (issue #14). It
+        # long-lived objects that a collection would only walk and promote. It
         # ends once the answer has left (``after_answer``): the collection then owed runs
         # while the connector reads the answer, not before it is written.
         resume = pause_collector() if len(channels) >= _GC_PAUSE_MIN_ITEMS else None
@@ -320,8 +320,8 @@ def _all_accepted(ids: Sequence[str]) -> list[dict[str, Any]] | orjson.Fragment:
     """The results of a batch whose every item was accepted, as JSON written once.
 
     Building 100,000 ``{"id", "accepted"}`` dicts only for orjson to write them cost a tenth
-    of a 100,000-channel registration, and the cyclic collector then walked them (issue #14,
-    item 4): see :func:`~switchboard.protocol.accepted_results`. Ids it cannot cut apart get
+    of a 100,000-channel registration, and the cyclic collector then walked them:
+    see :func:`~switchboard.protocol.accepted_results`. Ids it cannot cut apart get
     the dicts as before (written the same way).
     """
     written = accepted_results(ids, "id")

@@ -320,7 +320,7 @@ class ConnectorSession:
             default_timeout=self.config.request_timeout,
             read_error=read_error,
             # The hot paths: a batch of messages, or of descriptors, read and checked in one
-            # pass from the frame's bytes (issue #14).
+            # pass from the frame's bytes.
             params_readers={
                 "channels/incoming": ParamsReader(IncomingRawParams, check_incoming_params),
                 "channels/register": ParamsReader(RegisterFastParams, register_channels),

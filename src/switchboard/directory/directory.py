@@ -4,7 +4,7 @@ It owns one table, ``directory_entries``, created if missing; it shares the file
 message store (WAL mode lets both open it) but never touches the store's tables or its
 ``user_version``. Calls are synchronous and short; async callers run them in a worker thread.
 
-Claim semantics (issue #12), exactly:
+Claim semantics, exactly:
 
 * a free address is taken, under the owner token if one is given;
 * the same token refreshes the listing (fields left out keep their values), marks it online and

@@ -32,7 +32,7 @@ class EventBus:
     def __init__(self) -> None:
         self._listeners: tuple[tuple[Listener, tuple[type, ...] | None], ...] = ()
         # The listeners of each event class, worked out on its first emit: a listener that
-        # takes a few kinds of event is not called for the traffic it ignores (issue #14).
+        # takes a few kinds of event is not called for the traffic it ignores.
         self._routes: dict[type, tuple[Listener, ...]] = {}
 
     def subscribe(self, listener: Listener, *, takes: tuple[type, ...] | None = None) -> None:

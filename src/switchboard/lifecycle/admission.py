@@ -40,7 +40,7 @@ __all__ = ["Admission"]
 
 #: Channels given their initial record between two turns of the event loop. Admitting 100,000
 #: channels takes seconds; in slices the registration's answer, other connectors' traffic and
-#: the agents keep moving meanwhile (issue #14: the answer to a large ``channels/register``
+#: the agents keep moving meanwhile (the answer to a large ``channels/register``
 #: waited behind the whole admission).
 ADMIT_SLICE = 128
 
@@ -101,7 +101,7 @@ class Admission:
         :data:`ANSWER_WAIT` later): the answer to 100,000 channels is about 4 MB, written
         while the connector reads it, and the first steps of an admission (the batch's ids
         and the gate, a few C-level passes over 100,000 ids) would hold up its last
-        megabytes for tens of milliseconds (issue #14, item 4).
+        megabytes for tens of milliseconds.
         """
         connectors = self._connectors
         with anyio.move_on_after(ANSWER_WAIT):
@@ -122,7 +122,7 @@ class Admission:
         announced: list[dict[str, Any]] = []
         # Each channel's ref is its registration's own (none is built for a channel still
         # registered); the gate is taken by channel id. Nothing proportional to the batch runs
-        # before the first slice but these C-level passes (issue #14: the answer to a large
+        # before the first slice but these C-level passes (the answer to a large
         # channels/register is still being written while this starts).
         refs: list[ChannelRef] = []
         gate = self._gate

@@ -105,7 +105,7 @@ class DecisionGate:
     :class:`_Batch` (one event for an admission of 100,000 channels, not 100,000), and the
     admission of one server's channels is taken, waited for and released by their ids
     (:meth:`take_channels`), whose string hashes are already known, without building a
-    :class:`ChannelRef` for each first (issue #14, item 4). A batch's event is set when its
+    :class:`ChannelRef` for each first. A batch's event is set when its
     last channel is released.
     """
 

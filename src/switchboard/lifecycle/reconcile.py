@@ -376,7 +376,7 @@ class Reconciler:
         todo: list[ChannelRef] = []
         for n, ref in enumerate(refs):
             if n and not n % CHECK_SLICE:
-                await checkpoint()  # a large registration must not hold the loop (issue #14)
+                await checkpoint()  # a large registration must not hold the loop
             entry = self._registry.get(ref)
             if entry is not None and self.needs_run(entry):
                 todo.append(ref)

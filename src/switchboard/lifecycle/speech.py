@@ -124,8 +124,8 @@ class SpeechGate:
         that the server is up and the channel takes words): an open channel whose record does
         not want it closed takes the words now, and so does any channel of a server whose
         lifecycle the host does not direct, unless its last open was answered for another
-        channel. Synchronous, so a publish that needs no lifecycle work awaits nothing for it
-        (issue #14). False means :meth:`clear` has work to do or to wait for.
+        channel. Synchronous, so a publish that needs no lifecycle work awaits nothing for it.
+        False means :meth:`clear` has work to do or to wait for.
         """
         parts = self._parts
         ref = entry.ref

@@ -80,7 +80,7 @@ class TransportMarks:
     def traffic(self, server_id: str, channel_ids: Iterable[str]) -> None:
         """The server sent messages on these channels: they are open at the transport.
 
-        Once per incoming batch (issue #14): when every channel of the batch is among those
+        Once per incoming batch: when every channel of the batch is among those
         learnt open with nothing to repair, and no channel got a new entry since (the
         registry's serial is unchanged), that is one C-level set check; otherwise a channel
         costs two dict lookups (its entry among the server's, and its learnt state)."""

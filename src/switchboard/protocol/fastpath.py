@@ -77,7 +77,7 @@ def incoming_is_valid(m: Any) -> bool:
 # Why msgspec: it decodes JSON into typed structs in C and checks the types as it goes, so one
 # pass both reads and validates a message, allocating one struct where orjson builds a dict of
 # dicts; and ``msgspec.Raw`` keeps each message's own bytes (a view into the frame, no copy),
-# which the store keeps as they came instead of encoding the message again (issue #14).
+# which the store keeps as they came instead of encoding the message again.
 
 
 class _Author(msgspec.Struct, gc=False):
@@ -192,7 +192,7 @@ def accepted_results(ids: Sequence[str], key: str) -> orjson.Fragment | None:
     ``"id"``, ``channels/incoming`` with ``"messageId"``). Building one dict per item only for
     orjson to write it costs more than the rest of the answer; instead the ids are encoded as
     one JSON array, and each id is wrapped in its object by cutting that array at its element
-    boundaries (issue #14). When the encoded array holds no backslash, no id holds an escaped
+    boundaries. When the encoded array holds no backslash, no id holds an escaped
     character (a quote included), so every ``"`` in it opens or closes an id; when it holds
     exactly one comma between each two ids, no id holds a comma; then ``","`` occurs only
     between two ids.

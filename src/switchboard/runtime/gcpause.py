@@ -9,8 +9,7 @@ on entry, so nested pauses and callers that disabled it themselves are left as t
 :func:`pause_collector` is the same pause for a step that ends later than one block: the
 answer to a ``channels/register`` of 100,000 channels leaves the host a few milliseconds
 after its handler returns, and the young collection owed for what the handler made (tens of
-milliseconds when it made a tracked key per channel) is better run once the answer is out
-(issue #14).
+milliseconds when it made a tracked key per channel) is better run once the answer is out.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ A host ingesting messages allocates many short-lived containers (each decoded JS
 a few dicts and lists). With Python's stock thresholds (700 allocations for a young
 collection) a collection runs every few batches and finds the batches still in flight alive:
 it traverses them, promotes them, and every few hundred batches a full collection walks the
-whole heap, modules and registry included. Issue #14's profile put this at 30% of the main
+whole heap, modules and registry included. A profile of ingest put this at 30% of the main
 thread; in ``bench/bench_ingest.py`` the policy cut host CPU per message by about a quarter.
 The policy, applied by ``switchboard run`` once the
 modules are imported and the config read, before the host is built:
@@ -27,7 +27,7 @@ more than 128 KiB its own memory mapping, and unmaps it when it is freed; the ne
 mapped afresh, and the kernel faults its pages in one by one as they are first written. A
 large request (a ``channels/register`` of 100,000 channels is a 10 MB frame, its answer 4 MB,
 and the dicts and lists in between are megabytes each) paid that on every buffer: about a
-twelfth of its round trip (issue #14, item 4). Under the policy an allocation below
+twelfth of its round trip. Under the policy an allocation below
 :data:`MMAP_THRESHOLD` comes from the heap, and freed memory at the heap's top is kept for the
 next one up to :data:`TRIM_THRESHOLD`. The cost is memory: the process keeps up to that much
 free heap after a peak instead of returning it at once. ``SWITCHBOARD_MALLOC=stock`` leaves

@@ -111,7 +111,7 @@ def _live_wrapper() -> Callable[[], object]:
     """The cheapest way to read the configured wrapper class now.
 
     ``get_config()`` builds a dict of the whole configuration on every call, about a third of
-    a microsecond, once per confirmed publish (issue #14). structlog keeps the configuration
+    a microsecond, once per confirmed publish. structlog keeps the configuration
     in one module-level object that ``configure`` updates in place; where it is found, and
     agrees with ``get_config()``, its attribute is read instead (tests/runtime/test_logs_enabled.py
     holds the two to agreement across reconfigurations). Anywhere else, ``get_config()``.

@@ -323,7 +323,7 @@ class HostStatus:
         """Take one host event into the model: O(1) (a bus listener; never blocks)."""
         self.version += 1
         now = self._clock()
-        if isinstance(event, Published):  # once per publish: before the match (issue #14)
+        if isinstance(event, Published):  # once per publish: before the match
             self._published(event, now)
             return
         match event:
@@ -332,7 +332,7 @@ class HostStatus:
                 status.messages_in += len(messages)
                 self.messages_in += len(messages)
                 # The hot ingest path: the batch is kept as it is, one entry, and shaped into
-                # rows only when a snapshot is taken (issue #14).
+                # rows only when a snapshot is taken.
                 self._keep_traffic((now, sid, messages), len(messages))
             case PushAccepted(server_id=sid, message=message):
                 status = self._connector(sid)
@@ -425,11 +425,11 @@ class HostStatus:
     def _published(self, event: Published, now: float) -> None:
         status = self._connector(event.server_id)
         # A plain str key: an enum's .value is a property, a third of a microsecond on every
-        # publish (issue #14).
+        # publish.
         key = _STATUS_KEYS[event.outcome.status]
         status.publishes[key] = status.publishes.get(key, 0) + 1
         self.publishes_out += 1
-        # Kept as it came, one tuple; shaped into a row only at a snapshot (issue #14).
+        # Kept as it came, one tuple; shaped into a row only at a snapshot.
         self._keep_traffic((now, event))
 
     # -- reading -----------------------------------------------------------------------------

@@ -112,7 +112,7 @@ class GroupThread(ABC, Generic[J]):
 
         Why: a job alone, handed to this thread, waits for it to wake and, in a busy process,
         for the GIL, then for the submitting thread to wake again: a few hundred µs of
-        round trip for a commit of about 100 (issue #14). When nothing else is queued, doing
+        round trip for a commit of about 100. When nothing else is queued, doing
         the work at once keeps the order (every job put earlier is finished) and saves both
         hand-offs. Call it only from the thread that calls :meth:`put`.
 

@@ -142,7 +142,7 @@ class FreshResults(Sequence[AppendResult]):
     ``length`` consecutive seqs from ``first_seq``, made only when read.
 
     The hot ingest path only asks whether any message was a duplicate, so fifty named tuples a
-    batch were built and freed unread (issue #14). Compares equal to any sequence of the same
+    batch were built and freed unread. Compares equal to any sequence of the same
     results (a list of :class:`AppendResult` included).
     """
 

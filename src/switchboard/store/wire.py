@@ -75,7 +75,7 @@ def pack_body(body: bytes) -> bytes:
 
     Why: one commit of a 12 KB batch spans two 8 KiB pages and costs about 250 µs on the
     development VM, one of 1 KB about 45 µs; deflate at level 1 takes about 35 µs for 12 KB
-    and runs without the GIL (issue #14). The stored row shrinks 3 to 15 times with it.
+    and runs without the GIL. The stored row shrinks 3 to 15 times with it.
 
     The store packs a batch on the submitting thread: on the writer thread, taking the GIL back
     after deflate meant waiting for the event loop's next system call, about 200 µs a batch

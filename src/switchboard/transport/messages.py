@@ -24,7 +24,7 @@ Rules kept here (JSON-RPC 2.0):
 
 A caller may pass :data:`ParamsReaders`: for a request naming one of their methods, the frame
 is first read as an envelope with its params left as bytes, and the method's reader turns those
-bytes into the params (issue #14: the hot ``channels/incoming`` path reads and checks its
+bytes into the params (the hot ``channels/incoming`` path reads and checks its
 messages in one pass, see :func:`switchboard.protocol.fastpath.read_incoming_params`). Any
 frame that does not fit (a batch, an odd id, a reader that says None ...) is read the general
 way, so the rules above hold whatever the readers do.
@@ -115,8 +115,7 @@ class InboundCall:
 
 
 # The values read off the wire are plain slotted dataclasses, never changed after they are
-# made: a frozen dataclass costs three times as much to build (about 1 µs), once per frame
-# (issue #14).
+# made: a frozen dataclass costs three times as much to build (about 1 µs), once per frame.
 
 
 @dataclass(slots=True)

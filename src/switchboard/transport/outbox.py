@@ -106,7 +106,7 @@ class Outbox:
 
         Why not write it at once: callers woken by one read of answers each send their next
         request in the same turn, and a write is a system call (about a fifth of a confirmed
-        publish's time, issue #14); the turn's frames leave in one. Order holds: the frame is
+        publish's time); the turn's frames leave in one. Order holds: the frame is
         queued behind what was queued before it, and :meth:`send_own` queues behind it.
         """
         if not self._writes_at_once or self._lock.locked() or len(self._frames) >= HIGH_WATER:

@@ -259,7 +259,7 @@ class Peer:
         """Return once the frames queued so far have left: taken from the queue, and passed
         to the OS by a link that can tell (a child's stdin; any other link once it took them).
         Returns at once on a closed peer. Lets work that can wait (an admission, say) start
-        only after a large answer is out, instead of holding it up (issue #14)."""
+        only after a large answer is out, instead of holding it up."""
         if self._closing:
             return
         await self._outbox.emptied()

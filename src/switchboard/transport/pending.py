@@ -7,7 +7,7 @@ waiting caller's scope, so a request times out even while its frame is stuck in 
 
 A waiter is a bare asyncio future of the running loop rather than an ``anyio.Event``: the
 peer runs on anyio's asyncio backend only (like ``stdio_server``), and the event cost a
-backend lookup to make and a checkpoint to wait, on every request (issue #14: confirmed
+backend lookup to make and a checkpoint to wait, on every request (confirmed
 publishes).
 
 This module knows the outbound half of JSON-RPC matching; it does not send frames (the
@@ -150,7 +150,7 @@ class PendingRequests:
                 if send_now is not None and send_now(frame):
                     # Taken at once (it leaves with this turn's write, Outbox.try_send_own):
                     # only the answer is awaited, and on expiry the timer wakes this waiter
-                    # itself; a cancel scope would cost a third of a short request (issue #14).
+                    # itself; a cancel scope would cost a third of a short request.
                     await waiter.done
                 else:
                     # The timer task cancels this scope on expiry: a bare scope costs far less

@@ -57,7 +57,7 @@ is 64 KiB, and 1 MiB is what an unprivileged process may ask). A large answer (t
 100,000 channels registered at once are about 4 MB) then leaves in a few writes, each one a
 turn of the event loop, instead of sixty; and a connector with many requests in flight (16
 batches of 50 messages are about 190 KB) writes them in one go and the host reads them in one
-read, where a 64 KiB pipe took three of each (issue #14)."""
+read, where a 64 KiB pipe took three of each."""
 GROWN_PIPES_MAX = 16
 """At most this many connector pipes are grown at once (two per connector: eight connectors).
 The kernel counts grown pipes against the user's pipe quota (``fs.pipe-user-pages-soft``,

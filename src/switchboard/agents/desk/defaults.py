@@ -115,7 +115,7 @@ class DefaultChannel:
 
     def _accepted_checked(self, server_id: str, checked: Sequence[CheckedMessage]) -> None:
         """:meth:`_accepted` over the messages as the transport checked them: their members
-        are read there, and only a metadata object is decoded (issue #14)."""
+        are read there, and only a metadata object is decoded."""
         for message in reversed(checked):
             if is_marker(message.tags, message.metadata_object()):
                 continue

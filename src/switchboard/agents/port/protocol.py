@@ -255,7 +255,7 @@ class AgentPort(Protocol):
         ``details``, when given, is asked before each batch whether the listener wants the
         messages: while it answers False the listener is told only *that* a batch for the
         agent arrived (an empty sequence), which costs one routing check per batch rather
-        than one :class:`Arrival` per message (the ingest hot path, issue #14)."""
+        than one :class:`Arrival` per message (the ingest hot path)."""
         ...
 
     # -- lifecycle --------------------------------------------------------------------------

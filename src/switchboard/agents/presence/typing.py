@@ -292,7 +292,7 @@ class TypingKeeper:
     def observe(self, event: HostEvent) -> None:
         """A host event listener: removals end typing silently; speech published ends it with
         a stop."""
-        if type(event) is Published:  # once per publish: before the match (issue #14)
+        if type(event) is Published:  # once per publish: before the match
             # Nothing typing (the common case): no ref to build.
             if (
                 self._typing or self._metadata

@@ -217,7 +217,7 @@ class ConnectorPassthrough:
 class ListenedBus(InMemorySubscriptionBus):
     """The SDK's in-process subscription bus, counting its listeners: :attr:`listened` says
     whether an event published now would reach anyone, so a hot path can skip publishing one
-    that would not (the inbox push, once per incoming batch, issue #14)."""
+    that would not (the inbox push, once per incoming batch)."""
 
     def __init__(self) -> None:
         super().__init__()

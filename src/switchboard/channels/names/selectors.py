@@ -10,7 +10,7 @@ only a channel id or a server-qualified name (tier 1); labels, raw ids and DM na
   exactly that pair, and a refusal that says where a channel with that id is. Switchboard's
   own MCP tools take every name instead, through the general resolver
   (:func:`~switchboard.channels.names.resolve.resolve`), so that every tool accepts the names
-  ``channel_publish`` does (issue #11); this narrower vocabulary stays for callers that
+  ``channel_publish`` does; this narrower vocabulary stays for callers that
   follow §3.7 to the letter.
 - :func:`resolve_destination` (publishes): the same, except that an empty channel id or an
   *empty* server id is refused rather than read as "omitted".

@@ -101,7 +101,7 @@ class TransportState:
         """A new registration; ``may_be_open`` for a push placeholder or ``initiallyOpen``.
 
         The two answers are made once: states are frozen, and a frozen dataclass costs over a
-        microsecond to build, which every publish paid (issue #14).
+        microsecond to build, which every publish paid.
         """
         return _FRESH_MAY_BE_OPEN if may_be_open else _FRESH
 

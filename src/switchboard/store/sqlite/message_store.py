@@ -322,7 +322,7 @@ class MessageStore:
 
     def _queue_append(self, job: AppendJob[_Waiter]) -> None:
         """Hand ``job`` to the writer; when the writer has nothing queued or in hand (and
-        commits do not sync the WAL), commit it here instead (issue #14):
+        commits do not sync the WAL), commit it here instead:
 
         - the first batch of a turn of the event loop is committed at once, so a lone batch
           has its awaitable done when this returns;
