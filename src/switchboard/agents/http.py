@@ -1,45 +1,15 @@
 """The agents' streamable HTTP endpoint: bearer tokens, Host/Origin checks, one server per agent.
 
-:func:`plan_endpoint` turns ``[agent]`` (the endpoint: transport, host, port, allowed hosts and
-origins) and the configured agents (``[[agents]]``, or the one-agent ``[agent]`` shorthand) into
-an :class:`EndpointPlan` before anything is bound: it reads each ``token_file`` (refusing a
-missing, empty or group/other-accessible one), and derives the Host and Origin values the
-endpoint accepts from the bind address when ``allowed_hosts`` is not given.
-:func:`endpoint_app` serves every agent on one path, :data:`MCP_PATH`; each request passes, in
-order:
+:func:`plan_endpoint` turns ``[agent]`` and the configured agents into an
+:class:`EndpointPlan` before anything is bound (token files read, allowed Host and Origin values
+derived). :func:`endpoint_app` serves every agent on one path, :data:`MCP_PATH`: each request
+passes the Host/Origin check (a DNS-rebinding defence), then the bearer check (401 unless the
+token proves an agent), then goes to that agent's own MCP server and session manager, so one
+agent's session id is unknown to every other. Sessions are counted per agent; an agent that
+leaves the roster is refused and its server stopped. What a session costs is kept small
+(docs/operations.md, "Many agents").
 
-1. the Host/Origin check (a DNS-rebinding defence, on for every bind address): a Host header
-   not in the allowed hosts is refused with 421, an Origin not in the allowed origins with 403
-   (a request without Origin, which no browser sends cross-site, passes);
-2. the bearer check, through the SDK's auth hooks (its ``BearerAuthBackend`` with
-   :class:`AgentTokenVerifier`, which asks :class:`Identities` whom the token proves, and its
-   ``AuthContextMiddleware``): no token or one that proves nobody is refused with 401 and
-   ``WWW-Authenticate: Bearer``. The one exception is the one-agent shorthand without a token
-   (loopback only, see ``config``): a request that proves nobody is that agent;
-3. dispatch to the proven agent's own MCP server and streamable HTTP session manager, built by
-   :class:`AgentServers` on the agent's first request. A session id belongs to the manager that
-   minted it, so one agent's session id is unknown (404) to every other agent; within a
-   manager the SDK also binds each session to the credential that opened it.
-
-Sessions are counted per agent (:class:`SessionHooks`: attach when the manager admits a
-session, detach when it discards one or stops), and every request touches its agent. An agent
-that leaves the roster (or is restarted as a new incarnation) is refused (401) on its next
-request, and its server is stopped once its requests in flight are answered (checked every
-:data:`RETIRE_CHECK_EVERY` seconds, waiting at most :data:`RETIRE_GRACE`), which ends its open
-sessions and their streams (their ids then answer 404). A 2026-era client that speaks without
-sessions is served per request and touches its agent, but never attaches.
-
-What a session costs is kept small (docs/operations.md, "Many agents"): a POST is answered with
-one JSON body, not a one-event SSE stream (the SDK's ``json_response``; server messages that
-are not answers go on the session's GET stream), and after each POST the session's message
-router is handed a response to an id no request has, so that it lets go of the last answer it
-routed (:meth:`_CountedSessions.release`). uvicorn parses HTTP with ``httptools``.
-
-:func:`serve_endpoint` listens on a socket bound by :func:`bind_endpoint` and runs the app with
-uvicorn until cancelled. Refusals are logged rate-limited (first one in full, then counts).
-
-It deliberately knows nothing of the tools or the host: it is given :class:`AgentServers` (who
-the agents are, how to build one's ``MCPServer``, whom to tell of sessions) or one built
+It knows nothing of the tools or the host: it is given :class:`AgentServers` or one built
 ``MCPServer``. The stdio transport is not here and has no authentication: the parent process is
 the agent.
 """
@@ -615,6 +585,43 @@ class _Refusals:
 
 def endpoint_app(servers: AgentServers | MCPServer[Any], plan: EndpointPlan) -> ASGIApp:
     """The ASGI app of the endpoint: every agent's server on :data:`MCP_PATH`, behind refusals.
+
+    :func:`plan_endpoint` turns ``[agent]`` (the endpoint: transport, host, port, allowed hosts and
+    origins) and the configured agents (``[[agents]]``, or the one-agent ``[agent]`` shorthand) into
+    an :class:`EndpointPlan` before anything is bound: it reads each ``token_file`` (refusing a
+    missing, empty or group/other-accessible one), and derives the Host and Origin values the
+    endpoint accepts from the bind address when ``allowed_hosts`` is not given. :func:`endpoint_app`
+    serves every agent on one path, :data:`MCP_PATH`; each request passes, in order:
+
+    1. the Host/Origin check (a DNS-rebinding defence, on for every bind address): a Host header not
+       in the allowed hosts is refused with 421, an Origin not in the allowed origins with 403 (a
+       request without Origin, which no browser sends cross-site, passes);
+    2. the bearer check, through the SDK's auth hooks (its ``BearerAuthBackend`` with
+       :class:`AgentTokenVerifier`, which asks :class:`Identities` whom the token proves, and its
+       ``AuthContextMiddleware``): no token or one that proves nobody is refused with 401 and
+       ``WWW-Authenticate: Bearer``. The one exception is the one-agent shorthand without a token
+       (loopback only, see ``config``): a request that proves nobody is that agent;
+    3. dispatch to the proven agent's own MCP server and streamable HTTP session manager, built by
+       :class:`AgentServers` on the agent's first request. A session id belongs to the manager that
+       minted it, so one agent's session id is unknown (404) to every other agent; within a manager
+       the SDK also binds each session to the credential that opened it.
+
+    Sessions are counted per agent (:class:`SessionHooks`: attach when the manager admits a session,
+    detach when it discards one or stops), and every request touches its agent. An agent that leaves
+    the roster (or is restarted as a new incarnation) is refused (401) on its next request, and its
+    server is stopped once its requests in flight are answered (checked every
+    :data:`RETIRE_CHECK_EVERY` seconds, waiting at most :data:`RETIRE_GRACE`), which ends its open
+    sessions and their streams (their ids then answer 404). A 2026-era client that speaks without
+    sessions is served per request and touches its agent, but never attaches.
+
+    What a session costs is kept small (docs/operations.md, "Many agents"): a POST is answered with
+    one JSON body, not a one-event SSE stream (the SDK's ``json_response``; server messages that are
+    not answers go on the session's GET stream), and after each POST the session's message router is
+    handed a response to an id no request has, so that it lets go of the last answer it routed
+    (:meth:`_CountedSessions.release`). uvicorn parses HTTP with ``httptools``.
+
+    :func:`serve_endpoint` listens on a socket bound by :func:`bind_endpoint` and runs the app with
+    uvicorn until cancelled. Refusals are logged rate-limited (first one in full, then counts).
 
     ``servers`` may be one built ``MCPServer`` for the plan's one agent.
     """

@@ -1,23 +1,11 @@
 """The composition root: :class:`Switchboard` builds every part of the host, and runs them.
 
 :meth:`Switchboard.__init__` builds the parts in dependency order and hands each, by
-constructor argument, only what it uses; nothing is wired onto a part after it is built:
-
-1. the registry, the owners of the connectors (the session map), the host's
-   :class:`~switchboard.events.EventBus` and the session factory;
-2. the agent side's lower parts: the roster, routing, the directory, attachments, mail,
-   desks, lifetimes, the default channel, typing, streams and context hooks;
-3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
-   state, the decision journal kept with both as its parts, and the decision gate;
-4. the :class:`~switchboard.lifecycle.host.LifecycleHost`, then the
-   :class:`~switchboard.tuneouts.host.TuneOutHost` over the lifecycle's reconciler;
-5. the agent side's upper parts: the publisher, the inbox reader, delivery and watchers, and
-   the :class:`~switchboard.agents.port.service.AgentSide` every agent's port works over;
-6. retention, the supervisor and the operator's status.
-
-Last it subscribes the parts that follow host events (the log, the default channel, typing,
-lifecycle, routing, status), then the caller's ``listener``. The tools reach the host through
-one agent's port (``board.agents.port(agent)``); :func:`build_server` serves it over MCP.
+constructor argument, only what it uses; nothing is wired onto a part after it is built. Last
+it subscribes the parts that follow host events, in the order they hear them, then the
+caller's ``listener``. :meth:`Switchboard.started` opens the durable things (:mod:`.stores`),
+restores what the decision log holds, and runs the connectors. The tools reach the host
+through one agent's port (``board.agents.port(agent)``); :func:`build_server` serves it.
 """
 
 from __future__ import annotations
@@ -75,7 +63,27 @@ log = structlog.get_logger(__name__)
 
 
 class Switchboard:
-    """The host: builds every part (see the module docstring) and runs them."""
+    """The host: builds every part and runs them.
+
+    :meth:`Switchboard.__init__` builds the parts in dependency order and hands each, by constructor
+    argument, only what it uses; nothing is wired onto a part after it is built:
+
+    1. the registry, the owners of the connectors (the session map), the host's
+       :class:`~switchboard.events.EventBus` and the session factory;
+    2. the agent side's lower parts: the roster, routing, the directory, attachments, mail, desks,
+       lifetimes, the default channel, typing, streams and context hooks;
+    3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
+       state, the decision journal kept with both as its parts, and the decision gate;
+    4. the :class:`~switchboard.lifecycle.host.LifecycleHost`, then the
+       :class:`~switchboard.tuneouts.host.TuneOutHost` over the lifecycle's reconciler;
+    5. the agent side's upper parts: the publisher, the inbox reader, delivery and watchers, and the
+       :class:`~switchboard.agents.port.service.AgentSide` every agent's port works over; 6.
+       retention, the supervisor and the operator's status.
+
+    Last it subscribes the parts that follow host events (the log, the default channel, typing,
+    lifecycle, routing, status), then the caller's ``listener``. The tools reach the host through
+    one agent's port (``board.agents.port(agent)``); :func:`build_server` serves it over MCP.
+    """
 
     def __init__(
         self,
@@ -89,7 +97,7 @@ class Switchboard:
         leaves: LeaveStore | None = None,
         lifetime_records: LifetimeRecords | None = None,
     ) -> None:
-        """Build the host's parts, in dependency order (see the module docstring).
+        """Build the host's parts, in dependency order (see :class:`Switchboard`).
 
         Args:
             listener: told every host event, after the host's own parts (the demo's terminal

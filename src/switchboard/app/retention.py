@@ -1,19 +1,9 @@
 """What retention may never delete, as the host knows it: :class:`RetentionFloor`.
 
-What this module knows (docs/operations.md, "Retention"): the store's retention
-(:mod:`switchboard.store.sqlite.retention`) deletes only messages at or below a *floor*, the
-highest seq
-nobody still owes. Here the floor is the least of:
-
-- every agent's acknowledged cursor: the roster's agents (configured and live task agents,
-  attached or not: mail held for an agent with no session is above its cursor) and any agent
-  with a desk. An agent that never acknowledged anything holds the floor at 0;
-- for every tune-out epoch in effect or ended but remembered (its backlog owed, or its range not
-  yet passed by its owner's cursor), the seq at which it began: its backlog is a query of the
-  store, so all of it stays until it is delivered and passed.
-
-Mail (``@mail``) is never deleted at all (see :func:`retention_policy`): numbering of the
-deposits continues from the stored mail after a restart.
+The store's retention deletes only messages at or below a floor, the highest seq nobody still
+owes (docs/operations.md, "Retention"): here, the least of every agent's acknowledged cursor
+and the start of every tune-out whose backlog is still owed or not yet passed. Mail is never
+deleted, so its numbering continues after a restart.
 
 What it deliberately does not know: SQL, chunks and schedules (the store's part).
 """
@@ -46,6 +36,20 @@ def retention_policy(config: StoreConfig, *, keep_newest: int) -> RetentionPolic
 
 class RetentionFloor:
     """Answers, at the start of each retention pass, the highest seq nobody still owes.
+
+    What it knows (docs/operations.md, "Retention"): the store's retention
+    (:mod:`switchboard.store.sqlite.retention`) deletes only messages at or below a *floor*, the
+    highest seq nobody still owes. Here the floor is the least of:
+
+    - every agent's acknowledged cursor: the roster's agents (configured and live task agents,
+      attached or not: mail held for an agent with no session is above its cursor) and any agent
+      with a desk. An agent that never acknowledged anything holds the floor at 0;
+    - for every tune-out epoch in effect or ended but remembered (its backlog owed, or its range not
+      yet passed by its owner's cursor), the seq at which it began: its backlog is a query of the
+      store, so all of it stays until it is delivered and passed.
+
+    Mail (``@mail``) is never deleted at all (see :func:`retention_policy`): numbering of the
+    deposits continues from the stored mail after a restart.
 
     Args:
         store: The message store (the agents' acknowledged cursors).

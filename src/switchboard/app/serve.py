@@ -1,22 +1,13 @@
 """``switchboard run``: the host with its agent-facing MCP servers on the configured transport.
 
-For ``transport = "http"`` it plans the endpoint (reading every agent's token) and binds its
-socket before any connector starts (so a refused token file or a port in use stops it at once),
-logs the endpoint's URL, auth mode and the agents' handles (``agent_endpoint``), then serves
-every agent of the roster through :mod:`switchboard.agents.http`: the bearer token says which
-agent a request is, and each agent gets its own MCP server (:func:`agent_servers`). Tokens read
-from a ``token_file`` are handed to the roster (as digests) once the host is built.
+Over HTTP it plans the endpoint and binds its socket before any connector starts (a refused
+token file or a port in use stops it at once), then serves every agent of the roster, each
+with its own MCP server; over stdio the parent process is the one agent. The status surface is
+served beside them or on its own listener. :func:`serve_until_signalled` runs it under SIGINT
+and SIGTERM handlers that stop the listener, let the store commit what it queued, and stop
+every connector.
 
-For ``stdio`` it serves MCP on stdin/stdout without authentication: the parent process is the
-agent, the one ``--agent @name`` picks (by default the agent that owns default delivery). That
-session is attached for as long as stdin is open. Stdin (a pipe, socket or terminal) is read on
-the event loop, so a signal stops the session at once. It knows nothing of what the tools do.
-
-:func:`serve_until_signalled` is what the command line runs: :func:`serve` under SIGINT and
-SIGTERM handlers that cancel it. Cancelling stops the HTTP listener (requests in flight get
-uvicorn's grace period), lets the store commit what it queued, and stops every connector (a
-stdio child's stdin is closed, then SIGTERM, then SIGKILL); then one ``shutdown_complete``
-line is logged.
+It knows nothing of what the tools do.
 """
 
 from __future__ import annotations
@@ -184,6 +175,24 @@ async def serve(
     agent: str | None = None,
 ) -> None:
     """Run connectors and the MCP servers until the agent leaves (stdio) or we are cancelled.
+
+    For ``transport = "http"`` it plans the endpoint (reading every agent's token) and binds its
+    socket before any connector starts (so a refused token file or a port in use stops it at once),
+    logs the endpoint's URL, auth mode and the agents' handles (``agent_endpoint``), then serves
+    every agent of the roster through :mod:`switchboard.agents.http`: the bearer token says which
+    agent a request is, and each agent gets its own MCP server (:func:`agent_servers`). Tokens read
+    from a ``token_file`` are handed to the roster (as digests) once the host is built.
+
+    For ``stdio`` it serves MCP on stdin/stdout without authentication: the parent process is the
+    agent, the one ``--agent @name`` picks (by default the agent that owns default delivery). That
+    session is attached for as long as stdin is open. Stdin (a pipe, socket or terminal) is read on
+    the event loop, so a signal stops the session at once. It knows nothing of what the tools do.
+
+    :func:`serve_until_signalled` is what the command line runs: :func:`serve` under SIGINT and
+    SIGTERM handlers that cancel it. Cancelling stops the HTTP listener (requests in flight get
+    uvicorn's grace period), lets the store commit what it queued, and stops every connector (a
+    stdio child's stdin is closed, then SIGTERM, then SIGKILL); then one ``shutdown_complete`` line
+    is logged.
 
     Args:
         config: the whole configuration; ``config.agent`` says which transport.

@@ -1,26 +1,12 @@
 """switchboard.channels: the pure channel registry, its indexes and name resolution.
 
 Nothing in this package performs I/O, awaits, reads a clock or logs an effect: the host asks,
-the registry answers with decisions and results, and the host carries them out.
-
-The registry core sits at the top of the package:
-
-- :mod:`~switchboard.channels.ref`: :class:`ChannelRef`, the ``(server_id, channel_id)`` key.
-- :mod:`~switchboard.channels.descriptor`: the descriptor shape read, and key normalization.
-- :mod:`~switchboard.channels.records`: entries, itemized results, change summaries.
-- :mod:`~switchboard.channels.index` (with ``buckets`` and ``dm_index``): storage and the O(1)
-  name indexes.
-- :mod:`~switchboard.channels.registry`: :class:`ChannelRegistry`, register/changed/remove.
-- :mod:`~switchboard.channels.errors`: :class:`ChannelsError`, the root of every exception
-  the package raises.
-
-Each concept built on it has its own folder:
-
-- :mod:`switchboard.channels.names`: full name resolution (channel-registry.md §3, §4.4-§4.7);
-  :mod:`~switchboard.channels.names.resolve` is the entry point, ``wording`` says every
-  refusal.
-- :mod:`switchboard.channels.prose`: the ``>>`` grammar, its modes, the streaming router and
-  kept drafts (§4).
+the registry answers with decisions and results, and the host carries them out. The registry
+core is at the top (:mod:`.ref`, :mod:`.descriptor`, :mod:`.records`, :mod:`.index` with
+:mod:`.buckets` and :mod:`.dm_index`, :mod:`.registry`, :mod:`.errors`); name resolution is
+:mod:`.names` and the ``>>`` grammar :mod:`.prose`. The pure rules of the lifecycle and of
+tune-outs sit beside their I/O: :mod:`switchboard.lifecycle.rules`,
+:mod:`switchboard.tuneouts.rules`.
 """
 
 from switchboard.channels.descriptor import CheckedDescriptors, DescriptorLike, Rejected

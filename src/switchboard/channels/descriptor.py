@@ -1,25 +1,12 @@
 """What the registry reads from a channel descriptor, and the lookup keys derived from it.
 
-What this module knows:
+:class:`DescriptorLike` is the read-only shape of an MCPL ``ChannelDescriptor`` the registry
+relies on (structural, so both the pydantic model and the fast path's tuples fit);
+:class:`CheckedDescriptors` is a batch the host vouches for; the key functions normalize labels,
+raw ids and DM names the one way every index and lookup uses.
 
-- :class:`DescriptorLike`, the read-only shape of an MCPL ``ChannelDescriptor`` (§14.2) that
-  the registry relies on. It is a structural type, so the registry works with the protocol
-  package's models, with frozen dataclasses in tests, or with any object that has these
-  attributes.
-- :class:`Rejected`, an item the host already found malformed before the registry saw it.
-- How each lookup key is normalized: the raw address id, the label (case-insensitive, one
-  leading ``#`` ignored), that key without its trailing ``" (Server Name)"`` parenthetical,
-  and the DM keys (recipient name, one leading ``@`` ignored, case-insensitive; recipient id as
-  a ``<@id>`` or ``<@!id>`` mention). A stored key and a typed query go through the same
-  function, so they always agree.
-
-What it deliberately does not know: which descriptors are registered, the order in which name
-kinds are tried, and whether a descriptor is authorized. Descriptors are treated as immutable
-once handed to the registry: the keys derived here are recomputed when an entry leaves the
-indexes, so a descriptor mutated in place would leave stale keys behind.
-
-DM classification uses the explicit ``metadata.channelType == "dm"`` only (channel-registry.md
-§14, idea (b)); the older id and label heuristics are left to the durable, read-only resolver.
+What it deliberately does not know: which descriptors are registered, and the order in which
+names are tried.
 """
 
 from __future__ import annotations
@@ -42,6 +29,21 @@ __all__ = [
 
 class DescriptorLike(Protocol):
     """The attributes of a channel descriptor that the registry reads (MCPL §14.2).
+
+    What it knows:
+
+    - :class:`DescriptorLike`, the read-only shape of an MCPL ``ChannelDescriptor`` (§14.2) that the
+      registry relies on. It is a structural type, so the registry works with the protocol package's
+      models, with frozen dataclasses in tests, or with any object that has these attributes.
+    - :class:`Rejected`, an item the host already found malformed before the registry saw it.
+    - How each lookup key is normalized: the raw address id, the label (case-insensitive, one
+      leading ``#`` ignored), that key without its trailing ``" (Server Name)"`` parenthetical, and
+      the DM keys (recipient name, one leading ``@`` ignored, case-insensitive; recipient id as a
+      ``<@id>`` or ``<@!id>`` mention). A stored key and a typed query go through the same function,
+      so they always agree.
+
+    DM classification uses the explicit ``metadata.channelType == "dm"`` only (channel-registry.md
+    §14, idea (b)); the older id and label heuristics are left to the durable, read-only resolver.
 
     Every member is read-only here; the registry never writes to a descriptor.
     """

@@ -1,33 +1,11 @@
 """DM channels by recipient: exact name and id buckets, and a partial-name finder.
 
-What this module knows: the two exact DM indexes (recipient name key -> channels, recipient id
--> channels), kept as :mod:`~switchboard.channels.buckets`, and how to find the DM names that
-*partly* match a typed ``@name`` (channel-registry.md §4.6 step 3): a name key ``k`` at least
-:data:`MIN_PARTIAL` long matches ``n`` when ``n`` occurs in ``k`` (which covers ``k`` starting
-with ``n``) or ``n`` starts with ``k``.
-
-Theory of operation for partial names, which must not scan every DM:
-
-- "``n`` starts with ``k``": probe the exact index with ``n[:i]`` for each length ``i`` that
-  some name key has (a count per length is kept, as the index does for server ids), so the cost
-  is O(distinct name lengths), not O(DMs).
-- "``n`` occurs in ``k``": a sorted table of the pairs ``(k[o:], k)``, one per offset ``o``
-  of each key at least :data:`MIN_PARTIAL` long (a key longer than
-  :data:`MAX_PARTIAL_LENGTH` contributes offset 0 only: it matches by its start). The pairs
-  starting with ``n`` are one contiguous run, found by bisection; the run is read only until
-  ``limit + 1`` distinct names are seen. The table stores each pair as a pointer to the key
-  (shared with the exact index) plus a one-byte offset, and compares through a small view
-  that slices on demand.
-
-The table costs memory (about ten bytes per suffix, a dozen suffixes per name), so it is built
-on the first partial lookup (O(S log S) once, S = suffixes of all DM names: about 70 ms for
-10,000 names, see bench/bench_names.py), not at registration. After that, every name key
-that appears or disappears is noted and the table is brought up to date at the next partial
-lookup: a few changes by bisection and insertion, many by one merge-sort.
+:class:`DmIndex` keeps the two exact DM indexes (recipient name key, recipient id) and finds the
+DM names that *partly* match a typed ``@name`` (channel-registry.md §4.6 step 3) without looking
+at every DM: by key length and a substring probe, bounded by the names it answers with.
 
 What it deliberately does not know: which DM channel a name should resolve to, the order of
-name kinds, ambiguity, and how DMs are classified (:func:`~switchboard.channels.descriptor.dm_keys`
-decides that).
+tiers, and ambiguity.
 """
 
 from __future__ import annotations
@@ -102,7 +80,32 @@ def _offsets(key: str) -> range:
 
 
 class DmIndex:
-    """DM channels by recipient name key and by recipient id, plus partial-name lookups."""
+    """DM channels by recipient name key and by recipient id, plus partial-name lookups.
+
+    What it knows: the two exact DM indexes (recipient name key -> channels, recipient id ->
+    channels), kept as :mod:`~switchboard.channels.buckets`, and how to find the DM names that
+    *partly* match a typed ``@name`` (channel-registry.md §4.6 step 3): a name key ``k`` at least
+    :data:`MIN_PARTIAL` long matches ``n`` when ``n`` occurs in ``k`` (which covers ``k`` starting
+    with ``n``) or ``n`` starts with ``k``.
+
+    Theory of operation for partial names, which must not scan every DM:
+
+    - "``n`` starts with ``k``": probe the exact index with ``n[:i]`` for each length ``i`` that
+      some name key has (a count per length is kept, as the index does for server ids), so the cost
+      is O(distinct name lengths), not O(DMs).
+    - "``n`` occurs in ``k``": a sorted table of the pairs ``(k[o:], k)``, one per offset ``o`` of
+      each key at least :data:`MIN_PARTIAL` long (a key longer than :data:`MAX_PARTIAL_LENGTH`
+      contributes offset 0 only: it matches by its start). The pairs starting with ``n`` are one
+      contiguous run, found by bisection; the run is read only until ``limit + 1`` distinct names
+      are seen. The table stores each pair as a pointer to the key (shared with the exact index)
+      plus a one-byte offset, and compares through a small view that slices on demand.
+
+    The table costs memory (about ten bytes per suffix, a dozen suffixes per name), so it is built
+    on the first partial lookup (O(S log S) once, S = suffixes of all DM names: about 70 ms for
+    10,000 names, see bench/bench_names.py), not at registration. After that, every name key that
+    appears or disappears is noted and the table is brought up to date at the next partial lookup: a
+    few changes by bisection and insertion, many by one merge-sort.
+    """
 
     __slots__ = ("_by_id", "_by_name", "_lengths", "_pending", "_table")
 
@@ -173,7 +176,7 @@ class DmIndex:
         return len(self._by_name), len(self._by_id)
 
     def partial(self, key: str, limit: int) -> tuple[str, ...]:
-        """Name keys that partly match the normalized ``key`` (see the module docstring).
+        """Name keys that partly match the normalized ``key`` (see :class:`DmIndex`).
 
         Exact matches are not excluded. At most ``limit + 1`` keys are returned, so a caller
         can tell "exactly these" from "more than ``limit``"; prefixes of ``key`` come first.

@@ -1,54 +1,11 @@
 """The registry's storage: entries by server, plus one hash index per kind of name.
 
-What this module knows: where every registration lives and every key it answers to, kept in
-step on every put and pop, so that each lookup costs O(1) in the number of channels (plus the
-size of its answer).
-
-Theory of operation. The primary store is ``server id -> {channel id -> entry}``; a
-:class:`~switchboard.channels.ref.ChannelRef` is looked up with two dict probes and a server's
-channels are one dict. Each secondary index maps one normalized string to a *bucket* (see
-:mod:`switchboard.channels.buckets`): the entry itself, or a ``{ref: entry}`` dict once a
-second channel shares the key. Removal therefore never scans: it deletes one dict item per
-key. The keys of an entry are recomputed from its descriptor when it leaves (they are not
-stored, which keeps a channel under 1 KB); this is why descriptors must not be mutated in place.
-
-The indexes, and the key each entry contributes:
-
-====================  ==========================================================
-``by_id``             the channel id, as given
-``by_raw_id``         ``address["channelId"]``
-``by_label``          the label, case-folded, one leading ``#`` dropped; and, in the same
-                      dict, that key without a trailing ``" (…)"`` parenthetical
-DMs                   a DM's recipient name (case-folded, one ``@`` dropped) and recipient
-                      id, in :class:`~switchboard.channels.dm_index.DmIndex`
-====================  ==========================================================
-
-Qualified names (``"<server>:<id>"``) need no stored strings, which would cost a seventh of
-the per-channel budget: a registered pair ``(s, c)`` has the qualified name ``n`` exactly when
-``n[len(s)]`` is a colon, ``n[:len(s)] == s`` and ``n[len(s) + 1:] == c``. So
-:meth:`ChannelIndex.by_qualified_name` probes the primary store at each colon of ``n`` (only
-where some registered server id has that length) and returns every registered pair whose
-exact qualified string is ``n``. No split is ever chosen: all of them are tried, and a name
-that two pairs share returns both. When the registered server ids have fewer distinct
-lengths than the name has colons, it probes at each such length instead (where the name has
-a colon there). The cost is O(min(colons in the name, distinct server-id lengths)),
-independent of the number of channels.
-
-A label and its bare form share one dict: a query's bucket then holds exactly the channels
-whose whole label or whose bare label equals it, and :meth:`ChannelIndex.by_label` prefers the
-whole-label matches among them by re-deriving the key of each channel in that bucket (work
-proportional to the channels answering to the key, never to the registry). A label never
-shares a key with its own bare form, which is a strict prefix of it.
-
-One exception to "kept in step": the labels of a batch the caller vouched for
-(:class:`~switchboard.channels.descriptor.CheckedDescriptors`, the host's large first
-registration) are indexed when the label index is next read or changed, or when the host calls
-:meth:`ChannelIndex.index_labels` once the registration has been answered. No
-lookup can tell: each one indexes what waits first, and buckets keep registration order.
+:class:`ChannelIndex` keeps where every registration lives and every key it answers to, in step
+on every put and pop, so that each lookup costs O(1) in the number of channels (plus the size of
+its answer); qualified names need no stored strings (they are probed at the name's colons).
 
 What it deliberately does not know: registration semantics (results, authorization, serials),
-the order in which kinds of names are tried, and ambiguity. Within one bucket, entries come in
-the order they joined that bucket.
+the order in which kinds of names are tried, and ambiguity.
 """
 
 from __future__ import annotations
@@ -154,7 +111,54 @@ class IndexStatistics:
 
 
 class ChannelIndex:
-    """Entries keyed by :class:`ChannelRef`, with secondary indexes kept in step."""
+    """Entries keyed by :class:`ChannelRef`, with secondary indexes kept in step.
+
+    What it knows: where every registration lives and every key it answers to, kept in step on every
+    put and pop, so that each lookup costs O(1) in the number of channels (plus the size of its
+    answer).
+
+    Theory of operation. The primary store is ``server id -> {channel id -> entry}``; a
+    :class:`~switchboard.channels.ref.ChannelRef` is looked up with two dict probes and a server's
+    channels are one dict. Each secondary index maps one normalized string to a *bucket* (see
+    :mod:`switchboard.channels.buckets`): the entry itself, or a ``{ref: entry}`` dict once a second
+    channel shares the key. Removal therefore never scans: it deletes one dict item per key. The
+    keys of an entry are recomputed from its descriptor when it leaves (they are not stored, which
+    keeps a channel under 1 KB); this is why descriptors must not be mutated in place.
+
+    The indexes, and the key each entry contributes:
+
+    ====================  ==========================================================
+    ``by_id``             the channel id, as given
+    ``by_raw_id``         ``address["channelId"]``
+    ``by_label``          the label, case-folded, one leading ``#`` dropped; and, in the same
+                          dict, that key without a trailing ``" (…)"`` parenthetical
+    DMs                   a DM's recipient name (case-folded, one ``@`` dropped) and recipient
+                          id, in :class:`~switchboard.channels.dm_index.DmIndex`
+    ====================  ==========================================================
+
+    Qualified names (``"<server>:<id>"``) need no stored strings, which would cost a seventh of the
+    per-channel budget: a registered pair ``(s, c)`` has the qualified name ``n`` exactly when
+    ``n[len(s)]`` is a colon, ``n[:len(s)] == s`` and ``n[len(s) + 1:] == c``. So
+    :meth:`ChannelIndex.by_qualified_name` probes the primary store at each colon of ``n`` (only
+    where some registered server id has that length) and returns every registered pair whose exact
+    qualified string is ``n``. No split is ever chosen: all of them are tried, and a name that two
+    pairs share returns both. When the registered server ids have fewer distinct lengths than the
+    name has colons, it probes at each such length instead (where the name has a colon there). The
+    cost is O(min(colons in the name, distinct server-id lengths)), independent of the number of
+    channels.
+
+    A label and its bare form share one dict: a query's bucket then holds exactly the channels whose
+    whole label or whose bare label equals it, and :meth:`ChannelIndex.by_label` prefers the
+    whole-label matches among them by re-deriving the key of each channel in that bucket (work
+    proportional to the channels answering to the key, never to the registry). A label never shares
+    a key with its own bare form, which is a strict prefix of it.
+
+    One exception to "kept in step": the labels of a batch the caller vouched for
+    (:class:`~switchboard.channels.descriptor.CheckedDescriptors`, the host's large first
+    registration) are indexed when the label index is next read or changed, or when the host calls
+    :meth:`ChannelIndex.index_labels` once the registration has been answered. No lookup can tell:
+    each one indexes what waits first, and buckets keep registration order.
+    """
 
     __slots__ = (
         "_by_id",
@@ -557,7 +561,7 @@ class ChannelIndex:
         return find(self._by_id, channel_id)
 
     def by_qualified_name(self, name: str) -> tuple[ChannelEntry, ...]:
-        """Entries whose ``"<server>:<id>"`` is exactly ``name`` (see the module docstring).
+        """Entries whose ``"<server>:<id>"`` is exactly ``name`` (see :class:`ChannelIndex`).
 
         Entries with shorter server ids come first.
         """

@@ -1,19 +1,12 @@
 """The channel registry: what each server registered, and what it answers to.
 
-What this module knows: the semantics of ``channels/register`` and ``channels/changed``
-(MCPL §14.2-§14.5, channel-registry.md §11): every item is decided alone and gets one result,
-in order; a register (or a ``changed.added``) is always a *new* registration (transport closed,
-new serial), even for an id that is already registered; a ``changed.updated`` replaces the
-descriptor in place and may not add a channel; a change is applied removed → updated → added.
-It also answers lookups through :class:`~switchboard.channels.index.ChannelIndex` and names
-through :mod:`switchboard.channels.names.resolve`.
+:class:`ChannelRegistry` gives ``channels/register`` and ``channels/changed`` their semantics
+(MCPL §14.2-§14.5): every item is decided alone and gets one result, in order; a register is
+always a new registration; an update replaces the descriptor in place. It answers lookups and
+names through its index.
 
-What it deliberately does not know: the wire (the host validates JSON into descriptors, turns
-malformed items into :class:`~switchboard.channels.descriptor.Rejected`, and turns the returned
-:class:`~switchboard.channels.records.RegistryChange` into a response), the grant (the host
-passes an :data:`~switchboard.channels.records.Authorizer`), desired state, and time. It is
-pure: no I/O, no logging, no awaits. Responding before reconciling is the host's ordering; the
-registry returns the results and the refs to reconcile, and does nothing else.
+What it deliberately does not know: the wire, grants and authorization (the host passes an
+authorizer), and lifecycle.
 """
 
 from __future__ import annotations
@@ -86,6 +79,14 @@ _GC_PAUSE_MIN_ITEMS = 256
 
 class ChannelRegistry:
     """Registered channels keyed by :class:`ChannelRef`, with O(1) lookups by every name.
+
+    What it knows: the semantics of ``channels/register`` and ``channels/changed`` (MCPL
+    §14.2-§14.5, channel-registry.md §11): every item is decided alone and gets one result, in
+    order; a register (or a ``changed.added``) is always a *new* registration (transport closed, new
+    serial), even for an id that is already registered; a ``changed.updated`` replaces the
+    descriptor in place and may not add a channel; a change is applied removed → updated → added. It
+    also answers lookups through :class:`~switchboard.channels.index.ChannelIndex` and names through
+    :mod:`switchboard.channels.names.resolve`.
 
     Entries are mutable records owned by the registry; callers read them and change them only
     through :meth:`set_transport_open` and :meth:`transport_closed`.

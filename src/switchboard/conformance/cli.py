@@ -1,23 +1,12 @@
 """The command lines of the suites: ``switchboard conformance server|host ...``.
 
-Usage (``argv`` is what follows ``conformance server`` or ``conformance host``)::
+:func:`main` reads the suite's options, runs it against the command (or URL) under test, and
+writes the report to stdout (terminal text, or JSON with ``--json``; JUnit XML with
+``--junit``). Everything after the first ``--`` is the command under test, word for word. The
+exit status is 1 when a MUST check failed, 2 on a usage error, else 0 (docs/conformance.md).
 
-    switchboard conformance server [--json] [--junit FILE] [--only CHECK]... \\
-        [--timeout S] [--silence S] [--policy-silence S] [--list] (--url URL | -- CMD ARGS...)
-    switchboard conformance host [--json] [--junit FILE] [--only CHECK]... \\
-        [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...   # one ARG is {connector} or {url}
-
-``python -m switchboard.conformance.cli server|host ...`` is the same command (:func:`main`):
-the first argument names the suite, and without one it is a usage error, never a guess.
-Everything after the first ``--`` is the command under test, word for word (options that
-look like the kit's, and further ``--``, included); the kit's options go before it.
-
-The report goes to stdout (terminal text, or JSON with ``--json``); ``--junit FILE`` also
-writes JUnit XML. The exit status is 1 when a MUST check failed, 2 on a usage error, else 0.
-Logs go to stderr, never to stdout.
-
-What this module knows: options, output streams and exit codes. What it deliberately does
-not know: how checks run (:mod:`.server_suite`) or how reports are laid out.
+What it deliberately does not know: how checks run (:mod:`.server_suite`) or how reports are
+laid out.
 """
 
 from __future__ import annotations
@@ -214,6 +203,25 @@ _SUITES = {"server": main_server, "host": main_host}
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``python -m switchboard.conformance.cli server|host ...``; return the exit status.
+
+    Usage (``argv`` is what follows ``conformance server`` or ``conformance host``)::
+
+        switchboard conformance server [--json] [--junit FILE] [--only CHECK]... \\
+            [--timeout S] [--silence S] [--policy-silence S] [--list] (--url URL | -- CMD ARGS...)
+        switchboard conformance host [--json] [--junit FILE] [--only CHECK]... \\
+            [--timeout S] [--silence S] [--list] -- HOST-CMD ARGS...  # an ARG is {connector}|{url}
+
+    ``python -m switchboard.conformance.cli server|host ...`` is the same command (:func:`main`):
+    the first argument names the suite, and without one it is a usage error, never a guess.
+    Everything after the first ``--`` is the command under test, word for word (options that look
+    like the kit's, and further ``--``, included); the kit's options go before it.
+
+    The report goes to stdout (terminal text, or JSON with ``--json``); ``--junit FILE`` also writes
+    JUnit XML. The exit status is 1 when a MUST check failed, 2 on a usage error, else 0. Logs go to
+    stderr, never to stdout.
+
+    What it knows: options, output streams and exit codes. What it deliberately does not know: how
+    checks run (:mod:`.server_suite`) or how reports are laid out.
 
     The first argument names the suite and the rest goes to :func:`main_server` or
     :func:`main_host` exactly as ``switchboard conformance server|host`` passes it. Anything

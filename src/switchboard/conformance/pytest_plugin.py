@@ -1,34 +1,11 @@
 """A pytest plugin that adds the MCPL server suite to a connector author's own tests.
 
-Enable it with ``pytest -p switchboard.conformance.pytest_plugin`` (or
-``pytest_plugins = ["switchboard.conformance.pytest_plugin"]`` in a top-level
-``conftest.py``). It provides:
+Enable it with ``pytest -p switchboard.conformance.pytest_plugin``; it provides the
+``mcpl_server_suite`` fixture (a :class:`ServerSuite` bound to ``--mcpl-server``) and the
+``mcpl_server_check`` fixture, parametrized over every server check id, so one test becomes one
+test per check (docs/conformance.md has examples).
 
-- the ``mcpl_server_suite`` fixture, a :class:`ServerSuite` bound to the command line option
-  ``--mcpl-server`` (a command, split like a shell would, or a ``tcp://``/``ws://`` URL) or
-  to any target a test passes explicitly;
-- the ``mcpl_server_check`` fixture, parametrized over every server check id, so one test
-  function becomes one test per check (a failure shows that check's message exchange; a
-  check that is not exercised or not applicable is skipped with its reason).
-
-Example::
-
-    CONNECTOR = [sys.executable, "-m", "my_connector"]
-
-    def test_my_connector_passes_the_whole_suite(mcpl_server_suite):
-        report = mcpl_server_suite.run(CONNECTOR)
-        mcpl_server_suite.assert_conformant(report)
-
-    def test_each_check(mcpl_server_suite, mcpl_server_check):
-        mcpl_server_suite.check(CONNECTOR, mcpl_server_check)
-
-To run only some checks, parametrize yourself over
-:func:`~switchboard.conformance.server_suite.server_check_ids` (or a subset of it) with
-``@pytest.mark.parametrize("check_id", [...])`` and call ``mcpl_server_suite.check``.
-``run`` and ``check`` start their own event loop; from an async test use ``arun``.
-
-What this module knows: pytest's hooks, fixtures and outcomes. What it deliberately does not
-know: how checks run (:mod:`.server_suite`) or what they test.
+What it deliberately does not know: how checks run (:mod:`.server_suite`) or what they test.
 """
 
 from __future__ import annotations
@@ -57,6 +34,35 @@ Target = ServerTarget | Sequence[str] | str
 
 class ServerSuite:
     """Runs the server suite for a test.
+
+    Enable it with ``pytest -p switchboard.conformance.pytest_plugin`` (or ``pytest_plugins =
+    ["switchboard.conformance.pytest_plugin"]`` in a top-level ``conftest.py``). It provides:
+
+    - the ``mcpl_server_suite`` fixture, a :class:`ServerSuite` bound to the command line option
+      ``--mcpl-server`` (a command, split like a shell would, or a ``tcp://``/``ws://`` URL) or to
+      any target a test passes explicitly;
+    - the ``mcpl_server_check`` fixture, parametrized over every server check id, so one test
+      function becomes one test per check (a failure shows that check's message exchange; a check
+      that is not exercised or not applicable is skipped with its reason).
+
+    Example::
+
+        CONNECTOR = [sys.executable, "-m", "my_connector"]
+
+        def test_my_connector_passes_the_whole_suite(mcpl_server_suite):
+            report = mcpl_server_suite.run(CONNECTOR)
+            mcpl_server_suite.assert_conformant(report)
+
+        def test_each_check(mcpl_server_suite, mcpl_server_check):
+            mcpl_server_suite.check(CONNECTOR, mcpl_server_check)
+
+    To run only some checks, parametrize yourself over
+    :func:`~switchboard.conformance.server_suite.server_check_ids` (or a subset of it) with
+    ``@pytest.mark.parametrize("check_id", [...])`` and call ``mcpl_server_suite.check``. ``run``
+    and ``check`` start their own event loop; from an async test use ``arun``.
+
+    What it knows: pytest's hooks, fixtures and outcomes. What it deliberately does not know: how
+    checks run (:mod:`.server_suite`) or what they test.
 
     Args:
         default: the target used when a call names none (from ``--mcpl-server``).

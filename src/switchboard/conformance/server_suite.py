@@ -1,19 +1,11 @@
 """Run the server suite against a connector: ``await run_server_suite(target) -> Report``.
 
-What this module knows: the complete server registry (importing it imports every check
-module), and one run — a preflight session that reads the manifest so checks that cannot
-apply are reported "not applicable" without a connection of their own, and, under a full
-grant, sees whether the server registers channels and enables its feature sets; then every
-selected check on fresh connections (see :mod:`.common.runner`); then the report with the
-catalogue's coverage and the run's *warnings*: a server that registered no channels (the
-checks that need one go unexercised; its stderr often says why) or left a feature set
-disabled under a full grant. A warning is not a failure.
-
-The kit plays the host. A target is a command list (spawned over stdio, one process per
-connection), ``"tcp://host:port"``, or a ``"ws://..."``/``"wss://..."`` URL.
+A preflight session reads the manifest, so checks that cannot apply are reported "not
+applicable" without a connection of their own; every other check runs on connections of its
+own, a few at a time.
 
 What it deliberately does not know: terminal, JSON or JUnit output (:mod:`.common.report`,
-:mod:`.common.junit`), or the command line (:mod:`.cli`).
+:mod:`.cli`).
 """
 
 from __future__ import annotations
@@ -166,6 +158,18 @@ async def run_server_suite(
     registry: CheckRegistry[ServerContext] | None = None,
 ) -> Report:
     """Run the server checks against ``target`` and return the report.
+
+    What it knows: the complete server registry (importing it imports every check module), and one
+    run — a preflight session that reads the manifest so checks that cannot apply are reported "not
+    applicable" without a connection of their own, and, under a full grant, sees whether the server
+    registers channels and enables its feature sets; then every selected check on fresh connections
+    (see :mod:`.common.runner`); then the report with the catalogue's coverage and the run's
+    *warnings*: a server that registered no channels (the checks that need one go unexercised; its
+    stderr often says why) or left a feature set disabled under a full grant. A warning is not a
+    failure.
+
+    The kit plays the host. A target is a command list (spawned over stdio, one process per
+    connection), ``"tcp://host:port"``, or a ``"ws://..."``/``"wss://..."`` URL.
 
     Args:
         target: a command list, ``"tcp://host:port"``, ``"ws://..."``, or a

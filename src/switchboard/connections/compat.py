@@ -1,26 +1,12 @@
 """Compatibility with pre-0.5 connectors: who is one, how its manifest is read, what is held.
 
-What this module knows (docs/compatibility.md, "Compatibility mode"; peers.md §2-§7):
+Under the ``compat`` setting a connector whose advertisement speaks the 0.4 dialect (or that
+answers the policy Request with ``-32601``) is judged by 0.4 rules (docs/compatibility.md): its
+manifest is read the 0.4 way (:func:`legacy_reading`), and the privileged messages it sends
+before the policy exchange completes are held in order and judged once it does
+(:class:`HeldMessages`). The operator's grant still decides what is granted.
 
-- **Who.** :func:`pre05_reason` says why a manifest is pre-0.5 under the connector's
-  ``compat`` setting: ``strict`` never, ``lenient`` always, ``auto`` when the advertisement
-  speaks the 0.4 dialect: a version below 0.5 (or none), ``featureSets`` as an array,
-  ``channels`` as a boolean, or a ``name``/``hostState`` member inside a record-form set (0.4
-  members carried into a 0.5-shaped record). A ``-32601`` answer to the policy Request is the
-  late signal; the session applies it.
-- **How its manifest is read** (:func:`legacy_reading`). 0.4 had no per-leaf channel paths:
-  ``channels`` in any truthy shape is the whole channels capability, so it reads as every
-  ``channels.*`` leaf. Entries of a set's ``uses`` that are not capability paths
-  (``stateUpdate``, ``channels.observe``, ``branches``) confer nothing and are dropped when
-  judging the set; a set left with no capability path stays invalid (disabled). The operator's
-  grant still decides what is granted.
-- **What is held** (:class:`HeldMessages`). Privileged messages a pre-0.5 connector sends
-  before the policy exchange completes are held, in arrival order and at most
-  :data:`HOLD_LIMIT`, and judged against the grant once it completes. Once anything is held,
-  later privileged messages queue behind it until the queue drains, so order is kept.
-
-What it deliberately does not know: the grant, the handlers, or the wire. The session owns
-those and hands :class:`HeldMessages` the function that judges one message.
+What it deliberately does not know: the grant, the handlers, or the wire.
 """
 
 from __future__ import annotations
@@ -108,7 +94,27 @@ def _legacy_set(decl: FeatureSetDecl) -> FeatureSetDecl:
 
 
 def legacy_reading(manifest: Manifest) -> Manifest:
-    """``manifest`` read by 0.4 rules (see the module docstring); a new value, never mutated."""
+    """``manifest`` read by 0.4 rules; a new value, never mutated.
+
+    What it knows (docs/compatibility.md, "Compatibility mode"; peers.md §2-§7):
+
+    - **Who.** :func:`pre05_reason` says why a manifest is pre-0.5 under the connector's ``compat``
+      setting: ``strict`` never, ``lenient`` always, ``auto`` when the advertisement speaks the 0.4
+      dialect: a version below 0.5 (or none), ``featureSets`` as an array, ``channels`` as a
+      boolean, or a ``name``/``hostState`` member inside a record-form set (0.4 members carried into
+      a 0.5-shaped record). A ``-32601`` answer to the policy Request is the late signal; the
+      session applies it.
+    - **How its manifest is read** (:func:`legacy_reading`). 0.4 had no per-leaf channel paths:
+      ``channels`` in any truthy shape is the whole channels capability, so it reads as every
+      ``channels.*`` leaf. Entries of a set's ``uses`` that are not capability paths
+      (``stateUpdate``, ``channels.observe``, ``branches``) confer nothing and are dropped when
+      judging the set; a set left with no capability path stays invalid (disabled). The operator's
+      grant still decides what is granted.
+    - **What is held** (:class:`HeldMessages`). Privileged messages a pre-0.5 connector sends before
+      the policy exchange completes are held, in arrival order and at most :data:`HOLD_LIMIT`, and
+      judged against the grant once it completes. Once anything is held, later privileged messages
+      queue behind it until the queue drains, so order is kept.
+    """
     advertised = manifest.advertised
     notes: list[str] = []
     if _channels_advertised(manifest.raw) and not advertised >= CHANNEL_LEAVES:

@@ -1,31 +1,13 @@
 """One connection's MCP tools: the host's mirror of the connector's ``tools/list``, and calls.
 
-What this module knows (docs/tools.md, "Connector tools"; MCPL §5.4, mcpl-protocol.md 1.3 and
-A-12):
-
-- **When a connector has tools.** Only a session that is ready (MCPL in force) and whose grant
-  allows ``tools`` has any. The ``tools`` leaf is advertised by the connector's MCP
-  ``capabilities.tools`` in its ``initialize`` result, so a grant that allows it implies the
-  advertisement. The grant is read when asked, so a manifest change that revokes ``tools``
-  hides the tools at once.
-- **Fetching.** :class:`ConnectorTools.run` waits until the session is ready, fetches
-  ``tools/list`` (following ``nextCursor`` for at most :data:`MAX_PAGES` pages and keeping at
-  most :data:`MAX_TOOLS` tools; a repeated cursor ends the walk), and fetches again after each
-  ``notifications/tools/list_changed`` (announcements that arrive during a fetch are folded
-  into one more fetch). A tool without a string ``name`` or an object ``inputSchema``, or a
-  name listed twice, is left out and logged as a connector defect. A fetch that fails keeps
-  the previous list and is logged.
-- **Telling.** Each fetch whose list differs from the one held, and the end of the session
-  when it held tools, is told as
-  :class:`~switchboard.events.ConnectorToolsChanged` on the host's bus.
-- **Calling.** :meth:`ConnectorTools.call` forwards one ``tools/call`` and returns the
-  connector's result object as it came. The call is an ordinary host request on the session's
-  peer: while it is outstanding the peer keeps dispatching what the connector sends, so a
-  connector that sends a ``push/event`` *before* answering the call (heartbeat-mcpl,
-  dog_events_mcpl; peers.md §4, §7) is served.
+A ready session whose grant allows ``tools`` fetches the connector's list (bounded, paged,
+fetched again on ``notifications/tools/list_changed``), tells each change on the host's bus,
+and forwards calls as they come (docs/tools.md, "Connector tools"). A call is an ordinary
+request: the peer keeps dispatching what the connector sends while it is outstanding, so a
+connector that pushes before answering is served.
 
 What it deliberately does not know: agents, tool names as agents see them, and refusals (the
-agent's port decides what a missing server or tool means, :mod:`switchboard.agents.port.service`).
+agent's port decides what a missing server or tool means).
 """
 
 from __future__ import annotations
@@ -116,7 +98,30 @@ def read_tool(server_id: str, raw: Any) -> ConnectorTool | str:
 
 
 class ConnectorTools:
-    """The MCP tools of one connection (see the module docstring).
+    """The MCP tools of one connection.
+
+    What it knows (docs/tools.md, "Connector tools"; MCPL §5.4, mcpl-protocol.md 1.3 and A-12):
+
+    - **When a connector has tools.** Only a session that is ready (MCPL in force) and whose grant
+      allows ``tools`` has any. The ``tools`` leaf is advertised by the connector's MCP
+      ``capabilities.tools`` in its ``initialize`` result, so a grant that allows it implies the
+      advertisement. The grant is read when asked, so a manifest change that revokes ``tools`` hides
+      the tools at once.
+    - **Fetching.** :class:`ConnectorTools.run` waits until the session is ready, fetches
+      ``tools/list`` (following ``nextCursor`` for at most :data:`MAX_PAGES` pages and keeping at
+      most :data:`MAX_TOOLS` tools; a repeated cursor ends the walk), and fetches again after each
+      ``notifications/tools/list_changed`` (announcements that arrive during a fetch are folded into
+      one more fetch). A tool without a string ``name`` or an object ``inputSchema``, or a name
+      listed twice, is left out and logged as a connector defect. A fetch that fails keeps the
+      previous list and is logged.
+    - **Telling.** Each fetch whose list differs from the one held, and the end of the session when
+      it held tools, is told as :class:`~switchboard.events.ConnectorToolsChanged` on the host's
+      bus.
+    - **Calling.** :meth:`ConnectorTools.call` forwards one ``tools/call`` and returns the
+      connector's result object as it came. The call is an ordinary host request on the session's
+      peer: while it is outstanding the peer keeps dispatching what the connector sends, so a
+      connector that sends a ``push/event`` *before* answering the call (heartbeat-mcpl,
+      dog_events_mcpl; peers.md §4, §7) is served.
 
     Args:
         session: The connection whose tools these are (its peer, state and grant are read

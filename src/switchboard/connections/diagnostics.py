@@ -1,22 +1,9 @@
 """What one connection refused, and which feature sets it left disabled, said out loud.
 
-What this module knows:
-
-- **Disabled feature sets** (:func:`disabled_feature_sets`). For each set the handshake left
-  disabled, its name, the reason (``invalid_uses``, ``capability_denied``, ``not_selected``,
-  ``disabled``), the ``uses`` the grant does not cover, and the exact config line that would
-  enable it, or, when no line can (Switchboard cannot serve a leaf, the connector does not
-  advertise one, a ``uses`` entry is no capability path), why not. :func:`log_disabled` writes
-  one line per set: a WARNING, except for a set the operator left out of
-  ``enabled_feature_sets`` on purpose (INFO).
-- **Refusals** (:class:`RefusalLog`). Every refusal the host gives a connector is counted by
-  kind, method and reason, and logged rate-limited (the first in full, then one summary per
-  interval with the count; :class:`~switchboard.runtime.ratelog.RateLimitedLog`). The kinds:
-  ``capability_denied`` (a ``-32002`` answer), ``request_refused`` (any other error answer),
-  ``descriptor_rejected`` (one item of a register or changed), ``incoming_refused`` (one
-  message of ``channels/incoming``) and ``push_refused`` (a ``push/event`` answered with an
-  error). :meth:`RefusalLog.statistics` returns the counts as an immutable
-  :class:`RefusalStatistics`.
+Each feature set the handshake left disabled is logged once with the config line that would
+enable it (:func:`disabled_feature_sets`); every refusal the host gives a connector is counted
+by kind, method and reason and logged rate-limited (:class:`RefusalLog`). Why: nothing a
+connector sends is refused in silence.
 
 What it deliberately does not know: when a refusal is decided (the session, the registration
 and the incoming handlers decide and report here), the wire, and the event bus.
@@ -249,6 +236,23 @@ class RefusalStatistics:
 
 class RefusalLog:
     """Counts and logs, rate-limited, the refusals one connection is given.
+
+    What it knows:
+
+    - **Disabled feature sets** (:func:`disabled_feature_sets`). For each set the handshake left
+      disabled, its name, the reason (``invalid_uses``, ``capability_denied``, ``not_selected``,
+      ``disabled``), the ``uses`` the grant does not cover, and the exact config line that would
+      enable it, or, when no line can (Switchboard cannot serve a leaf, the connector does not
+      advertise one, a ``uses`` entry is no capability path), why not. :func:`log_disabled` writes
+      one line per set: a WARNING, except for a set the operator left out of
+      ``enabled_feature_sets`` on purpose (INFO).
+    - **Refusals** (:class:`RefusalLog`). Every refusal the host gives a connector is counted by
+      kind, method and reason, and logged rate-limited (the first in full, then one summary per
+      interval with the count; :class:`~switchboard.runtime.ratelog.RateLimitedLog`). The kinds:
+      ``capability_denied`` (a ``-32002`` answer), ``request_refused`` (any other error answer),
+      ``descriptor_rejected`` (one item of a register or changed), ``incoming_refused`` (one message
+      of ``channels/incoming``) and ``push_refused`` (a ``push/event`` answered with an error).
+      :meth:`RefusalLog.statistics` returns the counts as an immutable :class:`RefusalStatistics`.
 
     Args:
         logger: the connection's bound logger.

@@ -1,23 +1,13 @@
 """``channels/incoming`` and ``push/event``: admission at receipt, then the durable store.
 
-Every message is checked when it arrives (MCPL §14.5): against the channel actually registered
-by *this* connection (a claimed id that was never registered confers nothing), the descriptor's
-direction (an outbound-only channel receives nothing) and the configured per-channel narrowing.
-The method gate itself was checked by the session against the current grant. Results are
-per message. Accepted messages are handed to the store synchronously, so arrival order is kept,
-and the answer goes back only once the store has committed them (a :class:`Deferred`, so the
-next request is read while this one waits for its commit). Once committed, a batch with new
-messages is told as one :class:`~switchboard.events.MessagesAccepted` (a new push event as
-one :class:`~switchboard.events.PushAccepted`).
+Every message is checked when it arrives against the channel *this* connection registered, its
+direction and the per-channel narrowing (MCPL §14.5); results are per message. Accepted
+messages go to the store synchronously (arrival order kept) and the answer leaves only once the
+store committed them; then one ``MessagesAccepted`` (or ``PushAccepted``) tells the batch. A
+batch past the rate limit or refused by the store's disk is refused whole, so a connector that
+sends it again loses nothing. The hot path reads checked messages and stores their own bytes.
 
-Every message refused is counted and logged, rate-limited, through the connection's
-:class:`~switchboard.connections.diagnostics.RefusalLog` (one series per reason).
-
-Two refusals take the whole batch and acknowledge none of it, so a connector that sends again
-what was not acknowledged loses nothing (docs/operations.md, "Limits" and "Storage failures"):
-a batch past ``max_messages_per_second`` (a token bucket, checked once per batch) gets
-``-32603`` with ``data.reason = "rate-limited"`` and ``retryAfterMs``; a batch the store's disk
-refused gets ``-32603`` with ``data.reason = "storage-unavailable"`` and the ``detail``.
+What it deliberately does not know: the wire framing, agents, and what listeners do.
 """
 
 from __future__ import annotations
@@ -67,7 +57,27 @@ _UNSEEN: Any = object()  # a channel not judged yet in this batch (None means ad
 
 
 class IncomingHandler:
-    """Admits, stores and acknowledges what one connector sends in."""
+    """Admits, stores and acknowledges what one connector sends in.
+
+    Every message is checked when it arrives (MCPL §14.5): against the channel actually registered
+    by *this* connection (a claimed id that was never registered confers nothing), the descriptor's
+    direction (an outbound-only channel receives nothing) and the configured per-channel narrowing.
+    The method gate itself was checked by the session against the current grant. Results are per
+    message. Accepted messages are handed to the store synchronously, so arrival order is kept, and
+    the answer goes back only once the store has committed them (a :class:`Deferred`, so the next
+    request is read while this one waits for its commit). Once committed, a batch with new messages
+    is told as one :class:`~switchboard.events.MessagesAccepted` (a new push event as one
+    :class:`~switchboard.events.PushAccepted`).
+
+    Every message refused is counted and logged, rate-limited, through the connection's
+    :class:`~switchboard.connections.diagnostics.RefusalLog` (one series per reason).
+
+    Two refusals take the whole batch and acknowledge none of it, so a connector that sends again
+    what was not acknowledged loses nothing (docs/operations.md, "Limits" and "Storage failures"): a
+    batch past ``max_messages_per_second`` (a token bucket, checked once per batch) gets ``-32603``
+    with ``data.reason = "rate-limited"`` and ``retryAfterMs``; a batch the store's disk refused
+    gets ``-32603`` with ``data.reason = "storage-unavailable"`` and the ``detail``.
+    """
 
     def __init__(
         self,

@@ -1,31 +1,11 @@
 """Limits on what one connector may send: channels, registrations, messages (docs/operations.md,
 "Limits").
 
-What this module knows:
-
-- :class:`TokenBucket`: a rate with a burst, refilled lazily from a monotonic clock. Taking
-  ``n`` tokens is O(1) whatever ``n`` is, so a whole batch is checked at once.
-- :class:`RegistrationLimits`: a connector's cap on registered channels (``max_channels``) and
-  its rate of new registrations (``max_registrations_per_second``; the bucket holds
-  ``max_channels`` tokens, so a connector registers its whole set at once and churns at the
-  rate afterwards). :meth:`RegistrationLimits.budget` gives one ``channels/register`` (or
-  ``channels/changed``) its :class:`RegistrationBudget`: each *new* descriptor that passes
-  authorization takes one place; the ones past the cap or the rate are refused item by item
-  with :data:`CHANNEL_CAP_REASON` or :data:`REGISTRATION_RATE_REASON` (the itemized answer the
-  spec gives a register, mcpl-protocol.md 4.3), and the tokens are taken once per batch.
-- :func:`message_rate_refusal`: the error a ``channels/incoming`` batch past
-  ``max_messages_per_second`` gets: ``-32603`` with ``data: {"reason": "rate-limited",
-  "retryAfterMs", "limit"}``. The whole batch is refused and nothing of it is acknowledged, so
-  a connector that resends what was not acknowledged loses nothing. MCPL 0.5 defines no code
-  for "too fast"; ``-32603`` with a machine-readable ``data.reason`` is also what a storage
-  outage gets (:func:`storage_unavailable_error`), so a connector needs one rule: an error
-  answer means "not taken, send it again later".
-- :func:`storage_unavailable_error`: the error a batch gets when the store's disk refused the
-  write: ``-32603`` with ``data: {"reason": "storage-unavailable", "detail"}``.
-
-Every refusal these cause is logged rate-limited with a count by the session's
-:class:`~switchboard.connections.diagnostics.RefusalLog` (the reasons here are constant
-strings, so each is one series whatever the volume).
+:class:`TokenBucket` (a rate with a burst, O(1) for a whole batch), :class:`RegistrationLimits`
+(a cap on channels and a rate of new registrations, refused item by item), and the errors a
+refused batch gets: ``-32603`` with a machine-readable ``data.reason`` (``rate-limited``,
+``storage-unavailable``), so a connector needs one rule: an error answer means "not taken, send
+it again later".
 
 What it deliberately does not know: the wire forms of the methods, the registry, the store.
 """
@@ -190,6 +170,32 @@ class RegistrationBudget:
 
 class RegistrationLimits:
     """One connection's cap on channels and rate of new registrations.
+
+    What it knows:
+
+    - :class:`TokenBucket`: a rate with a burst, refilled lazily from a monotonic clock. Taking
+      ``n`` tokens is O(1) whatever ``n`` is, so a whole batch is checked at once.
+    - :class:`RegistrationLimits`: a connector's cap on registered channels (``max_channels``) and
+      its rate of new registrations (``max_registrations_per_second``; the bucket holds
+      ``max_channels`` tokens, so a connector registers its whole set at once and churns at the rate
+      afterwards). :meth:`RegistrationLimits.budget` gives one ``channels/register`` (or
+      ``channels/changed``) its :class:`RegistrationBudget`: each *new* descriptor that passes
+      authorization takes one place; the ones past the cap or the rate are refused item by item with
+      :data:`CHANNEL_CAP_REASON` or :data:`REGISTRATION_RATE_REASON` (the itemized answer the spec
+      gives a register, mcpl-protocol.md 4.3), and the tokens are taken once per batch.
+    - :func:`message_rate_refusal`: the error a ``channels/incoming`` batch past
+      ``max_messages_per_second`` gets: ``-32603`` with ``data: {"reason": "rate-limited",
+      "retryAfterMs", "limit"}``. The whole batch is refused and nothing of it is acknowledged, so a
+      connector that resends what was not acknowledged loses nothing. MCPL 0.5 defines no code for
+      "too fast"; ``-32603`` with a machine-readable ``data.reason`` is also what a storage outage
+      gets (:func:`storage_unavailable_error`), so a connector needs one rule: an error answer means
+      "not taken, send it again later".
+    - :func:`storage_unavailable_error`: the error a batch gets when the store's disk refused the
+      write: ``-32603`` with ``data: {"reason": "storage-unavailable", "detail"}``.
+
+    Every refusal these cause is logged rate-limited with a count by the session's
+    :class:`~switchboard.connections.diagnostics.RefusalLog` (the reasons here are constant strings,
+    so each is one series whatever the volume).
 
     Args:
         max_channels: the most channels registered at once.

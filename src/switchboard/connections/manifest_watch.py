@@ -1,27 +1,12 @@
 """Manifest changes on one connection: announcements, bounded fetches, and applying the result.
 
-What this module knows (mcpl-protocol.md 3.15, MCPL §17.3-§17.8):
+``mcpl/manifestChanged`` is only a hint: every change goes through a fetch, fetches are rate
+bounded, and the fetched manifest is applied in the peer's reader the moment it is read, so a
+revocation is in force before any later message is dispatched; after a narrowing the connector
+is told the narrowed grant, and additions are never granted (mcpl-protocol.md 3.15, MCPL §17).
 
-- ``mcpl/manifestChanged`` is only a hint. It is never acted on by itself: every change goes
-  through a fetch with ``mcpl/manifest`` first (H-57), and the notification's revision is not
-  trusted either way; an "unchanged" revision is fetched like any other and the fetched
-  content decides (H-62, H-65);
-- the fetch rate is bounded per connection (H-63): at most one fetch in flight and one
-  pending, and at least ``manifest_fetch_interval`` seconds between the starts of two
-  fetches. Announcements that arrive meanwhile are coalesced into the pending fetch; the
-  excess is logged as a connector defect and never causes a renegotiation by itself;
-- the fetched manifest is applied in the peer's reader, the moment the response is read, so a
-  revocation is in force before any later inbound message is dispatched (H-58, H-13). It is
-  read as at ``initialize``; one that parses but is partly invalid still has its removals
-  applied (H-60); one that does not parse leaves the previous manifest in force, and MCPL is
-  never dropped over it, however often it happens (H-61). A revision that is not the §17.2
-  digest of the content is logged as a defect and the content is applied anyway (H-64);
-- after a narrowing the connector is told with a ``featureSets/update`` Request carrying the
-  complete narrowed grant (H-12); additions are never granted (H-59).
-
-What it deliberately does not know: what a diff means for the grant (that is
-:mod:`.manifest_diff`), the registry, or how the policy Request is built and its receipt read
-(the session does that).
+What it deliberately does not know: what a diff means for the grant
+(:mod:`switchboard.protocol.manifest_diff`), the registry, or how the policy Request is built.
 """
 
 from __future__ import annotations
@@ -71,6 +56,25 @@ class WatchedSession(Protocol):
 
 class ManifestWatch:
     """Follows one connector's manifest after the handshake.
+
+    What it knows (mcpl-protocol.md 3.15, MCPL §17.3-§17.8):
+
+    - ``mcpl/manifestChanged`` is only a hint. It is never acted on by itself: every change goes
+      through a fetch with ``mcpl/manifest`` first (H-57), and the notification's revision is not
+      trusted either way; an "unchanged" revision is fetched like any other and the fetched content
+      decides (H-62, H-65);
+    - the fetch rate is bounded per connection (H-63): at most one fetch in flight and one pending,
+      and at least ``manifest_fetch_interval`` seconds between the starts of two fetches.
+      Announcements that arrive meanwhile are coalesced into the pending fetch; the excess is logged
+      as a connector defect and never causes a renegotiation by itself;
+    - the fetched manifest is applied in the peer's reader, the moment the response is read, so a
+      revocation is in force before any later inbound message is dispatched (H-58, H-13). It is read
+      as at ``initialize``; one that parses but is partly invalid still has its removals applied
+      (H-60); one that does not parse leaves the previous manifest in force, and MCPL is never
+      dropped over it, however often it happens (H-61). A revision that is not the §17.2 digest of
+      the content is logged as a defect and the content is applied anyway (H-64);
+    - after a narrowing the connector is told with a ``featureSets/update`` Request carrying the
+      complete narrowed grant (H-12); additions are never granted (H-59).
 
     Args:
         session: the connection whose manifest, grant and feature sets this keeps current.

@@ -1,24 +1,13 @@
 """``channels/publish`` as a Request to one connector, and what its answer means.
 
-What this module knows: the publish params, the per-connector publish timeout, the fallback to
-the Notification form for connectors that only take that (peers.md: mcpl-editor), and how an
-answer maps to a :class:`PublishOutcome` (channel-registry.md §8.1, T42):
+``delivered`` only on ``{"delivered": true, "messageId"}``; ``failed`` only when the connector
+said for certain that nothing was posted (:data:`DEFINITE_REFUSALS`); ``unknown`` for
+everything else after a sent request, because it may have been posted and sending it again
+could post it twice (channel-registry.md §8.1). A connector that answers ``-32601`` gets the
+Notification form from then on.
 
-- ``delivered`` only on ``{"delivered": true, "messageId": ...}``;
-- ``failed`` (nothing was posted) only when the connector said so for certain: a
-  ``{"delivered": false}`` receipt with no ``messageId`` (missing or null), or an error whose
-  code is a definite refusal in :data:`DEFINITE_REFUSALS` (the one table of them);
-- ``unknown`` (it may have been posted; sending it again could post it twice) for everything
-  else that followed a sent request: any other error (``-32603`` included), ``delivered:
-  false`` beside a ``messageId``, an empty or malformed receipt, silence, a lost link, or the
-  Notification form (which has no receipt). Every ``unknown`` reason is worded once, by
-  :func:`_unconfirmed`, and ends with :data:`MAY_HAVE_POSTED`.
-
-``-32601`` (method not found) is not an outcome: the connector only takes the Notification
-form, so the publish is sent again that way (and every later one goes that way at once).
-
-What it deliberately does not know: whether the publish is allowed (the caller checks the
-channel, the session state and the grant first), or agents.
+What it deliberately does not know: whether the publish is allowed (the caller checks first),
+or agents.
 """
 
 from __future__ import annotations
@@ -81,6 +70,23 @@ async def publish_over(
     session: PublishingSession, channel_id: str, content: list[dict[str, Any]], conversation_id: str
 ) -> PublishOutcome:
     """Send ``channels/publish`` as a Request and report what the connector said.
+
+    What it knows: the publish params, the per-connector publish timeout, the fallback to the
+    Notification form for connectors that only take that (peers.md: mcpl-editor), and how an answer
+    maps to a :class:`PublishOutcome` (channel-registry.md §8.1, T42):
+
+    - ``delivered`` only on ``{"delivered": true, "messageId": ...}``;
+    - ``failed`` (nothing was posted) only when the connector said so for certain: a ``{"delivered":
+      false}`` receipt with no ``messageId`` (missing or null), or an error whose code is a definite
+      refusal in :data:`DEFINITE_REFUSALS` (the one table of them);
+    - ``unknown`` (it may have been posted; sending it again could post it twice) for everything
+      else that followed a sent request: any other error (``-32603`` included), ``delivered: false``
+      beside a ``messageId``, an empty or malformed receipt, silence, a lost link, or the
+      Notification form (which has no receipt). Every ``unknown`` reason is worded once, by
+      :func:`_unconfirmed`, and ends with :data:`MAY_HAVE_POSTED`.
+
+    ``-32601`` (method not found) is not an outcome: the connector only takes the Notification form,
+    so the publish is sent again that way (and every later one goes that way at once).
 
     ``delivered`` only on ``{"delivered": true, "messageId": ...}``; ``failed`` only on a
     definite refusal (:data:`DEFINITE_REFUSALS`, or ``delivered: false`` with no

@@ -1,47 +1,13 @@
 """One MCPL connection, seen from the host: handshake, grant, and the inbound methods.
 
-A :class:`ConnectorSession` lives for one link. It runs the handshake (``initialize`` with
-``experimental.mcpl``, ``notifications/initialized``, then the ``featureSets/update``
-*Request* that carries the effective grant, sent even when the grant is empty), and answers
-what the connector sends: ``channels/register``, ``channels/changed``, ``channels/list``,
-``channels/incoming`` and ``push/event``. Every privileged inbound method is checked against the
-grant *as it stands when the message arrives*; before the policy exchange completes the grant
-is treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
+A :class:`ConnectorSession` lives for one link: it runs the handshake, answers what the
+connector sends with every privileged method checked against the grant as it stands when the
+message arrives (MCPL §5.3), follows manifest changes, judges pre-0.5 connectors by 0.4 rules,
+and says out loud what it refuses. It is also the connector's owner
+(:class:`~switchboard.connections.owner.ConnectorOwner`): every request agents and the
+lifecycle make of the connector goes out over its link.
 
-A pre-0.5 connector (:mod:`~switchboard.connections.compat`, the ``compat`` setting) is
-judged by 0.4 rules instead: its manifest is read the 0.4 way, privileged messages it sends
-before the exchange completes are held and judged once it does (completed as a 0.4
-Notification after a grace when the connector holds back its answer), and its pushes need the
-grant, not a ``uses`` declaration. A ``-32601`` answer to the policy Request is the late sign
-of one (under ``compat = "strict"`` it leaves the connection MCP-only).
-
-Readiness is set by the peer's reader the moment the receipt is read (``on_response``), so a
-``channels/register`` that the connector sends straight after its receipt is never rejected by a
-race between the handshake task and the dispatcher. The session's peer reads every error
-answer with :func:`switchboard.protocol.read_error`, so a request the host sends over it
-raises the MCPL class of the code (``except UnknownChannel:``), or a plain ``RpcError``.
-
-After the handshake the manifest can change (MCPL §17): ``mcpl/manifestChanged`` goes to the
-session's :class:`~switchboard.connections.manifest_watch.ManifestWatch`, which fetches and
-diffs it;
-the session adopts the narrowed grant (dropping this connection's registrations when
-``channels.register`` is revoked, as if it had never been advertised) and tells the connector
-with a ``featureSets/update`` Request.
-
-What happened is told on the host's :class:`~switchboard.events.EventBus`:
-``ConnectorReady`` or ``ConnectorMcpOnly`` after the handshake, ``ChannelsRemoved`` (when a
-revocation drops the registrations) and ``ManifestApplied`` after a manifest change;
-registration and incoming emit their own events.
-
-It says out loud what it refuses or leaves off (docs/operations.md, "Logs"): at the handshake,
-one line per feature set the policy leaves disabled, with the config line that would enable it
-(:mod:`~switchboard.connections.diagnostics`); every refusal it gives the connector,
-counted and rate-limited (:meth:`ConnectorSession.statistics`); and a handshake still
-unfinished after ``request_timeout``, with what it is waiting for. The grant never includes a
-leaf Switchboard cannot serve (:data:`switchboard.config.UNSERVED_LEAVES`), whatever the
-configured patterns match.
-
-It knows nothing of supervision (see :mod:`switchboard.connections.supervisor`) or of agents.
+It knows nothing of supervision (:mod:`.supervisor`) or of agents.
 """
 
 from __future__ import annotations
@@ -133,7 +99,48 @@ log = structlog.get_logger(__name__)
 
 
 class ConnectorSession:
-    """The host side of one connection to one connector."""
+    """The host side of one connection to one connector.
+
+    A :class:`ConnectorSession` lives for one link. It runs the handshake (``initialize`` with
+    ``experimental.mcpl``, ``notifications/initialized``, then the ``featureSets/update`` *Request*
+    that carries the effective grant, sent even when the grant is empty), and answers what the
+    connector sends: ``channels/register``, ``channels/changed``, ``channels/list``,
+    ``channels/incoming`` and ``push/event``. Every privileged inbound method is checked against the
+    grant *as it stands when the message arrives*; before the policy exchange completes the grant is
+    treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
+
+    A pre-0.5 connector (:mod:`~switchboard.connections.compat`, the ``compat`` setting) is judged
+    by 0.4 rules instead: its manifest is read the 0.4 way, privileged messages it sends before the
+    exchange completes are held and judged once it does (completed as a 0.4 Notification after a
+    grace when the connector holds back its answer), and its pushes need the grant, not a ``uses``
+    declaration. A ``-32601`` answer to the policy Request is the late sign of one (under ``compat =
+    "strict"`` it leaves the connection MCP-only).
+
+    Readiness is set by the peer's reader the moment the receipt is read (``on_response``), so a
+    ``channels/register`` that the connector sends straight after its receipt is never rejected by a
+    race between the handshake task and the dispatcher. The session's peer reads every error answer
+    with :func:`switchboard.protocol.read_error`, so a request the host sends over it raises the
+    MCPL class of the code (``except UnknownChannel:``), or a plain ``RpcError``.
+
+    After the handshake the manifest can change (MCPL §17): ``mcpl/manifestChanged`` goes to the
+    session's :class:`~switchboard.connections.manifest_watch.ManifestWatch`, which fetches and
+    diffs it; the session adopts the narrowed grant (dropping this connection's registrations when
+    ``channels.register`` is revoked, as if it had never been advertised) and tells the connector
+    with a ``featureSets/update`` Request.
+
+    What happened is told on the host's :class:`~switchboard.events.EventBus`: ``ConnectorReady`` or
+    ``ConnectorMcpOnly`` after the handshake, ``ChannelsRemoved`` (when a revocation drops the
+    registrations) and ``ManifestApplied`` after a manifest change; registration and incoming emit
+    their own events.
+
+    It says out loud what it refuses or leaves off (docs/operations.md, "Logs"): at the handshake,
+    one line per feature set the policy leaves disabled, with the config line that would enable it
+    (:mod:`~switchboard.connections.diagnostics`); every refusal it gives the connector, counted and
+    rate-limited (:meth:`ConnectorSession.statistics`); and a handshake still unfinished after
+    ``request_timeout``, with what it is waiting for. The grant never includes a leaf Switchboard
+    cannot serve (:data:`switchboard.config.UNSERVED_LEAVES`), whatever the configured patterns
+    match.
+    """
 
     def __init__(
         self,

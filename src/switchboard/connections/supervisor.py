@@ -1,27 +1,13 @@
 """Keep every configured connector connected: spawn or dial, restart with backoff and jitter.
 
-When a connection ends, its registrations are dropped from the registry at once (a dead
-connector's channels are not offered to agents); a restarted connector registers again and is
-taken back. The delay before the next attempt doubles after each failure up to
-``backoff_max``, with jitter so that several connectors that died together do not come back in
-lock step; a connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count.
-The warning that a connection ended or failed says when the next try is (``retry_in``). A
-permanent failure (a missing program or ``cwd``, a URL that cannot be dialed:
-:func:`~switchboard.connections.links.permanent_failure`) is not retried: it is logged once
-as an ERROR (``connector_stopped``, naming the path) and that connector stays stopped while the
-host and the other connectors go on.
-Each end is told as :class:`~switchboard.events.ConnectorExited`, each planned reconnect as
-:class:`~switchboard.events.ConnectorRestartScheduled`. Once the host is stopping
-(:meth:`Supervisor.stop`, or the supervision task is cancelled) an ending connection is a clean
-stop: no warning, and no restart.
+When a connection ends its registrations leave the registry at once, and the connector is
+tried again after a delay that doubles up to ``backoff_max``, with jitter so that connectors
+that died together do not come back in lock step; a permanent failure (a missing program, a URL
+that cannot be dialed) is logged once and not retried. Every connection gets a fresh session
+from the :class:`SessionFactory`, which makes it the server's owner in the map the rest of the
+host reads.
 
-Every connection gets a fresh :class:`~switchboard.connections.session.ConnectorSession`
-from the :class:`SessionFactory`, which also makes it the server's current session in the map
-the rest of the host reads (``board.sessions``); a link served outside supervision
-(``Switchboard.serve_link``) takes its session from the same factory.
-
-What it deliberately does not know: what a session does with its link, channels beyond dropping
-a server's registrations, and agents.
+What it deliberately does not know: what a session does with its link, and agents.
 """
 
 from __future__ import annotations
@@ -121,7 +107,28 @@ class SessionFactory:
 
 
 class Supervisor:
-    """Runs one supervision loop per connector config inside the caller's task group."""
+    """Runs one supervision loop per connector config inside the caller's task group.
+
+    When a connection ends, its registrations are dropped from the registry at once (a dead
+    connector's channels are not offered to agents); a restarted connector registers again and is
+    taken back. The delay before the next attempt doubles after each failure up to ``backoff_max``,
+    with jitter so that several connectors that died together do not come back in lock step; a
+    connection that stayed up for :data:`HEALTHY_AFTER` seconds resets the count. The warning that a
+    connection ended or failed says when the next try is (``retry_in``). A permanent failure (a
+    missing program or ``cwd``, a URL that cannot be dialed:
+    :func:`~switchboard.connections.links.permanent_failure`) is not retried: it is logged once as
+    an ERROR (``connector_stopped``, naming the path) and that connector stays stopped while the
+    host and the other connectors go on. Each end is told as
+    :class:`~switchboard.events.ConnectorExited`, each planned reconnect as
+    :class:`~switchboard.events.ConnectorRestartScheduled`. Once the host is stopping
+    (:meth:`Supervisor.stop`, or the supervision task is cancelled) an ending connection is a clean
+    stop: no warning, and no restart.
+
+    Every connection gets a fresh :class:`~switchboard.connections.session.ConnectorSession` from
+    the :class:`SessionFactory`, which also makes it the server's current session in the map the
+    rest of the host reads (``board.sessions``); a link served outside supervision
+    (``Switchboard.serve_link``) takes its session from the same factory.
+    """
 
     def __init__(
         self,

@@ -1,20 +1,11 @@
 """The :class:`Connector`: subclass it to write an MCPL connector (server side) in Python.
 
-What this module knows: the life of one connection as a connector sees it, and the
-connector's half of every MCPL 0.5 conversation (mcpl-protocol.md 1, 3.3-3.6, 4; S-xx):
+It serves a host over a link (stdio by default) as a conforming server, becomes ready only once
+its receipt for the host's policy Request is on the wire, then runs :meth:`Connector.on_ready`
+in its own task; its outbound calls are checked against the grant and refused locally when it
+does not allow them; hooks answer what the host asks.
 
-- serving a host over a :class:`~switchboard.transport.Link` (stdio by default), answering
-  as a conforming server (see :mod:`.inbound`);
-- readiness: nothing privileged is sent before the host's ``featureSets/update`` Request has
-  been answered *on the wire*; then :meth:`Connector.on_ready` runs in its own task (never
-  inside the policy handler), the natural place to register channels;
-- self-limiting outbound calls (``channels/register``, ``channels/changed``,
-  ``channels/incoming``, ``push/event``, ``channels/list``), checked against the same grant
-  matcher the host uses and refused locally with :class:`~.errors.NotGranted`;
-- overridable async hooks for what the host asks (``on_publish``, ``on_open`` ...).
-
-What it deliberately does not know: any chat platform, or how JSON-RPC works underneath (the
-transport's :class:`~switchboard.transport.Peer` does that).
+What it deliberately does not know: any chat platform, or how JSON-RPC works underneath.
 """
 
 from __future__ import annotations
@@ -70,6 +61,19 @@ def _itemized(result: Any) -> list[ItemResult]:
 
 class Connector(ConnectorHooks):
     """An MCPL connector; subclass it and override the ``on_*`` hooks you need (:mod:`.hooks`).
+
+    What it knows: the life of one connection as a connector sees it, and the connector's half of
+    every MCPL 0.5 conversation (mcpl-protocol.md 1, 3.3-3.6, 4; S-xx):
+
+    - serving a host over a :class:`~switchboard.transport.Link` (stdio by default), answering as a
+      conforming server (see :mod:`.inbound`);
+    - readiness: nothing privileged is sent before the host's ``featureSets/update`` Request has
+      been answered *on the wire*; then :meth:`Connector.on_ready` runs in its own task (never
+      inside the policy handler), the natural place to register channels;
+    - self-limiting outbound calls (``channels/register``, ``channels/changed``,
+      ``channels/incoming``, ``push/event``, ``channels/list``), checked against the same grant
+      matcher the host uses and refused locally with :class:`~.errors.NotGranted`;
+    - overridable async hooks for what the host asks (``on_publish``, ``on_open`` ...).
 
     Args:
         name: the ``serverInfo.name`` it reports.

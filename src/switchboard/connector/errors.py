@@ -1,21 +1,11 @@
-"""Errors the connector SDK raises to the code that uses it.
+"""Errors the connector SDK raises to the code that uses it, rooted in :class:`ConnectorError`.
 
-What this module knows: why an *outbound* call of a connector was refused locally, before
-anything reached the wire. The SDK limits itself with the same grant matcher the host uses
-(mcpl-protocol.md 3.2, S-10), so a connector that calls :meth:`Connector.register` without the
-grant gets an exception here instead of a ``-32002`` from the host.
+Why an *outbound* call of a connector was refused locally, before anything reached the wire:
+the SDK limits itself with the same grant matcher the host uses (mcpl-protocol.md 3.2, S-10),
+so a call without the grant raises :class:`NotGranted` instead of being sent.
 
-What it deliberately does not know: the errors the SDK *answers* the host with. Those are
-wire errors from :mod:`switchboard.protocol` (``CapabilityDenied``, ``UnknownChannel`` ...)
-and :mod:`switchboard.transport` (``RpcError``); the transport turns them into error objects.
-
-Hierarchy::
-
-    ConnectorError                  root of everything this package raises
-    ├── NotGranted                  the current grant does not allow the call
-    │   ├── NotReady                ... because the policy Request has not been answered yet
-    │   └── FeatureSetUnavailable   push/event tagged with a set that is not enabled
-    └── ChannelNotRegistered        incoming for a channel the host has not accepted
+What it deliberately does not know: the errors the SDK *answers* the host with (those are
+the protocol's ``McplError`` classes).
 """
 
 from __future__ import annotations
@@ -30,7 +20,21 @@ __all__ = [
 
 
 class ConnectorError(Exception):
-    """Root of every error raised by :mod:`switchboard.connector`."""
+    """Root of every error raised by :mod:`switchboard.connector`.
+
+    What it knows: why an *outbound* call of a connector was refused locally, before anything
+    reached the wire. The SDK limits itself with the same grant matcher the host uses
+    (mcpl-protocol.md 3.2, S-10), so a connector that calls :meth:`Connector.register` without the
+    grant gets an exception here instead of a ``-32002`` from the host.
+
+    Hierarchy::
+
+        ConnectorError                  root of everything this package raises
+        ├── NotGranted                  the current grant does not allow the call
+        │   ├── NotReady                ... because the policy Request has not been answered yet
+        │   └── FeatureSetUnavailable   push/event tagged with a set that is not enabled
+        └── ChannelNotRegistered        incoming for a channel the host has not accepted
+    """
 
 
 class NotGranted(ConnectorError):

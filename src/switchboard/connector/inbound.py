@@ -1,24 +1,11 @@
 """What a connector answers: the host→server methods of MCPL 0.5 and the MCP basics.
 
-What this module knows (mcpl-protocol.md 2, 4.5-4.10; S-03 .. S-35):
+:class:`InboundHandlers` answers ``initialize``, ``ping``, the policy exchange, the manifest and
+every channel method (mcpl-protocol.md 2, 4.5-4.10): each checked against the grant and its
+params validated before the hook runs, each request answered (``-32601`` for unknown methods).
+It reaches the connector only through :class:`~.hooks.ConnectorHooks` and its reply hooks.
 
-- ``initialize`` (echo the host's ``protocolVersion``, ``serverInfo``, the manifest at
-  ``capabilities.experimental.mcpl``), ``notifications/initialized``, ``ping``,
-  ``mcpl/manifest`` (the bare manifest, the same shape as at ``initialize``);
-- ``featureSets/update``: a Request goes to the policy state and is answered with the
-  receipt, which becomes the grant in force once it is on the wire; a Notification can
-  only narrow;
-- the channel methods, each in the same order: the grant (``-32002`` with
-  ``data.capability``), then the params (``-32602``), then the channel (``-32023``), then
-  the connector's hook. ``channels/outgoing/*`` only ever reach ``on_chunk``/``on_complete``:
-  delivery happens through ``channels/publish`` alone (S-33);
-- methods that may arrive as a Request or a Notification (publish, typing, acknowledge,
-  chunks) run the same checks either way; a refused Notification is logged, since it cannot
-  be answered;
-- anything else gets ``-32601``.
-
-What it deliberately does not know: what delivering a message means on a platform (the
-hooks do), or how the answer reaches the wire (the transport's peer).
+What it deliberately does not know: what delivering a message means on a platform.
 """
 
 from __future__ import annotations
@@ -65,7 +52,23 @@ def _params(params: Any) -> Any:
 
 
 class InboundHandlers:
-    """The request and notification handlers one served connection hands to its peer."""
+    """The request and notification handlers one served connection hands to its peer.
+
+    What it knows (mcpl-protocol.md 2, 4.5-4.10; S-03 .. S-35):
+
+    - ``initialize`` (echo the host's ``protocolVersion``, ``serverInfo``, the manifest at
+      ``capabilities.experimental.mcpl``), ``notifications/initialized``, ``ping``,
+      ``mcpl/manifest`` (the bare manifest, the same shape as at ``initialize``);
+    - ``featureSets/update``: a Request goes to the policy state and is answered with the receipt,
+      which becomes the grant in force once it is on the wire; a Notification can only narrow;
+    - the channel methods, each in the same order: the grant (``-32002`` with ``data.capability``),
+      then the params (``-32602``), then the channel (``-32023``), then the connector's hook.
+      ``channels/outgoing/*`` only ever reach ``on_chunk``/``on_complete``: delivery happens through
+      ``channels/publish`` alone (S-33);
+    - methods that may arrive as a Request or a Notification (publish, typing, acknowledge, chunks)
+      run the same checks either way; a refused Notification is logged, since it cannot be answered;
+    - anything else gets ``-32601``.
+    """
 
     __slots__ = ("_connector", "_log", "_notifications", "_on_policy", "_replies", "_requests")
 

@@ -1,27 +1,12 @@
 """The server side of the policy exchange: the grant a connector holds and its receipts.
 
-What this module knows (mcpl-protocol.md 3.3-3.6, S-04 .. S-14), as a plain state object with
-no I/O:
+:class:`PolicyState` (no I/O): a policy Request is a complete statement of the grant (a
+malformed one fails closed); what it removes stops at once, what it adds is active only once
+the receipt is on the wire; a Notification can only narrow (mcpl-protocol.md 3.3-3.6). The
+active grant is the set of advertised leaves the host's patterns match, so "may I use path P?"
+is one set lookup.
 
-- a ``featureSets/update`` **Request** is a complete statement of the grant; an absent
-  ``effectiveCapabilities`` grants nothing; a path listed in both ``effectiveCapabilities``
-  and ``deniedCapabilities`` (or a pattern outside the path charset) is a malformed policy:
-  it is rejected with ``-32602`` and the connector fails closed (holds nothing);
-- the new grant is split in two steps: whatever it *removes* stops at once (a reduction is
-  respected immediately), whatever it *adds* becomes active only once the receipt is on the
-  wire (:meth:`PolicyState.commit`), which is also the moment the connection becomes ready;
-- the receipt: ``{accepted: true}``, plus ``mode: "degraded"`` and ``unavailableFeatures``
-  only when a declared feature set lost a capability it uses (no invented ``mode``);
-- a ``featureSets/update`` **Notification** never makes the connection ready and can only
-  narrow: its ``disabled`` list is applied, every other member is ignored;
-- which declared feature sets are enabled, derived fail-closed by the protocol package.
-
-The active grant is kept as the set of *advertised* leaves the host's patterns match, so the
-hot-path question "may I use path P?" is one set lookup, and a grant wider than the
-advertisement never lets the connector use what it did not advertise.
-
-What it deliberately does not know: the wire, the peer, channels, or when a frame is written
-(the caller reports that through :meth:`PolicyState.commit`).
+What it deliberately does not know: the wire, the peer, channels, or when a frame is written.
 """
 
 from __future__ import annotations
@@ -77,7 +62,27 @@ def _malformed(effective: list[str], denied: list[str]) -> RpcError | None:
 
 
 class PolicyState:
-    """The grant one connection holds, and whether its policy exchange has completed."""
+    """The grant one connection holds, and whether its policy exchange has completed.
+
+    What it knows (mcpl-protocol.md 3.3-3.6, S-04 .. S-14), as a plain state object with no I/O:
+
+    - a ``featureSets/update`` **Request** is a complete statement of the grant; an absent
+      ``effectiveCapabilities`` grants nothing; a path listed in both ``effectiveCapabilities`` and
+      ``deniedCapabilities`` (or a pattern outside the path charset) is a malformed policy: it is
+      rejected with ``-32602`` and the connector fails closed (holds nothing);
+    - the new grant is split in two steps: whatever it *removes* stops at once (a reduction is
+      respected immediately), whatever it *adds* becomes active only once the receipt is on the wire
+      (:meth:`PolicyState.commit`), which is also the moment the connection becomes ready;
+    - the receipt: ``{accepted: true}``, plus ``mode: "degraded"`` and ``unavailableFeatures`` only
+      when a declared feature set lost a capability it uses (no invented ``mode``);
+    - a ``featureSets/update`` **Notification** never makes the connection ready and can only
+      narrow: its ``disabled`` list is applied, every other member is ignored;
+    - which declared feature sets are enabled, derived fail-closed by the protocol package.
+
+    The active grant is kept as the set of *advertised* leaves the host's patterns match, so the
+    hot-path question "may I use path P?" is one set lookup, and a grant wider than the
+    advertisement never lets the connector use what it did not advertise.
+    """
 
     __slots__ = (
         "_active",

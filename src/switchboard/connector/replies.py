@@ -1,23 +1,12 @@
 """Knowing when an answer is on the wire: a link wrapper that watches outgoing responses.
 
-Why it exists: a connector becomes *ready* when its receipt for the host's policy Request
-has been sent (spec §5.3), and the host marks the connection ready when that receipt
-arrives. If the connector sent ``channels/register`` the moment its handler returned, the
-register frame could overtake the receipt frame and a conforming host would reject it
-(mcpl-protocol.md 1.3, the ordering trap). So "ready" is tied to the receipt being *written*,
-not to the handler returning. The same mechanism lets a connector act after any answer is
-out (a reply message that must follow the publish result, a crash test that exits only after
-answering).
+Why: a connector becomes *ready* when its receipt for the host's policy Request has been sent
+(spec §5.3); if it registered channels the moment its handler returned, the register frame
+could overtake the receipt and a conforming host would reject it. :class:`ReplyWatch` fires a
+callback once a response carrying an expected result is written; :class:`ReplyHooks` runs what
+a hook asked for after its answer.
 
-Theory of operation: :meth:`ReplyWatch.expect` registers the result object of a request
-being answered and a callback. While anything is expected, every frame sent through the
-link is parsed; the first response whose ``result`` equals an expected one fires that
-callback, after the underlying send returned. When nothing is expected, a send costs one
-attribute check. Only handlers of this SDK register results and they never defer their
-answers, so two equal results are answered in registration order.
-
-What it deliberately does not know: MCPL, the peer's internals, or request ids (handlers
-never see them); it compares results only.
+What it deliberately does not know: MCPL, the peer's internals, or request ids.
 """
 
 from __future__ import annotations
@@ -39,7 +28,23 @@ log = structlog.get_logger(__name__)
 
 
 class ReplyWatch:
-    """A :class:`~switchboard.transport.Link` that reports when expected answers are sent."""
+    """A :class:`~switchboard.transport.Link` that reports when expected answers are sent.
+
+    Why it exists: a connector becomes *ready* when its receipt for the host's policy Request has
+    been sent (spec §5.3), and the host marks the connection ready when that receipt arrives. If the
+    connector sent ``channels/register`` the moment its handler returned, the register frame could
+    overtake the receipt frame and a conforming host would reject it (mcpl-protocol.md 1.3, the
+    ordering trap). So "ready" is tied to the receipt being *written*, not to the handler returning.
+    The same mechanism lets a connector act after any answer is out (a reply message that must
+    follow the publish result, a crash test that exits only after answering).
+
+    Theory of operation: :meth:`ReplyWatch.expect` registers the result object of a request being
+    answered and a callback. While anything is expected, every frame sent through the link is
+    parsed; the first response whose ``result`` equals an expected one fires that callback, after
+    the underlying send returned. When nothing is expected, a send costs one attribute check. Only
+    handlers of this SDK register results and they never defer their answers, so two equal results
+    are answered in registration order.
+    """
 
     __slots__ = ("_expected", "_link")
 

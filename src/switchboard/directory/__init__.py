@@ -1,22 +1,12 @@
 """switchboard.directory: the durable directory of agent and service addresses.
 
-Agents are ``@handle`` addresses and services are ``name`` or ``owner:capability`` addresses.
-Each entry has a holder identity, capability, tags, description, opaque metadata, online/busy
-flags, last-seen, and for agents an optional TTL after which ``prune`` removes it. Addresses are
-claimed under owner tokens (stored hashed, never listed). The table lives in the store's SQLite
-file beside, but apart from, the message store.
+Agents are ``@handle`` addresses and services ``name`` or ``owner:capability`` addresses, each
+with a holder, capability, tags, description, metadata, online/busy flags and last-seen, claimed
+under owner tokens (stored hashed, never listed). :mod:`.interface` is what a backend keeps;
+:mod:`.directory` is the SQLite one; :mod:`.errors`, :mod:`.address`, :mod:`.entry` and
+:mod:`.snapshot` are its vocabulary and its JSON snapshots. See docs/directory.md.
 
-Modules, one concern each:
-
-* :mod:`~switchboard.directory.errors`: the ``DirectoryError`` tree with stable codes and names;
-* :mod:`~switchboard.directory.address`: the address grammar;
-* :mod:`~switchboard.directory.entry`: ``Entry``, ``Page``, ``ClaimResult``;
-* :mod:`~switchboard.directory.interface`: ``DirectoryStore``, what a backend keeps;
-* :mod:`~switchboard.directory.directory`: ``Directory``, the SQLite-backed listing and claims;
-* :mod:`~switchboard.directory.snapshot`: JSON snapshot export and import.
-
-What this package deliberately does not know: sessions, agent tools, routing, mail, the
-config's agents. It imports nothing from the rest of switchboard. See docs/directory.md.
+It imports nothing from the rest of switchboard.
 """
 
 from switchboard.directory.address import MAX_ADDRESS_LENGTH, Kind, validate_address

@@ -1,22 +1,12 @@
 """``Directory``: the durable listing of agent and service addresses, in the store's SQLite file.
 
-It owns one table, ``directory_entries``, created if missing; it shares the file with the
-message store (WAL mode lets both open it) but never touches the store's tables or its
-``user_version``. Calls are synchronous and short; async callers run them in a worker thread.
+It owns one table, ``directory_entries``, beside (never touching) the message store's; calls are
+synchronous and short. Claims are compare-and-set under owner tokens (hashed, compared in
+constant time): a free address is taken, the same token refreshes it, an address without a
+token is taken over by one with a token, anything else is refused. Changes to a held entry need
+its token or ``force`` (the operator).
 
-Claim semantics, exactly:
-
-* a free address is taken, under the owner token if one is given;
-* the same token refreshes the listing (fields left out keep their values), marks it online and
-  updates last-seen;
-* an address listed without a token is taken over by a caller with a token (fields left out
-  keep their values);
-* otherwise the claim is refused: ``HeldByAnotherOwner`` when another token holds it,
-  ``AlreadyRegistered`` when neither side has one.
-
-Owner tokens are stored as SHA-256 hashes and compared in constant time; no read returns them.
-Changes to a held entry (unregister, retag, busy, online, touch) need its token, or
-``force=True`` (the operator). This module does not know about sessions, routing or mail.
+This module does not know about sessions, routing or mail.
 """
 
 from __future__ import annotations
@@ -178,6 +168,24 @@ def _entry(row: Row) -> Entry:
 
 class Directory:
     """The directory over one SQLite file. Open with ``Directory.open(path)``; close when done.
+
+    It owns one table, ``directory_entries``, created if missing; it shares the file with the
+    message store (WAL mode lets both open it) but never touches the store's tables or its
+    ``user_version``. Calls are synchronous and short; async callers run them in a worker thread.
+
+    Claim semantics, exactly:
+
+    * a free address is taken, under the owner token if one is given;
+    * the same token refreshes the listing (fields left out keep their values), marks it online and
+      updates last-seen;
+    * an address listed without a token is taken over by a caller with a token (fields left out keep
+      their values);
+    * otherwise the claim is refused: ``HeldByAnotherOwner`` when another token holds it,
+      ``AlreadyRegistered`` when neither side has one.
+
+    Owner tokens are stored as SHA-256 hashes and compared in constant time; no read returns them.
+    Changes to a held entry (unregister, retag, busy, online, touch) need its token, or
+    ``force=True`` (the operator). This module does not know about sessions, routing or mail.
 
     Args of ``open``:
         path: the store's database file (created if missing).

@@ -1,21 +1,9 @@
 """The directory's errors: one tree rooted in ``DirectoryError``, each with a stable code and name.
 
-Callers (the CLI today; agent tools later) match on the class or on ``code``/``name``, never on
-the message text. The codes are part of the public contract and never change meaning:
+Callers match on the class or on ``code``/``name``, never on the message text; the codes are
+part of the public contract (docs/directory.md lists them) and never change meaning.
+``AlreadyRegistered`` and ``HeldByAnotherOwner`` are both ``NameTaken``.
 
-=====  ======================  ===========================================================
-code   name                    meaning
-=====  ======================  ===========================================================
-1      ``not_found``           no entry has that address
-2      ``already_registered``  the address is listed and neither side holds an owner token
-3      ``held_by_another_owner``  another owner token holds the address
-4      ``invalid_name``        the address breaks the grammar (docs/directory.md)
-5      ``invalid_argument``    a field or query value is out of range
-6      ``invalid_snapshot``    a snapshot file is not a directory snapshot
-7      ``directory_unavailable``  the database cannot be opened or used
-=====  ======================  ===========================================================
-
-``AlreadyRegistered`` and ``HeldByAnotherOwner`` are both ``NameTaken`` ("name exists or held").
 This module knows nothing of SQLite or of who raises these.
 """
 
@@ -37,7 +25,26 @@ __all__ = [
 
 
 class DirectoryError(Exception):
-    """Root of every error the directory raises."""
+    """Root of every error the directory raises.
+
+    Callers (the CLI today; agent tools later) match on the class or on ``code``/``name``, never on
+    the message text. The codes are part of the public contract and never change meaning:
+
+    =====  ======================  ===========================================================
+    code   name                    meaning
+    =====  ======================  ===========================================================
+    1      ``not_found``           no entry has that address
+    2      ``already_registered``  the address is listed and neither side holds an owner token
+    3      ``held_by_another_owner``  another owner token holds the address
+    4      ``invalid_name``        the address breaks the grammar (docs/directory.md)
+    5      ``invalid_argument``    a field or query value is out of range
+    6      ``invalid_snapshot``    a snapshot file is not a directory snapshot
+    7      ``directory_unavailable``  the database cannot be opened or used
+    =====  ======================  ===========================================================
+
+    ``AlreadyRegistered`` and ``HeldByAnotherOwner`` are both ``NameTaken`` ("name exists or held").
+    This module knows nothing of SQLite or of who raises these.
+    """
 
     code: ClassVar[int] = 0
     name: ClassVar[str] = "directory_error"

@@ -1,19 +1,8 @@
 """The lifecycle book as a decision-journal part, and the JSON value a snapshot stores for it.
 
-What this module knows: the snapshot form of a
-:class:`~switchboard.lifecycle.rules.book.LifecycleBook`,
-``{"records": [[serverId, channelId, record], ...]}`` with each record in
-:meth:`~switchboard.lifecycle.rules.decisions.DesiredRecord.to_json` form, and how to rebuild the
-book from it
-by applying, per record, the one event that writes exactly that record (a ``tuned-out`` record
-is rebuilt from a one-channel ``tune-out-started`` carrying its epoch id, owner, source and
-time; the epoch's other terms live in the tune-out book's own snapshot part). Junk entries
-are skipped, as replay skips junk events.
-
-:class:`LifecycleBookPart` is how the book joins the
-:class:`~switchboard.lifecycle.journal.DecisionJournal` (as ``"lifecycle"``): it applies
-committed events to the book and restores the book *in place*, so every part that was handed
-the book at construction keeps reading the live one.
+The snapshot form of a :class:`~switchboard.lifecycle.rules.book.LifecycleBook` (its records by
+channel), and how the book is rebuilt from it by applying, per record, the one event that
+writes exactly that record: so replay and snapshots share one path into memory.
 
 What it deliberately does not know: the log, when snapshots are taken, other books.
 """
@@ -37,7 +26,21 @@ __all__ = ["LifecycleBookPart", "book_snapshot", "restore_book"]
 
 
 class LifecycleBookPart:
-    """The lifecycle book as a journal part (see the module docstring)."""
+    """The lifecycle book as a journal part.
+
+    What it knows: the snapshot form of a :class:`~switchboard.lifecycle.rules.book.LifecycleBook`,
+    ``{"records": [[serverId, channelId, record], ...]}`` with each record in
+    :meth:`~switchboard.lifecycle.rules.decisions.DesiredRecord.to_json` form, and how to rebuild
+    the book from it by applying, per record, the one event that writes exactly that record (a
+    ``tuned-out`` record is rebuilt from a one-channel ``tune-out-started`` carrying its epoch id,
+    owner, source and time; the epoch's other terms live in the tune-out book's own snapshot part).
+    Junk entries are skipped, as replay skips junk events.
+
+    :class:`LifecycleBookPart` is how the book joins the
+    :class:`~switchboard.lifecycle.journal.DecisionJournal` (as ``"lifecycle"``): it applies
+    committed events to the book and restores the book *in place*, so every part that was handed the
+    book at construction keeps reading the live one.
+    """
 
     __slots__ = ("_book",)
 

@@ -1,21 +1,12 @@
 """The one path a lifecycle decision takes: propose, record durably, then apply.
 
-What this module knows: :class:`Decider`.
-
-1. The :class:`~switchboard.lifecycle.rules.book.LifecycleBook` *proposes* (the overwrite rules of
-   channel-registry.md §5.2 live there).
-2. The :class:`~switchboard.lifecycle.journal.DecisionJournal` appends the event to the
-   decision log, and only once it committed applies it to memory. A failed append raises
-   :class:`~switchboard.lifecycle.journal.DecisionNotRecorded`: the decision was not
-   made, and the caller tells the agent so.
-
-A channel's decision is proposed only once the previous decision on it is applied
-(:class:`~switchboard.lifecycle.queue.DecisionGate`). A machine close of a channel an
-active tune-out covers is judged as a close of stated intent: the decider asks a
-:class:`TuneOutCover` (the tune-out state, built before the decider).
+The book proposes (the overwrite rules live there), the decision journal appends the event to
+the durable log, and only once it committed is memory changed; a decision holds its channel in
+the decision gate from proposal to apply, so each is proposed against the memory its
+predecessors left.
 
 What it deliberately does not know: the wire (reconciliation follows a decision elsewhere),
-names, agents' texts and what a tune-out is beyond whether one covers a channel.
+names and tools.
 """
 
 from __future__ import annotations
@@ -79,7 +70,21 @@ class Decision:
 
 
 class Decider:
-    """Proposes, records and applies lifecycle decisions (see the module docstring).
+    """Proposes, records and applies lifecycle decisions.
+
+    What it knows: :class:`Decider`.
+
+    1. The :class:`~switchboard.lifecycle.rules.book.LifecycleBook` *proposes* (the overwrite rules
+       of channel-registry.md §5.2 live there).
+    2. The :class:`~switchboard.lifecycle.journal.DecisionJournal` appends the event to the decision
+       log, and only once it committed applies it to memory. A failed append raises
+       :class:`~switchboard.lifecycle.journal.DecisionNotRecorded`: the decision was not made, and
+       the caller tells the agent so.
+
+    A channel's decision is proposed only once the previous decision on it is applied
+    (:class:`~switchboard.lifecycle.queue.DecisionGate`). A machine close of a channel an active
+    tune-out covers is judged as a close of stated intent: the decider asks a :class:`TuneOutCover`
+    (the tune-out state, built before the decider).
 
     Args:
         registry: The channel registry (a put-back reads the registration's descriptor).

@@ -1,37 +1,13 @@
 """The host's desired lifecycle state: decided, durably recorded, replayed and reconciled.
 
-What this module knows: :class:`LifecycleHost`, reached as ``board.lifecycle``. It is handed
-the lower-level objects it shares with the tune-outs (the
-:class:`~switchboard.lifecycle.rules.book.LifecycleBook`, the
-:class:`~switchboard.lifecycle.journal.DecisionJournal` that keeps it, the
-:class:`~switchboard.lifecycle.queue.DecisionGate`, and whether a tune-out covers a
-channel), builds its own parts in dependency order, and hands each only what it uses:
-
-1. the :class:`~switchboard.lifecycle.queue.LifecycleQueue`, the transport marks and the
-   :class:`~switchboard.lifecycle.reconcile.Reconciler`, which drives a connector toward
-   the record;
-2. :class:`~switchboard.lifecycle.parts.Connectors` (reach, direction, policy, facts);
-3. the :class:`~switchboard.lifecycle.decider.Decider`, the one path every decision takes
-   (the book proposes, the journal appends, then applies);
-4. the verbs (:mod:`.verbs`: ``open``, ``close``; :mod:`.decline`: ``decline``), for an agent or
-   a module (:class:`~.answers.Origin`), and the speech rules (:mod:`.speech_gate`,
-   ``board.lifecycle.speech``), over one :class:`~switchboard.lifecycle.parts.LifecycleParts`;
-5. :class:`~switchboard.lifecycle.admission.Admission`.
-
-Start-up replays the journal (:meth:`LifecycleHost.restore`: snapshot, then the events after
-it) into the same book every part was handed.
-
-It follows host events (:meth:`LifecycleHost.observe`, which the board subscribes to its
-:class:`~switchboard.events.EventBus`): a channel admitted by ``channels/register`` or
-``channels/changed`` (added) gets its initial record from the connector's subscription policy
-(:mod:`.admission`; policy and ``initiallyOpen`` lift a ``default-closed`` record and
-never override a decision), then is reconciled, each channel on its own queue; accepted traffic
-marks a channel's transport open; a connector that exits takes its transport marks with it. A
-connector whose grant lacks ``channels.lifecycle`` is never admitted or reconciled: it keeps its
-channels as it chooses.
+:class:`LifecycleHost` (``board.lifecycle``) builds the lifecycle's parts over what it shares
+with the tune-outs (the book, the decision journal, the gate), answers the verbs (open, close,
+decline), admits newly registered channels under each connector's subscription policy, lets
+speech into closed channels wait or open them first, restores the book from the log before any
+connector starts, and follows host events to keep the transport marks honest.
 
 What it deliberately does not know: names and tool results, tune-out epochs beyond whether one
-covers a channel, and the wire beyond what :mod:`~switchboard.lifecycle.reconcile` sends.
+covers a channel, and the rest of the host.
 """
 
 from __future__ import annotations
@@ -73,7 +49,37 @@ __all__ = ["LifecycleHost"]
 
 
 class LifecycleHost:
-    """Desired state, its decisions, replay and reconciliation (see the module docstring).
+    """Desired state, its decisions, replay and reconciliation.
+
+    What it knows: :class:`LifecycleHost`, reached as ``board.lifecycle``. It is handed the
+    lower-level objects it shares with the tune-outs (the
+    :class:`~switchboard.lifecycle.rules.book.LifecycleBook`, the
+    :class:`~switchboard.lifecycle.journal.DecisionJournal` that keeps it, the
+    :class:`~switchboard.lifecycle.queue.DecisionGate`, and whether a tune-out covers a channel),
+    builds its own parts in dependency order, and hands each only what it uses:
+
+    1. the :class:`~switchboard.lifecycle.queue.LifecycleQueue`, the transport marks and the
+       :class:`~switchboard.lifecycle.reconcile.Reconciler`, which drives a connector toward the
+       record;
+    2. :class:`~switchboard.lifecycle.parts.Connectors` (reach, direction, policy, facts);
+    3. the :class:`~switchboard.lifecycle.decider.Decider`, the one path every decision takes (the
+       book proposes, the journal appends, then applies);
+    4. the verbs (:mod:`.verbs`: ``open``, ``close``; :mod:`.decline`: ``decline``), for an agent or
+       a module (:class:`~.answers.Origin`), and the speech rules (:mod:`.speech_gate`,
+       ``board.lifecycle.speech``), over one :class:`~switchboard.lifecycle.parts.LifecycleParts`;
+    5. :class:`~switchboard.lifecycle.admission.Admission`.
+
+    Start-up replays the journal (:meth:`LifecycleHost.restore`: snapshot, then the events after it)
+    into the same book every part was handed.
+
+    It follows host events (:meth:`LifecycleHost.observe`, which the board subscribes to its
+    :class:`~switchboard.events.EventBus`): a channel admitted by ``channels/register`` or
+    ``channels/changed`` (added) gets its initial record from the connector's subscription policy
+    (:mod:`.admission`; policy and ``initiallyOpen`` lift a ``default-closed`` record and never
+    override a decision), then is reconciled, each channel on its own queue; accepted traffic marks
+    a channel's transport open; a connector that exits takes its transport marks with it. A
+    connector whose grant lacks ``channels.lifecycle`` is never admitted or reconciled: it keeps its
+    channels as it chooses.
 
     Args:
         registry: The channel registry.

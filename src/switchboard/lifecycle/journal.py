@@ -1,38 +1,10 @@
 """The host's one path for decisions: append to the durable log, then apply to every book.
 
-What this module knows:
-
-- :class:`DecisionJournal` turns decision events (:mod:`switchboard.lifecycle.rules.events`)
-  into log records and back. :meth:`~DecisionJournal.record` appends a batch *before* any
-  memory changes; only once the batch has committed does it apply each event to every part,
-  in commit order. A failed append raises :class:`DecisionNotRecorded`: the decision was not
-  made, memory is untouched, and the caller says so.
-- Snapshots: every ``snapshot_every`` applied events it stores a snapshot of every part (and
-  the log compacts the rows it covers), so start-up reads one snapshot plus a short tail.
-- :meth:`~DecisionJournal.restore`: the latest snapshot, then the events after it; a tail
-  longer than ``snapshot_every`` is snapshotted at once, so it is replayed only once.
-
-The contract for a book kept from the journal (the lifecycle book is the part
-``"lifecycle"``, the tune-out state the part ``"tuneouts"``): implement :class:`JournalPart`
-and be among the ``parts`` the journal is constructed with (the composition root builds the
-books first, then the journal, then whatever records through it). Then
-
-- ``apply(event)`` is called for every committed event, in log order, whatever its kind (a
-  part ignores the kinds it does not keep). It must not raise and must not await.
-- ``take_snapshot()`` returns the part's whole state as a JSON value, and
-  ``restore_snapshot(state)`` rebuilds the part from it, in place (``None``: the snapshot had
-  no part of this name, or there was no snapshot: start empty), so that whoever was handed
-  the part at construction reads the restored state. They are called only between applies,
-  so a snapshot and its ``upto_seq`` always agree.
-- Every decision event goes through :meth:`DecisionJournal.record`; appending to the
-  ``DecisionLog`` directly would leave memory and snapshots behind the log.
-
-Why the apply runs in the commit future's callback: asyncio runs a future's callbacks in the
-order they were added and futures resolve in commit order, so applies happen in log order even
-when many decisions are in flight (which is what lets the log group-commit them), and the
-caller's task resumes only after its own events are applied. The wait for the commit is
-shielded from cancellation (it is bounded by one commit): a caller returns only once its
-batch is applied or refused, and a write that committed is always applied.
+:class:`DecisionJournal` appends a batch of decision events *before* any memory changes, and
+only once it committed applies them to every part (the lifecycle book, the tune-out state), in
+commit order; a failed append is a decision not made. Snapshots every ``snapshot_every``
+events keep start-up short. Why the apply runs in the commit future's callback: futures resolve
+in commit order, so applies happen in log order even with many decisions in flight.
 
 What it deliberately does not know: the rules that decide (the books' ``propose``), channels,
 connectors and the wire.
@@ -96,7 +68,7 @@ class JournalRecord(Protocol):
 
 
 class JournalPart(Protocol):
-    """A book kept from the journal (see the module docstring for the contract)."""
+    """A book kept from the journal (see :class:`DecisionJournal` for the contract)."""
 
     def apply(self, event: Any) -> object: ...
 
@@ -127,6 +99,40 @@ class Restored:
 
 class DecisionJournal:
     """Appends decisions to a log, then applies them to every part, in log order.
+
+    What it knows:
+
+    - :class:`DecisionJournal` turns decision events (:mod:`switchboard.lifecycle.rules.events`)
+      into log records and back. :meth:`~DecisionJournal.record` appends a batch *before* any memory
+      changes; only once the batch has committed does it apply each event to every part, in commit
+      order. A failed append raises :class:`DecisionNotRecorded`: the decision was not made, memory
+      is untouched, and the caller says so.
+    - Snapshots: every ``snapshot_every`` applied events it stores a snapshot of every part (and the
+      log compacts the rows it covers), so start-up reads one snapshot plus a short tail.
+    - :meth:`~DecisionJournal.restore`: the latest snapshot, then the events after it; a tail longer
+      than ``snapshot_every`` is snapshotted at once, so it is replayed only once.
+
+    The contract for a book kept from the journal (the lifecycle book is the part ``"lifecycle"``,
+    the tune-out state the part ``"tuneouts"``): implement :class:`JournalPart` and be among the
+    ``parts`` the journal is constructed with (the composition root builds the books first, then the
+    journal, then whatever records through it). Then
+
+    - ``apply(event)`` is called for every committed event, in log order, whatever its kind (a part
+      ignores the kinds it does not keep). It must not raise and must not await.
+    - ``take_snapshot()`` returns the part's whole state as a JSON value, and
+      ``restore_snapshot(state)`` rebuilds the part from it, in place (``None``: the snapshot had no
+      part of this name, or there was no snapshot: start empty), so that whoever was handed the part
+      at construction reads the restored state. They are called only between applies, so a snapshot
+      and its ``upto_seq`` always agree.
+    - Every decision event goes through :meth:`DecisionJournal.record`; appending to the
+      ``DecisionLog`` directly would leave memory and snapshots behind the log.
+
+    Why the apply runs in the commit future's callback: asyncio runs a future's callbacks in the
+    order they were added and futures resolve in commit order, so applies happen in log order even
+    when many decisions are in flight (which is what lets the log group-commit them), and the
+    caller's task resumes only after its own events are applied. The wait for the commit is shielded
+    from cancellation (it is bounded by one commit): a caller returns only once its batch is applied
+    or refused, and a write that committed is always applied.
 
     Args:
         sink: The durable log, or None to keep decisions in memory only (they apply at once).

@@ -1,18 +1,9 @@
 """What the lifecycle reads of its connectors, and the parts its verbs and speech gate share.
 
-What this module knows:
-
-- :func:`subscription_policy`: a connector's ``subscription`` setting as a
-  :class:`~switchboard.lifecycle.rules.book.SubscriptionPolicy` (``initially-open``: only what the
-  descriptor's ``initiallyOpen`` asks for; ``auto``: every channel; ``{allow = [...]}``: also
-  the listed channel ids or raw address ids). The policy is ongoing: a wanted channel opens
-  whenever it is discovered and nobody decided otherwise (channel-registry.md §5.5, §11.1).
-- :class:`Connectors`: how reachable a connector is now, whether the host may open and close
-  its channels now (up, granted ``channels.lifecycle``, and not found to lack the methods),
-  its subscription policy, and the :class:`~switchboard.lifecycle.rules.speech.ChannelFacts` of one
-  registration that the speech rules read.
-- :class:`LifecycleParts`: the lower-level parts the verbs (:mod:`.verbs`, :mod:`.decline`)
-  and the speech gate (:mod:`.speech_gate`) all work over, handed to each at construction.
+:class:`Connectors` says how reachable a connector is now, whether the host may open and close
+its channels, its subscription policy (:func:`subscription_policy`), and the facts the speech
+rules read about one registration; :class:`LifecycleParts` is the frozen set of parts the
+verbs, the decliner and the speech gate are built over.
 
 What it deliberately does not know: how decisions are made (:mod:`.decider`), the wire
 (:mod:`.reconcile`), names and tools.
@@ -47,7 +38,21 @@ def subscription_policy(config: ConnectorConfig) -> SubscriptionPolicy:
 
 
 class Connectors:
-    """What the lifecycle reads of the connectors now (see the module docstring).
+    """What the lifecycle reads of the connectors now.
+
+    What it knows:
+
+    - :func:`subscription_policy`: a connector's ``subscription`` setting as a
+      :class:`~switchboard.lifecycle.rules.book.SubscriptionPolicy` (``initially-open``: only what
+      the descriptor's ``initiallyOpen`` asks for; ``auto``: every channel; ``{allow = [...]}``:
+      also the listed channel ids or raw address ids). The policy is ongoing: a wanted channel opens
+      whenever it is discovered and nobody decided otherwise (channel-registry.md §5.5, §11.1).
+    - :class:`Connectors`: how reachable a connector is now, whether the host may open and close its
+      channels now (up, granted ``channels.lifecycle``, and not found to lack the methods), its
+      subscription policy, and the :class:`~switchboard.lifecycle.rules.speech.ChannelFacts` of one
+      registration that the speech rules read.
+    - :class:`LifecycleParts`: the lower-level parts the verbs (:mod:`.verbs`, :mod:`.decline`) and
+      the speech gate (:mod:`.speech_gate`) all work over, handed to each at construction.
 
     Args:
         owners: The owner of each connector (the board's map, kept up to date).

@@ -1,23 +1,12 @@
 """Per-channel ordering of lifecycle work: one request run at a time per channel, one decision
 at a time per channel, every channel independent of the others.
 
-What this module knows:
-
-- :class:`LifecycleQueue`: the queue of ``channels/open``/``channels/close`` runs of each
-  channel (channel-registry.md §5.6, ARCHITECTURE.md §5). A run holds its channel's lock for
-  its whole convergence run, round trips included; runs of different channels proceed in
-  parallel. :meth:`~LifecycleQueue.pending` says whether work is queued or running for a
-  channel (``hasPendingLifecycle``), and :meth:`~LifecycleQueue.settled` waits until none is
-  (the first half of ``waitForOpenChannel``). A channel with no work holds no memory.
-- :class:`DecisionGate`: the channels with a decision between its proposal and its apply. A
-  decision is proposed against the book as it stands, so a second decision on the same channel
-  must not be proposed until the first one's event is applied (else it would be judged against
-  a stale record, and the explicit-open guard could be bypassed). Taking the gate never awaits
-  when the channel is free, so a batch (an admission) can take many channels at once.
+:class:`LifecycleQueue` serialises the ``channels/open``/``channels/close`` runs of each channel
+(channel-registry.md §5.6); :class:`DecisionGate` holds a channel from a decision's proposal to
+its apply. Decisions deliberately do not wait for runs: a decision made while a request is in
+flight is what the next step of that run converges to.
 
 What it deliberately does not know: what a run or a decision does, the wire, the store.
-Decisions deliberately do not wait for runs: a decision made while a request is in flight is
-how a run learns it was overtaken.
 """
 
 from __future__ import annotations
@@ -47,7 +36,22 @@ class _Slot:
 
 
 class LifecycleQueue:
-    """A FIFO lock per channel, made on first use and dropped when its last run ends."""
+    """A FIFO lock per channel, made on first use and dropped when its last run ends.
+
+    What it knows:
+
+    - :class:`LifecycleQueue`: the queue of ``channels/open``/``channels/close`` runs of each
+      channel (channel-registry.md §5.6, ARCHITECTURE.md §5). A run holds its channel's lock for its
+      whole convergence run, round trips included; runs of different channels proceed in parallel.
+      :meth:`~LifecycleQueue.pending` says whether work is queued or running for a channel
+      (``hasPendingLifecycle``), and :meth:`~LifecycleQueue.settled` waits until none is (the first
+      half of ``waitForOpenChannel``). A channel with no work holds no memory.
+    - :class:`DecisionGate`: the channels with a decision between its proposal and its apply. A
+      decision is proposed against the book as it stands, so a second decision on the same channel
+      must not be proposed until the first one's event is applied (else it would be judged against a
+      stale record, and the explicit-open guard could be bypassed). Taking the gate never awaits
+      when the channel is free, so a batch (an admission) can take many channels at once.
+    """
 
     __slots__ = ("_slots",)
 

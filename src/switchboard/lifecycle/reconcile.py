@@ -1,39 +1,12 @@
 """Reconciliation: bring each channel's transport to its recorded desired state (§5.6).
 
-What this module knows: how one channel's *lifecycle run* goes. A run holds the channel's
-lock in the :class:`~switchboard.lifecycle.queue.LifecycleQueue` for its whole length, so
-requests for one channel never overlap, while other channels run in parallel. Each step asks
-:class:`~switchboard.lifecycle.rules.reconcile.Convergence` for the next command given the record
-and the
-transport *as they stand now*, sends ``channels/open`` (``{channelId, type, address,
-history?}``) or ``channels/close`` (``{channelId}``), and reads the answer with
-:func:`~switchboard.lifecycle.rules.reconcile.judge_open_answer` /
-:func:`~switchboard.lifecycle.rules.reconcile.judge_close_answer`:
+A *lifecycle run* of one channel holds the channel's lock for its whole length and asks the
+pure :class:`~switchboard.lifecycle.rules.reconcile.Convergence` for each next command given the
+record and the transport as they stand now; it sends ``channels/open`` or ``channels/close``
+through the connector's owner and judges each answer, until the two agree or it gives up.
+Channels run in parallel.
 
-- a decision recorded during a round trip is simply the next step's input (the run was
-  *overtaken*, and converges to the new decision); after :data:`MAX_CONVERGE_ATTEMPTS`
-  commands the run gives up with a ``converge`` failure instead of chasing a moving target;
-- an open answered for a different channel marks the registration ``answered_elsewhere`` and
-  fails ``substituted`` (unless the record wants the channel closed: then it is closed);
-- a refused or unanswered request leaves honest marks (``unconfirmed`` after an unanswered
-  open, ``failed_close`` after any failed close) and fails; nothing pretends it closed;
-- the run re-reads the registration after every await, by ref; a channel withdrawn meanwhile
-  fails ``removed``.
-
-A connector that is not up, or whose grant lacks ``channels.lifecycle``, gets no request at
-all (MCPL §5.4, H-45): the run ends ``directed=False`` and the record waits for the next
-registration. A connector that advertises the lifecycle but answers ``channels/open`` or
-``channels/close`` with "method not found" is treated the same way for the rest of its
-connection (a compatibility decision, like the notification fallback of publishes).
-
-:meth:`Reconciler.reconcile` runs every channel of a (re)registration that needs a command,
-each on its own queue, at most :data:`RECONCILE_CONCURRENCY` at a time (a connector that
-registers 10,000 ``initiallyOpen`` channels gets its opens paced, and the host holds that many
-runs and requests, not 10,000), and reports failures as
-:class:`~switchboard.events.LifecycleStep` events.
-
-What it deliberately does not know: how records are decided or admitted (see
-:mod:`switchboard.lifecycle.host`), names and agents' texts.
+What it deliberately does not know: how records are decided or admitted.
 """
 
 from __future__ import annotations
@@ -115,7 +88,39 @@ class RunResult:
 
 
 class Reconciler:
-    """Runs channels' lifecycle requests toward their records, one run per channel at a time."""
+    """Runs channels' lifecycle requests toward their records, one run per channel at a time.
+
+    What it knows: how one channel's *lifecycle run* goes. A run holds the channel's lock in the
+    :class:`~switchboard.lifecycle.queue.LifecycleQueue` for its whole length, so requests for one
+    channel never overlap, while other channels run in parallel. Each step asks
+    :class:`~switchboard.lifecycle.rules.reconcile.Convergence` for the next command given the
+    record and the transport *as they stand now*, sends ``channels/open`` (``{channelId, type,
+    address, history?}``) or ``channels/close`` (``{channelId}``), and reads the answer with
+    :func:`~switchboard.lifecycle.rules.reconcile.judge_open_answer` /
+    :func:`~switchboard.lifecycle.rules.reconcile.judge_close_answer`:
+
+    - a decision recorded during a round trip is simply the next step's input (the run was
+      *overtaken*, and converges to the new decision); after :data:`MAX_CONVERGE_ATTEMPTS` commands
+      the run gives up with a ``converge`` failure instead of chasing a moving target;
+    - an open answered for a different channel marks the registration ``answered_elsewhere`` and
+      fails ``substituted`` (unless the record wants the channel closed: then it is closed);
+    - a refused or unanswered request leaves honest marks (``unconfirmed`` after an unanswered open,
+      ``failed_close`` after any failed close) and fails; nothing pretends it closed;
+    - the run re-reads the registration after every await, by ref; a channel withdrawn meanwhile
+      fails ``removed``.
+
+    A connector that is not up, or whose grant lacks ``channels.lifecycle``, gets no request at all
+    (MCPL §5.4, H-45): the run ends ``directed=False`` and the record waits for the next
+    registration. A connector that advertises the lifecycle but answers ``channels/open`` or
+    ``channels/close`` with "method not found" is treated the same way for the rest of its
+    connection (a compatibility decision, like the notification fallback of publishes).
+
+    :meth:`Reconciler.reconcile` runs every channel of a (re)registration that needs a command, each
+    on its own queue, at most :data:`RECONCILE_CONCURRENCY` at a time (a connector that registers
+    10,000 ``initiallyOpen`` channels gets its opens paced, and the host holds that many runs and
+    requests, not 10,000), and reports failures as :class:`~switchboard.events.LifecycleStep`
+    events.
+    """
 
     def __init__(
         self,
@@ -186,7 +191,7 @@ class Reconciler:
                 was asked to open it (channel-registry.md §7.3 step 3).
 
         Raises:
-            LifecycleError: The run failed (see the module docstring).
+            LifecycleError: The run failed (see :class:`Reconciler`).
         """
         async with self._queue.hold(ref):
             self._convergence.abandon(ref)

@@ -1,25 +1,9 @@
 """Speech and closed channels, carried out: what words wait for, and what they open first.
 
-What this module knows (channel-registry.md §5.1, §8.3 steps 4-9, §8.6), executing the pure
-decisions of :mod:`switchboard.lifecycle.rules.speech`:
-
-- :meth:`SpeechGate.clear` runs inside ``Switchboard.publish_to`` after the reach, inbound-only
-  and publish-grant checks (so a refused send opens nothing). Queued lifecycle work for the
-  channel settles first. A channel only a default or a machine closed is opened first
-  (recorded ``opened-by-delivery``); the words go in only if it opened. A channel the agent or
-  a module closed, or whose lifecycle the host does not direct, takes the words *as it stands*,
-  with no open. A failed wait or open still lets the words through when the channel became one
-  speech leaves as it stands meanwhile (say, the agent closed it), unless the failure was a
-  ``converge`` failure; a channel whose last open was answered for another channel takes no
-  words as it stands. A speech-open that failed puts back the default it displaced.
-- :meth:`SpeechGate.open_if_closed_for_send`: after an explicit send tool delivered into a
-  channel, open it if speech would (recorded ``opened-by-reply``), answering ``opened``,
-  ``already-open``, ``stays-closed`` or ``open-failed`` (or ``unknown-channel``/``ambiguous``
-  for a name that picks no single channel).
-
-One deliberate difference from the reference: after waiting for queued work that *succeeded*
-(for instance a reconcile close of a default-closed channel), speech plans again rather than
-refusing, so it opens the channel as it would have without the queued work.
+:class:`SpeechGate` runs the pure plans of :mod:`switchboard.lifecycle.rules.speech` inside a
+publish, after the reach and grant checks (so a refused send opens nothing): queued lifecycle
+work on the channel settles first, and a channel a default or a machine closed is opened first
+(``opened-by-delivery``); an explicit send opens it after.
 
 What it deliberately does not know: names beyond the send-target rule, and the publish itself.
 """
@@ -96,7 +80,28 @@ def _lifecycle_failed(ref: ChannelRef, reason: str, kind: str) -> PublishOutcome
 
 
 class SpeechGate:
-    """The lifecycle step of a publish, and the explicit-send open (see the module docstring).
+    """The lifecycle step of a publish, and the explicit-send open.
+
+    What it knows (channel-registry.md §5.1, §8.3 steps 4-9, §8.6), executing the pure decisions of
+    :mod:`switchboard.lifecycle.rules.speech`:
+
+    - :meth:`SpeechGate.clear` runs inside ``Switchboard.publish_to`` after the reach, inbound-only
+      and publish-grant checks (so a refused send opens nothing). Queued lifecycle work for the
+      channel settles first. A channel only a default or a machine closed is opened first (recorded
+      ``opened-by-delivery``); the words go in only if it opened. A channel the agent or a module
+      closed, or whose lifecycle the host does not direct, takes the words *as it stands*, with no
+      open. A failed wait or open still lets the words through when the channel became one speech
+      leaves as it stands meanwhile (say, the agent closed it), unless the failure was a
+      ``converge`` failure; a channel whose last open was answered for another channel takes no
+      words as it stands. A speech-open that failed puts back the default it displaced.
+    - :meth:`SpeechGate.open_if_closed_for_send`: after an explicit send tool delivered into a
+      channel, open it if speech would (recorded ``opened-by-reply``), answering ``opened``,
+      ``already-open``, ``stays-closed`` or ``open-failed`` (or ``unknown-channel``/``ambiguous``
+      for a name that picks no single channel).
+
+    One deliberate difference from the reference: after waiting for queued work that *succeeded*
+    (for instance a reconcile close of a default-closed channel), speech plans again rather than
+    refusing, so it opens the channel as it would have without the queued work.
 
     Args:
         parts: The lifecycle parts the gate works over.

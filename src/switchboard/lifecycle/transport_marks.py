@@ -1,19 +1,9 @@
 """What the host believes about each registration's transport: open, and the honest marks.
 
-What this module knows: one :class:`~switchboard.lifecycle.rules.reconcile.TransportState` per
-*registration*
-(channel-registry.md §2.3). The state is tied to the :class:`~switchboard.channels.ChannelEntry`
-object it was learnt on, so a new registration of the same id (a reconnect, a
-``changed.added``) starts clean, and an update in place keeps it. A registration with no state
-yet starts :meth:`~switchboard.lifecycle.rules.reconcile.TransportState.fresh`: closed, except that
-a push
-placeholder or a descriptor with ``initiallyOpen`` may already be open at the connector
-(``unconfirmed``), so a close is really sent for it. The registry's ``transport_open`` flag is
-kept equal to the state's ``open``, which is what ``channel_list`` shows.
-
-Traffic on a channel (an accepted ``channels/incoming``) is evidence that it is open: it marks
-the transport open and clears ``unconfirmed``/``failed_close``. It repairs transport status
-only, never the desired state.
+One :class:`~switchboard.lifecycle.rules.reconcile.TransportState` per *registration*, tied to
+the entry it was learnt on, so a new registration of the same id starts clean
+(channel-registry.md §2.3). Traffic on a channel is evidence that it is open; it repairs
+transport status only, never the desired state.
 
 What it deliberately does not know: desired state, requests, and when to send them.
 """
@@ -41,7 +31,22 @@ _NONE: dict[str, tuple[ChannelEntry, TransportState]] = {}
 
 
 class TransportMarks:
-    """Transport states by registration, grouped by server so a server's go at once."""
+    """Transport states by registration, grouped by server so a server's go at once.
+
+    What it knows: one :class:`~switchboard.lifecycle.rules.reconcile.TransportState` per
+    *registration* (channel-registry.md §2.3). The state is tied to the
+    :class:`~switchboard.channels.ChannelEntry` object it was learnt on, so a new registration of
+    the same id (a reconnect, a ``changed.added``) starts clean, and an update in place keeps it. A
+    registration with no state yet starts
+    :meth:`~switchboard.lifecycle.rules.reconcile.TransportState.fresh`: closed, except that a push
+    placeholder or a descriptor with ``initiallyOpen`` may already be open at the connector
+    (``unconfirmed``), so a close is really sent for it. The registry's ``transport_open`` flag is
+    kept equal to the state's ``open``, which is what ``channel_list`` shows.
+
+    Traffic on a channel (an accepted ``channels/incoming``) is evidence that it is open: it marks
+    the transport open and clears ``unconfirmed``/``failed_close``. It repairs transport status
+    only, never the desired state.
+    """
 
     __slots__ = ("_by_server", "_open", "_registry")
 

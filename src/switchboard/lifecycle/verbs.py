@@ -1,34 +1,12 @@
 """The lifecycle verbs open and close: one channel, for an agent or a module.
 
-What this module knows (channel-registry.md §7.3, §7.4, §7.8): the flows of ``open`` and
-``close`` over the lifecycle's parts (:class:`~switchboard.lifecycle.parts.LifecycleParts`),
-answered with :class:`~switchboard.lifecycle.answers.LifecycleAnswer`.
-
-- Provenance comes from the caller, never from tool input
-  (:class:`~switchboard.lifecycle.answers.Origin`). An agent's open and close record
-  ``agent-tool``; a module's open and close record ``module-tool``, or, for a close with a
-  ``source``, a machine close (``subscription-gc``, ``housekeeping``; any other source is
-  refused). A machine close of a channel the agent opened or tuned out is refused as
-  ``explicit-open`` (not an error: the refusal says the module stands down) unless it holds
-  an explicit idle lease (``override_explicit_open``).
-- A tuned-out channel is refused (``tuned-out``) with how its tune-out ends: a decision recorded
-  over it would end it without its cancel, and its backlog would never reach the agent.
-- Every decision is recorded before anything is sent; when recording fails, nothing changed
-  and the answer says so (``not-recorded``). A connector that is down, or does not grant
-  ``channels.lifecycle``, gets no request: the decision stays recorded and the answer says
-  what happens to it.
-- A recorded close stops typing in that channel (the ``on_close`` the verbs are built with).
-- An open may ask for earlier messages (``history``, at most :data:`MAX_BACKSCROLL`); only an
-  open answer carries them, so it is sent even for a channel already open.
-- Only a channel already *desired* open skips the request (§7.3 step 3). Opening a channel
-  that was not desired open sends ``channels/open`` even when traffic (a mention in a closed
-  channel) made its transport look open: that shows the connector delivers there, not that
-  it was asked to open it.
-
-A verb that did nothing raises a :class:`~switchboard.refusals.refusal.Refusal`.
+The flows of ``open`` and ``close`` over the lifecycle's parts (channel-registry.md §7.3, §7.4,
+§7.8): provenance comes from the caller, never from tool input; a decision is recorded first
+and then carried out by reconciliation; a tuned-out channel is refused; an open may fetch
+history. Each answers a :class:`~switchboard.lifecycle.answers.LifecycleAnswer` or refuses.
 
 What it deliberately does not know: how a name was resolved (callers pass the ref), and tool
-result shapes (the tools layer turns answers and refusals into MCP results).
+results.
 """
 
 from __future__ import annotations
@@ -59,6 +37,33 @@ MAX_BACKSCROLL = 500
 
 class LifecycleVerbs(VerbBase):
     """``open`` and ``close`` over the lifecycle's parts.
+
+    What it knows (channel-registry.md §7.3, §7.4, §7.8): the flows of ``open`` and ``close`` over
+    the lifecycle's parts (:class:`~switchboard.lifecycle.parts.LifecycleParts`), answered with
+    :class:`~switchboard.lifecycle.answers.LifecycleAnswer`.
+
+    - Provenance comes from the caller, never from tool input
+      (:class:`~switchboard.lifecycle.answers.Origin`). An agent's open and close record
+      ``agent-tool``; a module's open and close record ``module-tool``, or, for a close with a
+      ``source``, a machine close (``subscription-gc``, ``housekeeping``; any other source is
+      refused). A machine close of a channel the agent opened or tuned out is refused as
+      ``explicit-open`` (not an error: the refusal says the module stands down) unless it holds an
+      explicit idle lease (``override_explicit_open``).
+    - A tuned-out channel is refused (``tuned-out``) with how its tune-out ends: a decision recorded
+      over it would end it without its cancel, and its backlog would never reach the agent.
+    - Every decision is recorded before anything is sent; when recording fails, nothing changed and
+      the answer says so (``not-recorded``). A connector that is down, or does not grant
+      ``channels.lifecycle``, gets no request: the decision stays recorded and the answer says what
+      happens to it.
+    - A recorded close stops typing in that channel (the ``on_close`` the verbs are built with).
+    - An open may ask for earlier messages (``history``, at most :data:`MAX_BACKSCROLL`); only an
+      open answer carries them, so it is sent even for a channel already open.
+    - Only a channel already *desired* open skips the request (§7.3 step 3). Opening a channel that
+      was not desired open sends ``channels/open`` even when traffic (a mention in a closed channel)
+      made its transport look open: that shows the connector delivers there, not that it was asked
+      to open it.
+
+    A verb that did nothing raises a :class:`~switchboard.refusals.refusal.Refusal`.
 
     Args:
         parts: The lifecycle parts the verbs work over.

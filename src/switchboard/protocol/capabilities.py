@@ -1,19 +1,10 @@
 """Capability paths, method gates, the grant matcher and the advertisement flattener.
 
-What this module knows:
+The 17 valid capability paths and which gates each MCPL method (mcpl-protocol.md 3.1);
+:class:`Grant`, which matches patterns with one-segment ``*`` and fails closed; and how an
+advertisement flattens to the leaves it offers, so a grant is advertisement ∩ policy.
 
-- the 17 valid capability paths (mcpl-protocol.md 3.1) and which capability gates each MCPL
-  method (section 2);
-- how a grant pattern matches a path (3.2): equal numbers of dot segments, each segment equal
-  or the pattern's segment exactly ``*``. ``*`` is never a subtree match and never a partial
-  glob (``chan*`` is literal, A-13);
-- how an advertisement turns into a set of leaf paths (1.5): a generic recursive flatten
-  where ``true`` means every valid leaf below the node;
-- the effective grant: advertised leaves that host policy matches, always sent as explicit
-  leaves (3.2, H-07).
-
-What it deliberately does not know: feature sets, readiness, who sent what, or the order in
-which grant changes take effect. Those live in :mod:`.featuresets` and in the host.
+What it deliberately does not know: feature sets, readiness, who sent what.
 """
 
 from __future__ import annotations
@@ -198,6 +189,18 @@ _CACHE_LIMIT: Final = 4096
 
 class Grant:
     """An immutable set of grant patterns and the question "is this path allowed?".
+
+    What it knows:
+
+    - the 17 valid capability paths (mcpl-protocol.md 3.1) and which capability gates each MCPL
+      method (section 2);
+    - how a grant pattern matches a path (3.2): equal numbers of dot segments, each segment equal or
+      the pattern's segment exactly ``*``. ``*`` is never a subtree match and never a partial glob
+      (``chan*`` is literal, A-13);
+    - how an advertisement turns into a set of leaf paths (1.5): a generic recursive flatten where
+      ``true`` means every valid leaf below the node;
+    - the effective grant: advertised leaves that host policy matches, always sent as explicit
+      leaves (3.2, H-07).
 
     ``allows`` answers from a per-instance cache after the first check of a path, so the
     checks on the hot path (one per inbound or outbound method) are dictionary lookups.

@@ -1,39 +1,12 @@
 """The §17.2 manifest revision digest: canonical bytes and ``sha256:`` value of a manifest.
 
-What this module knows (mcpl-protocol.md 3.15 and 6; SPEC §17.2):
+``"sha256:" + base64url_unpadded(SHA-256(JCS(manifest minus root revision)))``, with set
+semantics in exactly the three places §17.2 names and the identifier charset checked
+(mcpl-protocol.md 3.15, 6). JCS is the ``rfc8785`` package. A digest never gates acceptance of
+a manifest.
 
-- the formula ``"sha256:" + base64url_unpadded(SHA-256(JCS(manifest minus root revision)))``;
-- only the root ``revision`` member is stripped; ``version``, ``false`` and ``null`` stay;
-- set semantics (dedupe, then ascending UTF-8 byte order) apply to exactly three places, and
-  only when ``featureSets`` is an object and the array holds nothing but strings:
-  ``featureSets.<set>.uses``, ``featureSets.<set>.tagOntology.coreTags`` and
-  ``featureSets.<set>.tagOntology.tags.<tag>.implies``; every other array keeps its order;
-- the identifier positions listed in §17.2 (capability member names at every depth, feature-set
-  names, ``uses``, ``coreTags``, ``tags`` keys, ``implies``, ``keyed`` keys and ``values``,
-  ``suggestedTreatment`` rule matchers) and their charset ``[A-Za-z0-9._:*-]``, non-empty;
-- totality: any wrong-typed or wrong-shaped value is hashed verbatim, and an identifier array
-  holding a non-string is neither sorted nor checked.
-
-Refusals, as :class:`DigestError` with a ``code``:
-
-- ``identifier_charset``: an identifier position holds an empty string or a character outside
-  the charset (the only refusal §17.2 defines);
-- ``manifest_not_object``: the input is not a JSON object;
-- ``non_finite_number``: NaN or ±Infinity in in-memory input, or an integer too large to
-  become an IEEE-754 double (JSON would read it as Infinity).
-
-Choices the spec leaves open: a ``facet`` string is free text here (§17.2 does not list it; the
-published vector file does, without a vector that exercises it), and ``suggestedTreatment``
-matchers are checked inside the rule list, its conforming shape. Integers beyond ±(2^53−1) are
-converted to ``float`` before JCS, as a JSON parser reading them would.
-
-JCS itself is the ``rfc8785`` package. Input that is not JSON-shaped at all (non-string object
-keys, types other than dict/list/tuple/str/int/float/bool/None) raises :class:`TypeError`;
-strings with lone surrogates raise ``rfc8785.CanonicalizationError`` (a ``ValueError``).
-
-What it deliberately does not know: whether a manifest is valid (§6.4 validation lives in
-:mod:`.featuresets` and :mod:`.manifest`), change domains, or any wire method. A digest never
-gates acceptance of a manifest.
+What it deliberately does not know: whether a manifest is valid (:mod:`.featuresets`,
+:mod:`.manifest`), change domains, or any wire method.
 """
 
 from __future__ import annotations
@@ -120,6 +93,37 @@ def canonical_manifest_bytes(manifest: Any) -> bytes:
 
 def manifest_digest(manifest: Any) -> str:
     """The §17.2 revision of ``manifest``: ``"sha256:"`` + unpadded base64url of SHA-256.
+
+    What it knows (mcpl-protocol.md 3.15 and 6; SPEC §17.2):
+
+    - the formula ``"sha256:" + base64url_unpadded(SHA-256(JCS(manifest minus root revision)))``;
+    - only the root ``revision`` member is stripped; ``version``, ``false`` and ``null`` stay;
+    - set semantics (dedupe, then ascending UTF-8 byte order) apply to exactly three places, and
+      only when ``featureSets`` is an object and the array holds nothing but strings:
+      ``featureSets.<set>.uses``, ``featureSets.<set>.tagOntology.coreTags`` and
+      ``featureSets.<set>.tagOntology.tags.<tag>.implies``; every other array keeps its order;
+    - the identifier positions listed in §17.2 (capability member names at every depth, feature-set
+      names, ``uses``, ``coreTags``, ``tags`` keys, ``implies``, ``keyed`` keys and ``values``,
+      ``suggestedTreatment`` rule matchers) and their charset ``[A-Za-z0-9._:*-]``, non-empty;
+    - totality: any wrong-typed or wrong-shaped value is hashed verbatim, and an identifier array
+      holding a non-string is neither sorted nor checked.
+
+    Refusals, as :class:`DigestError` with a ``code``:
+
+    - ``identifier_charset``: an identifier position holds an empty string or a character outside
+      the charset (the only refusal §17.2 defines);
+    - ``manifest_not_object``: the input is not a JSON object;
+    - ``non_finite_number``: NaN or ±Infinity in in-memory input, or an integer too large to become
+      an IEEE-754 double (JSON would read it as Infinity).
+
+    Choices the spec leaves open: a ``facet`` string is free text here (§17.2 does not list it; the
+    published vector file does, without a vector that exercises it), and ``suggestedTreatment``
+    matchers are checked inside the rule list, its conforming shape. Integers beyond ±(2^53−1) are
+    converted to ``float`` before JCS, as a JSON parser reading them would.
+
+    JCS itself is the ``rfc8785`` package. Input that is not JSON-shaped at all (non-string object
+    keys, types other than dict/list/tuple/str/int/float/bool/None) raises :class:`TypeError`;
+    strings with lone surrogates raise ``rfc8785.CanonicalizationError`` (a ``ValueError``).
 
     Raises:
         DigestError: for the three refusals in the module docstring.

@@ -1,36 +1,12 @@
 """MCPL wire errors: the spec's error codes, one class per code, and the table between them.
 
-What this module knows: the MCPL-specific JSON-RPC error codes (mcpl-protocol.md 3.17 and
-4.12), the ``data`` member each of them carries, the class each code is read as
-(:data:`ERROR_CLASSES`, :func:`from_rpc`, :func:`read_error`), and the root of everything this
-package raises (:class:`ProtocolError`).
+The MCPL-specific JSON-RPC error codes and their ``data`` (mcpl-protocol.md 3.17, 4.12), one
+:class:`McplError` subclass per code, and :func:`read_error`, which reads an error answer as its
+class so ``except UnknownChannel:`` works around a request. An ``McplError`` *is* a transport
+``RpcError``, so raising one from a handler answers with it. :class:`ProtocolError` is the root
+of everything this package raises.
 
-What it deliberately does not know: JSON-RPC framing, request ids, or the standard codes
-(``-32601``, ``-32602``, ...). :mod:`switchboard.transport` owns those and their constructors;
-it also owns the one wire form: an :class:`McplError` *is* a
-:class:`~switchboard.transport.RpcError`, so ``to_wire`` and ``from_wire`` are the transport's,
-and raising one of these from a handler is enough to answer with it.
-
-Hierarchy::
-
-    ProtocolError                         root of everything switchboard.protocol raises
-    ├── DigestError                       a manifest has no §17.2 digest (.digest)
-    └── McplError(code, message, data)    an MCPL error; also a transport RpcError
-        ├── FeatureSetNotEnabled          -32001  data {"featureSet"}
-        ├── CapabilityDenied              -32002  data {"capability"}
-        ├── UnknownFeatureSet             -32003  data {"featureSet"}
-        ├── CheckpointNotFound            -32005  data {"checkpoint"}
-        ├── ChannelNotPermitted           -32017  data {"channelId"}
-        ├── UnknownChannel                -32023  data {"channelId"}
-        └── ChannelOpenFailed             -32024  data {"channelId"?, "reason"}
-
-    switchboard.transport.RpcError        (any JSON-RPC error; McplError derives from it)
-
-Reading errors: :func:`read_error` is the ``read_error`` a ``Peer`` of an MCPL party is given,
-so an error answer with an MCPL code raises its class (``except UnknownChannel:`` around a
-request works) while any other code stays a plain ``RpcError``. An error read off the wire
-keeps the peer's ``message`` and ``data`` as sent; its typed attributes (``channel_id`` ...)
-read ``data`` and are ``None`` when the peer left them out.
+What it deliberately does not know: JSON-RPC framing, request ids, or the standard codes.
 """
 
 from __future__ import annotations
@@ -77,6 +53,32 @@ class ProtocolError(Exception):
 
 class McplError(RpcError, ProtocolError):
     """An MCPL error: a JSON-RPC error object with an MCPL ``code``.
+
+    What it knows: the MCPL-specific JSON-RPC error codes (mcpl-protocol.md 3.17 and 4.12), the
+    ``data`` member each of them carries, the class each code is read as (:data:`ERROR_CLASSES`,
+    :func:`from_rpc`, :func:`read_error`), and the root of everything this package raises
+    (:class:`ProtocolError`).
+
+    Hierarchy::
+
+        ProtocolError                         root of everything switchboard.protocol raises
+        ├── DigestError                       a manifest has no §17.2 digest (.digest)
+        └── McplError(code, message, data)    an MCPL error; also a transport RpcError
+            ├── FeatureSetNotEnabled          -32001  data {"featureSet"}
+            ├── CapabilityDenied              -32002  data {"capability"}
+            ├── UnknownFeatureSet             -32003  data {"featureSet"}
+            ├── CheckpointNotFound            -32005  data {"checkpoint"}
+            ├── ChannelNotPermitted           -32017  data {"channelId"}
+            ├── UnknownChannel                -32023  data {"channelId"}
+            └── ChannelOpenFailed             -32024  data {"channelId"?, "reason"}
+
+        switchboard.transport.RpcError        (any JSON-RPC error; McplError derives from it)
+
+    Reading errors: :func:`read_error` is the ``read_error`` a ``Peer`` of an MCPL party is given,
+    so an error answer with an MCPL code raises its class (``except UnknownChannel:`` around a
+    request works) while any other code stays a plain ``RpcError``. An error read off the wire keeps
+    the peer's ``message`` and ``data`` as sent; its typed attributes (``channel_id`` ...) read
+    ``data`` and are ``None`` when the peer left them out.
 
     Raise a subclass from a handler to answer a request with its error object; a peer built
     with :func:`read_error` raises the subclass for an error a remote sent.

@@ -1,24 +1,11 @@
 """What a changed manifest means for one connection: the diff, the narrowed grant, the receipt.
 
-What this module knows (mcpl-protocol.md 3.15, MCPL §17.5):
-
-- how to read a manifest fetched with ``mcpl/manifest`` (the bare ``experimental.mcpl``
-  object) the way one is read at ``initialize``, keeping the ``tools`` path, which MCP
-  advertises outside the manifest; anything that is not a JSON object does not parse;
-- the diff of the manifest in force against the new one, which is authoritative: capability
-  paths and feature sets that appeared or disappeared, feature sets whose declaration changed,
-  tag ontologies that changed, and whether anything else on the surface changed;
-- the consequences, fail-closed. The grant only ever narrows: it becomes the old grant
-  intersected with what the new manifest advertises, so a removal is revoked and an addition
-  grants nothing. A feature set stays enabled only if it was enabled before and still derives
-  as enabled under the narrowed grant; a new or repaired set is never switched on;
-- the host-internal change receipt with its closed impact vocabulary (``capability-revoked``,
-  ``capability-expansion-pending``, ``feature-degraded``, ``feature-restored``,
-  ``ontology-acceptance-invalidated``, ``surface-changed``) and each impact's disposition.
+How to read a manifest fetched with ``mcpl/manifest``, what changed between two manifests
+(compared by content, never by revision), and the grant narrowed to what the new one still
+advertises: removals take effect, additions are never granted (mcpl-protocol.md 3.15, §17.5).
 
 What it deliberately does not know: the wire (fetching, rate limits, the policy Request that
-follows a narrowing), the registry, or sessions. The revision is never consulted here: two
-manifests are compared by content only.
+tells the narrowing), the registry, or sessions.
 """
 
 from __future__ import annotations
@@ -145,7 +132,24 @@ def _split_ontology(decl: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
 
 
 def diff_manifests(old: Manifest, new: Manifest) -> ManifestChange:
-    """Compare ``old`` (in force) with ``new`` (just fetched) by content."""
+    """Compare ``old`` (in force) with ``new`` (just fetched) by content.
+
+    What it knows (mcpl-protocol.md 3.15, MCPL §17.5):
+
+    - how to read a manifest fetched with ``mcpl/manifest`` (the bare ``experimental.mcpl`` object)
+      the way one is read at ``initialize``, keeping the ``tools`` path, which MCP advertises
+      outside the manifest; anything that is not a JSON object does not parse;
+    - the diff of the manifest in force against the new one, which is authoritative: capability
+      paths and feature sets that appeared or disappeared, feature sets whose declaration changed,
+      tag ontologies that changed, and whether anything else on the surface changed;
+    - the consequences, fail-closed. The grant only ever narrows: it becomes the old grant
+      intersected with what the new manifest advertises, so a removal is revoked and an addition
+      grants nothing. A feature set stays enabled only if it was enabled before and still derives as
+      enabled under the narrowed grant; a new or repaired set is never switched on;
+    - the host-internal change receipt with its closed impact vocabulary (``capability-revoked``,
+      ``capability-expansion-pending``, ``feature-degraded``, ``feature-restored``,
+      ``ontology-acceptance-invalidated``, ``surface-changed``) and each impact's disposition.
+    """
     old_sets, new_sets = old.feature_sets, new.feature_sets
     both = old_sets.keys() & new_sets.keys()
     changed: set[str] = set()

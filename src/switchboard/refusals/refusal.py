@@ -1,28 +1,13 @@
 """One refusal: what an agent (or a module) is told when a call, or one part of it, did nothing.
 
-What this module knows:
-
-- :class:`RefusalKind`, every kind of refusal the host and its tools can produce. docs/tools.md
-  lists exactly this set ("Refusals"); tests/agents/tools/test_refusal_kinds.py holds the two
-  together.
-- :class:`Refusal`, the one refusal type: its kind, what happened (``message``), what to call
-  instead (``next_step``) and the facts as data (``candidates``, ``suggestions``,
-  ``server_id``, ``channel_id``, ``gone``, ...). It is an exception, raised where the decision
-  is made (a lifecycle verb, a tune-out decision, a tool) and turned into a result once, at
-  the tool boundary (:mod:`switchboard.agents.tools.results`). Where a refusal is data rather than
-  the
-  failure of a whole call (a failed publish inside a ``speak`` result, a bounced segment) the
-  same type is carried as a value (:attr:`PublishOutcome.refusal
-  <switchboard.refusals.outcome.PublishOutcome.refusal>`).
-- :func:`name_refusal`, the one mapping from a name error of the registry
-  (:class:`~switchboard.channels.ChannelNameError`) to a refusal. An empty name (or an empty
-  server id beside it, :class:`~switchboard.channels.InvalidName`) is ``unknown-channel``:
-  no channel answers to it.
-- The next steps: what each refusal tells the agent to call instead. This is the one place in
-  the host that words them; the pure ``channels`` layer names no tool.
+:class:`Refusal` carries a :class:`RefusalKind`, what happened, what to call instead and the
+facts as data. It is raised where the decision is made and turned into a result once, at the
+tool boundary; where a refusal is part of an answer (a failed publish, a bounced segment) the
+same value is carried. This is the one place in the host that words next steps, and
+:func:`name_refusal` the one mapping from a registry name error to a refusal.
 
 What it deliberately does not know: MCP and result shapes, how a name was resolved, and what
-each flow decides (the callers raise the refusals and word their messages).
+each flow decides.
 """
 
 from __future__ import annotations
@@ -242,6 +227,26 @@ def cancel_all_except_first(kept: str) -> str:
 
 class Refusal(HostError):
     """A call, or one part of it, that did nothing, with what to tell the caller.
+
+    What it knows:
+
+    - :class:`RefusalKind`, every kind of refusal the host and its tools can produce. docs/tools.md
+      lists exactly this set ("Refusals"); tests/agents/tools/test_refusal_kinds.py holds the two
+      together.
+    - :class:`Refusal`, the one refusal type: its kind, what happened (``message``), what to call
+      instead (``next_step``) and the facts as data (``candidates``, ``suggestions``, ``server_id``,
+      ``channel_id``, ``gone``, ...). It is an exception, raised where the decision is made (a
+      lifecycle verb, a tune-out decision, a tool) and turned into a result once, at the tool
+      boundary (:mod:`switchboard.agents.tools.results`). Where a refusal is data rather than the
+      failure of a whole call (a failed publish inside a ``speak`` result, a bounced segment) the
+      same type is carried as a value (:attr:`PublishOutcome.refusal
+      <switchboard.refusals.outcome.PublishOutcome.refusal>`).
+    - :func:`name_refusal`, the one mapping from a name error of the registry
+      (:class:`~switchboard.channels.ChannelNameError`) to a refusal. An empty name (or an empty
+      server id beside it, :class:`~switchboard.channels.InvalidName`) is ``unknown-channel``: no
+      channel answers to it.
+    - The next steps: what each refusal tells the agent to call instead. This is the one place in
+      the host that words them; the pure ``channels`` layer names no tool.
 
     Raise it where the decision is made; the tool boundary turns it into an ``isError``
     result whose ``_meta`` facts are ``refusal`` (the kind), ``message``, ``next`` and the

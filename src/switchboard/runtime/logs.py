@@ -1,21 +1,9 @@
 """structlog set-up: every log line goes to stderr, never stdout, in one format.
 
-stdout belongs to the MCP stdio transport (and, in a connector, to the MCPL wire), so nothing
-here may write to it. :func:`configure` is idempotent and safe to call before anything else
-constructs a logger.
-
-What it knows: the two formats (:data:`LOG_FORMATS`: ``console``, one ``key=value`` line per
-event, and ``json``, one JSON object per line), and that records of the stdlib ``logging``
-module (uvicorn, the MCP SDK, Python warnings) are rendered by the same structlog renderer as
-Switchboard's own events: the root logger's one stderr handler carries a
-``structlog.stdlib.ProcessorFormatter``. A stdlib record's message becomes the ``event`` and
-its logger's name ``logger``. In JSON mode an exception is rendered into the line
-(``exception``, a string with ``\\n`` escaped), so every line parses as JSON.
-
-Switchboard's own events do not pass through the stdlib: structlog writes each one to stderr
-in a single ``write`` (the hot paths pay only for the renderer). Loggers are not cached on first
-use (tests reconfigure structlog), so even a call filtered out costs a ``bind`` (~5 µs); a hot
-path asks :func:`enabled_for` first (~0.5 µs, and it follows a reconfiguration).
+stdout belongs to the MCP stdio transport (and, in a connector, to the MCPL wire).
+:func:`configure` is idempotent and renders the stdlib's records (uvicorn, the MCP SDK) with the
+same renderer as Switchboard's own events, as ``console`` lines or ``json`` objects; a hot path
+asks :func:`enabled_for` before building a line.
 """
 
 from __future__ import annotations
@@ -39,6 +27,23 @@ LOG_FORMATS: Final[tuple[LogFormat, ...]] = ("console", "json")
 
 def configure(level: str = "INFO", *, json: bool = False) -> None:
     """Route structlog and the stdlib ``logging`` module to stderr at ``level``, one format.
+
+    stdout belongs to the MCP stdio transport (and, in a connector, to the MCPL wire), so nothing
+    here may write to it. :func:`configure` is idempotent and safe to call before anything else
+    constructs a logger.
+
+    What it knows: the two formats (:data:`LOG_FORMATS`: ``console``, one ``key=value`` line per
+    event, and ``json``, one JSON object per line), and that records of the stdlib ``logging``
+    module (uvicorn, the MCP SDK, Python warnings) are rendered by the same structlog renderer as
+    Switchboard's own events: the root logger's one stderr handler carries a
+    ``structlog.stdlib.ProcessorFormatter``. A stdlib record's message becomes the ``event`` and its
+    logger's name ``logger``. In JSON mode an exception is rendered into the line (``exception``, a
+    string with ``\\n`` escaped), so every line parses as JSON.
+
+    Switchboard's own events do not pass through the stdlib: structlog writes each one to stderr in
+    a single ``write`` (the hot paths pay only for the renderer). Loggers are not cached on first
+    use (tests reconfigure structlog), so even a call filtered out costs a ``bind`` (~5 µs); a hot
+    path asks :func:`enabled_for` first (~0.5 µs, and it follows a reconfiguration).
 
     Args:
         level: a level name (``DEBUG``, ``INFO``, ``WARNING``, ``ERROR``); unknown: INFO.

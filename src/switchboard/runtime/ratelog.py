@@ -1,27 +1,11 @@
 """Logging what a peer may repeat or spill without end: counted summaries, budgets, joined lines.
 
-:class:`RateLimitedLog` is what a connection uses to report things a peer may repeat without
-end (a junk line on stdout, a refused request): per key, the first occurrence is logged at
-once; later ones are counted, and at most one summary line per ``interval`` says how many
-there were since the last line (``count``) and in all (``total``). :meth:`RateLimitedLog.flush`
-writes the summaries still owed (when the connection ends). Counting never stops, so
-:meth:`RateLimitedLog.totals` is exact whatever was logged.
+:class:`RateLimitedLog` logs a key's first occurrence and then one counted summary per interval;
+:class:`VolumeBudget` bounds the bytes a peer may have logged; :class:`LineJoiner` joins a
+peer's stderr lines into blocks (a traceback is one event). Why: a misbehaving connector must
+not flood the host's log, and nothing it did may go uncounted.
 
-:class:`VolumeBudget` is a token bucket of bytes: what a peer may have logged in a burst and
-per second after it (a connector's stderr); what is over budget is counted instead, through a
-:class:`RateLimitedLog`.
-
-:class:`LineJoiner` turns the lines a peer writes (its stderr) into blocks, one log event each:
-lines that arrive within ``window`` seconds of the one before, and the continuation lines of a
-Python ``Traceback (most recent call last):`` block (indented lines, the chained-exception
-markers, and the final ``SomeError: ...`` line) join the block; a block holds at most
-``max_lines`` lines and ``max_bytes`` bytes, then a new one starts. It is pure: the caller
-feeds it lines with the time they arrived, asks :meth:`LineJoiner.deadline` when the pending
-block is due, and emits what it returns.
-
-It knows structlog loggers and a monotonic clock. It deliberately knows nothing of what is
-being counted: callers choose the key, the event name, the level and the fields. It starts no
-task: a summary is written by the next occurrence after the interval, or by ``flush``.
+It deliberately knows nothing of what is being counted, and starts no task.
 """
 
 from __future__ import annotations
@@ -57,6 +41,29 @@ class _Seen:
 
 class RateLimitedLog:
     """Log per key: the first occurrence, then one summary per interval, with counts.
+
+    :class:`RateLimitedLog` is what a connection uses to report things a peer may repeat without end
+    (a junk line on stdout, a refused request): per key, the first occurrence is logged at once;
+    later ones are counted, and at most one summary line per ``interval`` says how many there were
+    since the last line (``count``) and in all (``total``). :meth:`RateLimitedLog.flush` writes the
+    summaries still owed (when the connection ends). Counting never stops, so
+    :meth:`RateLimitedLog.totals` is exact whatever was logged.
+
+    :class:`VolumeBudget` is a token bucket of bytes: what a peer may have logged in a burst and per
+    second after it (a connector's stderr); what is over budget is counted instead, through a
+    :class:`RateLimitedLog`.
+
+    :class:`LineJoiner` turns the lines a peer writes (its stderr) into blocks, one log event each:
+    lines that arrive within ``window`` seconds of the one before, and the continuation lines of a
+    Python ``Traceback (most recent call last):`` block (indented lines, the chained-exception
+    markers, and the final ``SomeError: ...`` line) join the block; a block holds at most
+    ``max_lines`` lines and ``max_bytes`` bytes, then a new one starts. It is pure: the caller feeds
+    it lines with the time they arrived, asks :meth:`LineJoiner.deadline` when the pending block is
+    due, and emits what it returns.
+
+    It knows structlog loggers and a monotonic clock. It deliberately knows nothing of what is being
+    counted: callers choose the key, the event name, the level and the fields. It starts no task: a
+    summary is written by the next occurrence after the interval, or by ``flush``.
 
     Args:
         logger: a structlog (bound) logger; each level is called as a method on it.

@@ -1,24 +1,10 @@
 """The operator's status surface over HTTP: health, readiness, status, metrics, the live page.
 
-What this module knows (docs/operations.md, "Status, health and metrics"):
-
-- **Routes** (:func:`status_app`, Starlette): ``/healthz`` (the process answers: 200),
-  ``/readyz`` (200 when :meth:`~switchboard.status.model.HostStatus.readiness` says ready, else
-  503 with the reasons), ``/status`` (the model as JSON), ``/metrics`` (Prometheus text,
-  through ``prometheus_client`` with a registry of its own per app, never the global one),
-  ``/status/page`` with ``/status/page.js`` and ``/status/page.css`` (the live page, package
-  data in ``switchboard/status/page/``) and ``/status/events`` (Server-Sent Events: a new
-  snapshot whenever the model moved, checked every :data:`PUSH_EVERY` seconds).
-- **Where they are served** (:func:`plan_status`): always beside the agents' MCP endpoint when
-  ``[agent] transport = "http"`` (:func:`beside` routes these paths before the agents' bearer
-  check), and on a listener of their own when ``[status] port`` is set.
-- **Who may read them.** ``/healthz`` is always open. With an operator token (``[status]
-  token`` or ``token_file``) every other route needs it: ``Authorization: Bearer <token>``, or
-  the cookie the page sets when opened once as ``/status/page?token=<token>``. Without a token
-  they are open on a loopback listener; on an agents' listener bound beyond loopback they
-  answer 403 saying to set ``[status] token`` (an own listener beyond loopback without a token
-  is refused when the config is loaded). The Host header is checked as the agents' endpoint
-  checks it (DNS rebinding).
+:func:`status_app` serves ``/healthz``, ``/readyz``, ``/status``, ``/metrics``, the live page and
+its Server-Sent Events (docs/operations.md, "Status, health and metrics"), beside the agents'
+endpoint or on a listener of its own (:func:`plan_status`); every route but ``/healthz`` needs
+the operator token when one is set, and the Host header is checked as the agents' endpoint
+checks it.
 
 What it deliberately does not know: how the host keeps the model, MCP, and the agents' tokens.
 """
@@ -117,7 +103,7 @@ class StatusPlan:
 
 
 def plan_status(config: Config) -> StatusPlan:
-    """Decide where the status surface is served (see the module docstring).
+    """Decide where the status surface is served (see :class:`status_app`).
 
     Raises:
         ConfigError: the token file is missing, unreadable, readable by others or unusable.
@@ -332,7 +318,27 @@ def status_app(
     closed: str | None = None,
     push_every: float = PUSH_EVERY,
 ) -> ASGIApp:
-    """The status surface's ASGI app over ``model`` (see the module docstring).
+    """The status surface's ASGI app over ``model``.
+
+    What it knows (docs/operations.md, "Status, health and metrics"):
+
+    - **Routes** (:func:`status_app`, Starlette): ``/healthz`` (the process answers: 200),
+      ``/readyz`` (200 when :meth:`~switchboard.status.model.HostStatus.readiness` says ready, else
+      503 with the reasons), ``/status`` (the model as JSON), ``/metrics`` (Prometheus text, through
+      ``prometheus_client`` with a registry of its own per app, never the global one),
+      ``/status/page`` with ``/status/page.js`` and ``/status/page.css`` (the live page, package
+      data in ``switchboard/status/page/``) and ``/status/events`` (Server-Sent Events: a new
+      snapshot whenever the model moved, checked every :data:`PUSH_EVERY` seconds).
+    - **Where they are served** (:func:`plan_status`): always beside the agents' MCP endpoint when
+      ``[agent] transport = "http"`` (:func:`beside` routes these paths before the agents' bearer
+      check), and on a listener of their own when ``[status] port`` is set.
+    - **Who may read them.** ``/healthz`` is always open. With an operator token (``[status] token``
+      or ``token_file``) every other route needs it: ``Authorization: Bearer <token>``, or the
+      cookie the page sets when opened once as ``/status/page?token=<token>``. Without a token they
+      are open on a loopback listener; on an agents' listener bound beyond loopback they answer 403
+      saying to set ``[status] token`` (an own listener beyond loopback without a token is refused
+      when the config is loaded). The Host header is checked as the agents' endpoint checks it (DNS
+      rebinding).
 
     Args:
         token: the operator token every route but ``/healthz`` needs, or None.

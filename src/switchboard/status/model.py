@@ -1,32 +1,12 @@
 """What an operator sees of a running host: :class:`HostStatus`, kept from the host's events.
 
-What this module knows (docs/operations.md, "Status, health and metrics"):
+Per connector its state, dialect, grant, feature sets, restarts, errors and traffic; the agents
+and their sessions; the store; two bounded rings of recent traffic and refusals; and readiness
+(docs/operations.md). Observing an event is O(1); what needs a pass over channels happens when a
+snapshot is asked for.
 
-- **Per connector** (:class:`ConnectorStatus`): its state (:class:`ConnectorState`: starting,
-  connected, restarting, stopped, failed), the child's pid, the dialect it speaks
-  (``mcpl-0.5``, ``mcpl-0.4`` or ``mcp``) and the protocol version its manifest declares, its
-  grant, the feature sets enabled and disabled, restarts, the last error and the last refusal
-  (time and text), and its traffic counters (messages in, publishes out by outcome, refusals).
-- **Agents**: every configured identity with its attached sessions and last activity (read
-  from :class:`~switchboard.agents.roster.attach.Attachments` when a snapshot is taken).
-- **The store**: file and WAL bytes (two ``stat`` calls per snapshot), the writer's backlog
-  (jobs queued and not yet taken: the store's lag, O(1)), the highest committed seq, and
-  what the storage said while it refuses writes (``StorageFailed`` until ``StorageRecovered``).
-- **Recent traffic and recent refusals**: two bounded rings (the last :data:`RING` rows each;
-  the traffic ring holds a batch in as one entry) with text cut to :data:`TEXT_CUT`
-  characters, for the live page.
-- **Readiness** (:meth:`HostStatus.readiness`): the store is open and every configured
-  connector has arrived somewhere: connected, or stopped for good (``failed``, or ``stopped``
-  with ``restart = false``), and the storage takes writes. A connector still starting or
-  restarting, or a store refusing writes, is a reason for 503.
-
-Cost: :meth:`HostStatus.observe` (a bus listener) is O(1) per event: a batch adds its size to a
-counter and itself, as one entry, to the ring (shaped into rows at a snapshot). What needs a
-pass over channels (counts per connector, the channel table) happens when a snapshot is asked
-for, bounded by ``channel_limit`` rows.
-
-What it deliberately does not know: HTTP, JSON encoding, Prometheus (``switchboard.status.http``
-reads :meth:`HostStatus.snapshot`), and how any part decides what it reports.
+What it deliberately does not know: HTTP, JSON encoding, Prometheus, and how any part decides
+what it reports.
 """
 
 from __future__ import annotations
@@ -132,7 +112,7 @@ class ConnectorStatus:
 
 @dataclass(frozen=True, slots=True)
 class Readiness:
-    """Whether the host is ready (see the module docstring), and why not."""
+    """Whether the host is ready (see :class:`HostStatus`), and why not."""
 
     ready: bool
     reasons: tuple[str, ...]
@@ -209,7 +189,32 @@ def _author_of(message: Mapping[str, Any]) -> str:
 
 
 class HostStatus:
-    """The status model of one host (see the module docstring).
+    """The status model of one host.
+
+    What it knows (docs/operations.md, "Status, health and metrics"):
+
+    - **Per connector** (:class:`ConnectorStatus`): its state (:class:`ConnectorState`: starting,
+      connected, restarting, stopped, failed), the child's pid, the dialect it speaks (``mcpl-0.5``,
+      ``mcpl-0.4`` or ``mcp``) and the protocol version its manifest declares, its grant, the
+      feature sets enabled and disabled, restarts, the last error and the last refusal (time and
+      text), and its traffic counters (messages in, publishes out by outcome, refusals).
+    - **Agents**: every configured identity with its attached sessions and last activity (read from
+      :class:`~switchboard.agents.roster.attach.Attachments` when a snapshot is taken).
+    - **The store**: file and WAL bytes (two ``stat`` calls per snapshot), the writer's backlog
+      (jobs queued and not yet taken: the store's lag, O(1)), the highest committed seq, and what
+      the storage said while it refuses writes (``StorageFailed`` until ``StorageRecovered``).
+    - **Recent traffic and recent refusals**: two bounded rings (the last :data:`RING` rows each;
+      the traffic ring holds a batch in as one entry) with text cut to :data:`TEXT_CUT` characters,
+      for the live page.
+    - **Readiness** (:meth:`HostStatus.readiness`): the store is open and every configured connector
+      has arrived somewhere: connected, or stopped for good (``failed``, or ``stopped`` with
+      ``restart = false``), and the storage takes writes. A connector still starting or restarting,
+      or a store refusing writes, is a reason for 503.
+
+    Cost: :meth:`HostStatus.observe` (a bus listener) is O(1) per event: a batch adds its size to a
+    counter and itself, as one entry, to the ring (shaped into rows at a snapshot). What needs a
+    pass over channels (counts per connector, the channel table) happens when a snapshot is asked
+    for, bounded by ``channel_limit`` rows.
 
     Args:
         configs: the configured connectors, in config order.

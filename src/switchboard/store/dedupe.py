@@ -1,24 +1,10 @@
 """The writer's in-memory duplicate index: which recent messages are stored, under which seq.
 
-What this module knows: message keys ``(server_id, channelId, messageId)``, the sequence
-numbers the writer hands out, and a bounded window of the most recently stored messages. It
-decides, message by message, whether a submitted message is new (and gets the next seq) or a
-duplicate (and answers with the seq of the stored copy).
+It decides, message by message, whether a submitted message is new (and gets the next seq) or a
+duplicate (answered with the seq of the stored copy), over a bounded window of the most recently
+stored messages, rebuilt from the store on start.
 
-What it deliberately does not know: SQLite, JSON, threads or the event loop. It belongs to the
-writer thread alone and is not thread-safe.
-
-The window: the index remembers the ``window`` most recently stored messages. A message whose
-stored copy is older than that is not recognised and is stored again under a new seq; a
-connector that retries that late is not retrying, it is resending. Within the window the answer
-is exact and stable.
-
-Transactions: keys claimed since the last :meth:`DedupeIndex.commit` are *pending*. When their
-transaction fails, :meth:`DedupeIndex.rollback` forgets them, so a retry of the same message is
-new again rather than a duplicate of something never written. Eviction happens only on commit,
-so a rollback never loses older keys. The insertion order lives in a list beside the dict, so
-evicting the oldest keys is a slice (popping the first key of a plain dict again and again is
-quadratic, because the dict's iterator must skip every slot freed before it).
+What it deliberately does not know: SQLite, JSON, threads or the event loop.
 """
 
 from __future__ import annotations
@@ -44,6 +30,23 @@ _result_of_pair: Final = partial(tuple.__new__, AppendResult)
 
 class DedupeIndex:
     """A bounded, insertion-ordered map from message key to the seq of its stored copy.
+
+    What it knows: message keys ``(server_id, channelId, messageId)``, the sequence numbers the
+    writer hands out, and a bounded window of the most recently stored messages. It decides, message
+    by message, whether a submitted message is new (and gets the next seq) or a duplicate (and
+    answers with the seq of the stored copy).
+
+    The window: the index remembers the ``window`` most recently stored messages. A message whose
+    stored copy is older than that is not recognised and is stored again under a new seq; a
+    connector that retries that late is not retrying, it is resending. Within the window the answer
+    is exact and stable.
+
+    Transactions: keys claimed since the last :meth:`DedupeIndex.commit` are *pending*. When their
+    transaction fails, :meth:`DedupeIndex.rollback` forgets them, so a retry of the same message is
+    new again rather than a duplicate of something never written. Eviction happens only on commit,
+    so a rollback never loses older keys. The insertion order lives in a list beside the dict, so
+    evicting the oldest keys is a slice (popping the first key of a plain dict again and again is
+    quadratic, because the dict's iterator must skip every slot freed before it).
 
     Args:
         window: how many of the most recently stored messages are remembered (0 remembers

@@ -1,22 +1,12 @@
 """The contracts every backend of the store keeps: SQLite today, a shared database later.
 
-Every durable thing Switchboard keeps is reached through one of these protocols, and only the
-composition root names a backend (``switchboard.app``; the SQLite one is
-:mod:`switchboard.store.sqlite`). tests/store/contract/ is the one suite of these contracts; it
-takes the backend as a fixture, so a second backend runs the same tests.
+Every durable thing is reached through one of these protocols: :class:`MessageStoreProtocol`
+(batches with a committed head, cursors, mail numbering), :class:`DecisionLogProtocol`,
+:class:`LeaveStore` and :class:`LifetimeRecords` (the directory's is
+:mod:`switchboard.directory.interface`). Only the composition root names a backend;
+tests/store/contract/ is the one suite of these contracts, parametrised by a backend fixture.
 
-- :class:`MessageStoreProtocol`: batches of messages in commit order with a committed head
-  (:class:`Batches`), each agent's acknowledged position and delivered mark (:class:`Cursors`),
-  and where numbered message ids stand (:class:`MailNumbers`);
-- :class:`DecisionLogProtocol`: the decision log (lifecycle decisions, tune-outs) and its
-  snapshots;
-- :class:`LeaveStore`: which agents left which channels;
-- :class:`LifetimeRecords`: the host's owner token and each agent's incarnation count.
-
-The directory and its claims have theirs in :mod:`switchboard.directory.interface`.
-
-What it deliberately does not know: how or where anything is kept. Nothing here imports SQLite,
-threads or an event loop.
+What it deliberately does not know: how or where anything is kept.
 """
 
 from __future__ import annotations

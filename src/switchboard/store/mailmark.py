@@ -1,17 +1,9 @@
 """How mail between agents sits in the message store: :data:`MAIL_SERVER` and its readers.
 
-Mail (docs/agents.md, "Mail") is stored as messages of the reserved server id ``@mail`` (no
-connector id may start with ``@``), so it follows the inbox's at-least-once contract with no
-second delivery path:
-
-- ``channel_id`` is the recipient's handle (``@bob``);
-- ``message_id`` is ``<sender handle>#<n>``, ``n`` numbering the deposits of that
-  (recipient, sender) pair from 1 without gaps;
-- ``author_id`` / ``author_name`` are the sender's handle and name, set from the sender's
-  authenticated identity;
-- ``metadata`` holds ``kind = "mail"``, ``from``, ``fromName``, ``to`` (the recipient's
-  handle), ``address`` (the address the mail was sent to, a service address or the handle),
-  ``depositedAt`` (ISO 8601) and ``n``.
+Mail is stored as messages of the reserved server id ``@mail`` (no connector id may start with
+``@``), so it follows the inbox's at-least-once contract with no second delivery path: the
+recipient's handle is the channel, ``<sender handle>#<n>`` the message id, and the metadata says
+who sent it where (docs/agents.md, "Mail").
 
 What it deliberately does not know: how mail is deposited or routed.
 """

@@ -1,19 +1,10 @@
 """The store's value types and its one exception root.
 
-What this module knows: the shape of an incoming chat message as the store keeps it (an
-``IncomingRecord`` going in, a ``StoredMessage`` coming out with its sequence number), the
-answer to an append (``AppendResult``), and the errors the store raises.
+An ``IncomingRecord`` going in, a ``StoredMessage`` coming out with its sequence number, the
+answer to an append (``AppendResult``), the decision log's ``Snapshot`` and ``LoadedLog``, and
+the ``StoreError`` tree.
 
-What it deliberately does not know: SQLite, JSON, threads or the event loop. Content blocks are
-plain JSON objects (MCPL content blocks as dicts); validating them against the protocol models
-is the caller's job, so the store never imports :mod:`switchboard.protocol`.
-
-Exception tree::
-
-    StoreError                  a write or read did not happen; nothing committed was lost
-     ├── StoreClosedError       the store was closed (or its writer stopped) before the call
-     └── StorageUnavailableError  the disk refused the write (full, I/O error, read-only);
-                                 the same write can succeed later, once the cause is fixed
+What it deliberately does not know: SQLite, JSON, threads or the event loop.
 """
 
 from __future__ import annotations

@@ -1,35 +1,13 @@
 """Errors of the JSON-RPC transport layer, the constructors of the standard error objects, and
 the one place exceptions become wire errors.
 
-Hierarchy::
+:class:`TransportError` is the root; :class:`RpcError` is the one error object class, which
+other layers derive their coded errors from. The standard error objects are built only by the
+constructors here (:func:`parse_error`, :func:`invalid_request`, :func:`method_not_found`,
+:func:`invalid_params`, :func:`internal_error`), so each has one form, and :func:`wire_error`
+maps whatever a handler raises to the error object the peer sends.
 
-    TransportError                 root of everything this package raises
-    ├── LinkClosedError            the link is closed or hit EOF (yours or the remote's doing)
-    ├── RequestTimeoutError        an outbound request got no response in time
-    ├── FrameTooLargeError         an inbound frame exceeded the link's ``max_frame``
-    └── RpcError                   a JSON-RPC error object: the remote answered with one
-                                   (raised by ``Peer.request``), or a handler raises one to
-                                   answer with it; other layers derive their coded errors
-                                   from it (``switchboard.protocol.McplError``)
-
-The standard error objects are built only by the constructors here, so each has one form:
-
-- :func:`parse_error`: ``Parse error``;
-- :func:`invalid_request` ``(reason)``: ``Invalid Request: <reason>``;
-- :func:`method_not_found` ``(method)``: ``Method not found``, data ``{"method": <method>}``;
-- :func:`invalid_params` ``(*problems)``: ``Invalid params``, data
-  ``{"errors": [{"field": ..., "message": ...}, ...][, "more": <n>]}``: the one shape, whether
-  a hand-written check or a ``pydantic.ValidationError`` refused the params. ``field`` is a
-  dotted path into the params (``""`` for the params as a whole); at most ten problems are
-  listed and ``more`` counts the rest;
-- :func:`internal_error` ``(message?)``: ``Internal error``, or a sentence naming the state
-  (``Peer is shutting down``), never internals.
-
-:class:`WireError` is the structural type of any exception that knows its own wire form
-(``to_wire()``); :func:`wire_error` maps an arbitrary exception raised by a request handler
-to the error object the peer sends. This module knows JSON-RPC 2.0 error objects; it does
-not know MCPL or any application error codes (other packages define those as ``RpcError``
-subclasses or other ``WireError`` exceptions of their own).
+It knows JSON-RPC 2.0 error objects, not MCPL or any application codes.
 """
 
 from __future__ import annotations
@@ -71,7 +49,38 @@ _MAX_REPORTED_PROBLEMS = 10
 
 
 class TransportError(Exception):
-    """Root of every error raised by :mod:`switchboard.transport`."""
+    """Root of every error raised by :mod:`switchboard.transport`.
+
+    Hierarchy::
+
+        TransportError                 root of everything this package raises
+        ├── LinkClosedError            the link is closed or hit EOF (yours or the remote's doing)
+        ├── RequestTimeoutError        an outbound request got no response in time
+        ├── FrameTooLargeError         an inbound frame exceeded the link's ``max_frame``
+        └── RpcError                   a JSON-RPC error object: the remote answered with one
+                                       (raised by ``Peer.request``), or a handler raises one to
+                                       answer with it; other layers derive their coded errors
+                                       from it (``switchboard.protocol.McplError``)
+
+    The standard error objects are built only by the constructors here, so each has one form:
+
+    - :func:`parse_error`: ``Parse error``;
+    - :func:`invalid_request` ``(reason)``: ``Invalid Request: <reason>``;
+    - :func:`method_not_found` ``(method)``: ``Method not found``, data ``{"method": <method>}``;
+    - :func:`invalid_params` ``(*problems)``: ``Invalid params``, data ``{"errors": [{"field": ...,
+      "message": ...}, ...][, "more": <n>]}``: the one shape, whether a hand-written check or a
+      ``pydantic.ValidationError`` refused the params. ``field`` is a dotted path into the params
+      (``""`` for the params as a whole); at most ten problems are listed and ``more`` counts the
+      rest;
+    - :func:`internal_error` ``(message?)``: ``Internal error``, or a sentence naming the state
+      (``Peer is shutting down``), never internals.
+
+    :class:`WireError` is the structural type of any exception that knows its own wire form
+    (``to_wire()``); :func:`wire_error` maps an arbitrary exception raised by a request handler to
+    the error object the peer sends. This module knows JSON-RPC 2.0 error objects; it does not know
+    MCPL or any application error codes (other packages define those as ``RpcError`` subclasses or
+    other ``WireError`` exceptions of their own).
+    """
 
 
 class LinkClosedError(TransportError):

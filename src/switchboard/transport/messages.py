@@ -1,33 +1,10 @@
 """JSON-RPC 2.0 messages, sans-I/O: classify inbound frames, encode outbound ones.
 
-:func:`decode_frame` turns one frame into events (:class:`InboundCall`,
-:class:`InboundNotification`, :class:`InboundResponse`, :class:`ImmediateReply` for a
-message that is answered with an error without reaching a handler, :class:`Discarded` for
-what is dropped with only a log line). The ``encode_*`` functions build outbound frames.
-
-Rules kept here (JSON-RPC 2.0):
-
-- ``jsonrpc`` must be ``"2.0"``; otherwise ``INVALID_REQUEST`` if the message has a usable
-  id, else it is discarded.
-- A request id is a string, an integer (not a bool) or null, and is echoed back as it came,
-  even an integer beyond 64 bits or a string with an escaped unpaired surrogate (``"\\ud800"``):
-  orjson cannot read or write those exactly, so only the frames that hold one are read again
-  by the stdlib parser, and their answers get the id written by the stdlib encoder. Such a
-  frame's method or params holding an unpaired surrogate (not text) is refused with the id
-  (``INVALID_PARAMS`` naming the field; a notification is dropped with a log line).
-  A response is matched by its exact value; ours are always integers.
-- A batch is answered with one array holding an entry per request and per invalid element,
-  in element order; a batch of notifications and responses only gets no answer; an empty
-  batch gets a single ``INVALID_REQUEST`` (not an array).
-- A frame that is not JSON is a parse error when it looks like JSON (starts with ``{`` or
-  ``[``) and otherwise junk to be skipped: connectors print banners on stdout.
-
-A caller may pass :data:`ParamsReaders`: for a request naming one of their methods, the frame
-is first read as an envelope with its params left as bytes, and the method's reader turns those
-bytes into the params (the hot ``channels/incoming`` path reads and checks its
-messages in one pass, see :func:`switchboard.protocol.fastpath.read_incoming_params`). Any
-frame that does not fit (a batch, an odd id, a reader that says None ...) is read the general
-way, so the rules above hold whatever the readers do.
+:func:`decode_frame` turns one frame into events (a call, a notification, a response, an
+immediate error reply, or what is discarded); the ``encode_*`` functions build outbound frames.
+Ids are echoed exactly as they came, batches answered element by element, and junk that does
+not look like JSON skipped; a method's :data:`ParamsReaders` may read its params straight from
+the frame's bytes (the hot path), with everything that does not fit read the general way.
 
 This module knows the JSON-RPC envelope only: not what methods mean, not links, not tasks.
 """
@@ -404,6 +381,35 @@ def _read_request(frame: bytes, readers: ParamsReaders) -> InboundCall | None:
 
 def decode_frame(frame: bytes, readers: ParamsReaders | None = None) -> list[Inbound]:
     """Classify one inbound frame into the events it carries, in order.
+
+    :func:`decode_frame` turns one frame into events (:class:`InboundCall`,
+    :class:`InboundNotification`, :class:`InboundResponse`, :class:`ImmediateReply` for a message
+    that is answered with an error without reaching a handler, :class:`Discarded` for what is
+    dropped with only a log line). The ``encode_*`` functions build outbound frames.
+
+    Rules kept here (JSON-RPC 2.0):
+
+    - ``jsonrpc`` must be ``"2.0"``; otherwise ``INVALID_REQUEST`` if the message has a usable id,
+      else it is discarded.
+    - A request id is a string, an integer (not a bool) or null, and is echoed back as it came, even
+      an integer beyond 64 bits or a string with an escaped unpaired surrogate (``"\\ud800"``):
+      orjson cannot read or write those exactly, so only the frames that hold one are read again by
+      the stdlib parser, and their answers get the id written by the stdlib encoder. Such a frame's
+      method or params holding an unpaired surrogate (not text) is refused with the id
+      (``INVALID_PARAMS`` naming the field; a notification is dropped with a log line). A response
+      is matched by its exact value; ours are always integers.
+    - A batch is answered with one array holding an entry per request and per invalid element, in
+      element order; a batch of notifications and responses only gets no answer; an empty batch gets
+      a single ``INVALID_REQUEST`` (not an array).
+    - A frame that is not JSON is a parse error when it looks like JSON (starts with ``{`` or ``[``)
+      and otherwise junk to be skipped: connectors print banners on stdout.
+
+    A caller may pass :data:`ParamsReaders`: for a request naming one of their methods, the frame is
+    first read as an envelope with its params left as bytes, and the method's reader turns those
+    bytes into the params (the hot ``channels/incoming`` path reads and checks its messages in one
+    pass, see :func:`switchboard.protocol.fastpath.read_incoming_params`). Any frame that does not
+    fit (a batch, an odd id, a reader that says None ...) is read the general way, so the rules
+    above hold whatever the readers do.
 
     ``readers``: see :data:`ParamsReaders` (the module's docstring).
     """

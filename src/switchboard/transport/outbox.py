@@ -1,22 +1,10 @@
 """The outbound side of a peer: one write lock, a queue, and batching.
 
-Frames reach the link three ways. A caller of ``request`` on a link that writes at once (a
-child's stdin) queues its frame to leave at the end of the event loop's turn, with the others
-of that turn, in one write (no task switch); a caller of ``notify`` writes its own frame at
-once when nothing is queued and no write is under way; otherwise its frame is queued. The
-dispatcher queues its answers without waking anyone and flushes when its inbox runs dry, so
-the answers to a burst of requests leave in one write. The writer task flushes whatever is
-queued whenever it is woken. An answer settled from a callback while nothing else is in
-flight is written from that callback (``write_now``) when the link can write without waiting.
+Frames reach the link in order: a request on a link that writes at once joins the others of
+the event loop's turn in one write, a notification writes its own frame, and answers join the
+queue the writer drains; so a burst of requests costs one write, not one each.
 
-Theory of operation: only the writer task, the dispatcher, ``write_now`` (synchronous, never
-while a flush holds the lock) and the end-of-turn callback (which calls ``write_now`` or wakes
-the writer) ever write queued frames, and none is cancelled while the peer runs, so a frame
-once queued is never lost to somebody else's cancellation; a caller writing directly writes
-only its own frame. ``flush`` takes the whole queue and writes it with ``send_many`` when the
-link has it.
-
-This module knows frames and the link's write side; not what the frames say.
+What it deliberately does not know: what the frames mean.
 """
 
 from __future__ import annotations
@@ -36,7 +24,26 @@ HIGH_WATER = 512
 
 
 class Outbox:
-    """Queue and write frames to ``link``; all failures surface as the link's exceptions."""
+    """Queue and write frames to ``link``; all failures surface as the link's exceptions.
+
+    Frames reach the link three ways. A caller of ``request`` on a link that writes at once (a
+    child's stdin) queues its frame to leave at the end of the event loop's turn, with the others of
+    that turn, in one write (no task switch); a caller of ``notify`` writes its own frame at once
+    when nothing is queued and no write is under way; otherwise its frame is queued. The dispatcher
+    queues its answers without waking anyone and flushes when its inbox runs dry, so the answers to
+    a burst of requests leave in one write. The writer task flushes whatever is queued whenever it
+    is woken. An answer settled from a callback while nothing else is in flight is written from that
+    callback (``write_now``) when the link can write without waiting.
+
+    Theory of operation: only the writer task, the dispatcher, ``write_now`` (synchronous, never
+    while a flush holds the lock) and the end-of-turn callback (which calls ``write_now`` or wakes
+    the writer) ever write queued frames, and none is cancelled while the peer runs, so a frame once
+    queued is never lost to somebody else's cancellation; a caller writing directly writes only its
+    own frame. ``flush`` takes the whole queue and writes it with ``send_many`` when the link has
+    it.
+
+    This module knows frames and the link's write side; not what the frames say.
+    """
 
     def __init__(self, link: Link) -> None:
         self._link = link

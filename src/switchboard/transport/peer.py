@@ -1,31 +1,12 @@
 """A JSON-RPC 2.0 peer over one :class:`~switchboard.transport.link.Link`.
 
-Both ends of a link are peers: each may send requests and notifications and answer the
-other's. The peer knows ids, matching, ordering, timeouts and error objects; it does not know
-what any method means (handlers do) nor how frames are delimited (links do).
+Both ends of a link are peers: each may send requests and notifications and answer the other's.
+:meth:`Peer.run` runs a reader (which resolves responses at once, so none waits behind a slow
+handler), a dispatcher (handlers in arrival order; a ``Deferred`` releases it), a writer and a
+timer. Every inbound request is answered exactly once; every outbound request ends with a
+result or an error.
 
-Theory of operation. :meth:`Peer.run` runs four tasks in one task group:
-
-- the **reader** takes frames from the link, classifies them (``messages.decode_frame``) and
-  resolves responses to our own requests *at once*, so a response is never stuck behind a
-  slow handler; requests and notifications go to the inbox in arrival order. The one
-  exception: a response whose request asked for ``on_response`` goes through the inbox when
-  messages read before it wait there, so the state it changes (a session's readiness) changes
-  in wire order;
-- the **dispatcher** takes the inbox one message at a time and awaits its handler, so
-  handlers see messages in the order they arrived. A handler that returns ``Deferred``
-  releases the dispatcher immediately; its response is sent when the deferred work ends;
-- the **writer** sends what the outbox holds (see ``outbox`` for how writes are batched);
-- the **timer** times out our own requests (see ``pending``).
-
-At EOF the peer stops accepting requests of its own (no response could arrive) but still
-handles and answers what it received, then shuts down: it answers anything left with an
-error, flushes, closes the link and cancels its tasks.
-
-Invariants: every inbound request is answered exactly once (``InboundCall.answered``), also
-when its handler or deferred work raises and, best effort, when the peer shuts down; every
-outbound request ends with a result, an ``RpcError``, a ``RequestTimeoutError`` or a
-``LinkClosedError``; nothing on the success path logs or scans.
+It does not know what any method means (handlers do) nor how frames are delimited (links do).
 """
 
 from __future__ import annotations
@@ -95,6 +76,32 @@ def _check_params(method: str, params: Any) -> None:
 
 class Peer:
     """One end of a JSON-RPC 2.0 conversation over ``link``.
+
+    Both ends of a link are peers: each may send requests and notifications and answer the other's.
+    The peer knows ids, matching, ordering, timeouts and error objects; it does not know what any
+    method means (handlers do) nor how frames are delimited (links do).
+
+    Theory of operation. :meth:`Peer.run` runs four tasks in one task group:
+
+    - the **reader** takes frames from the link, classifies them (``messages.decode_frame``) and
+      resolves responses to our own requests *at once*, so a response is never stuck behind a slow
+      handler; requests and notifications go to the inbox in arrival order. The one exception: a
+      response whose request asked for ``on_response`` goes through the inbox when messages read
+      before it wait there, so the state it changes (a session's readiness) changes in wire order;
+    - the **dispatcher** takes the inbox one message at a time and awaits its handler, so handlers
+      see messages in the order they arrived. A handler that returns ``Deferred`` releases the
+      dispatcher immediately; its response is sent when the deferred work ends;
+    - the **writer** sends what the outbox holds (see ``outbox`` for how writes are batched);
+    - the **timer** times out our own requests (see ``pending``).
+
+    At EOF the peer stops accepting requests of its own (no response could arrive) but still handles
+    and answers what it received, then shuts down: it answers anything left with an error, flushes,
+    closes the link and cancels its tasks.
+
+    Invariants: every inbound request is answered exactly once (``InboundCall.answered``), also when
+    its handler or deferred work raises and, best effort, when the peer shuts down; every outbound
+    request ends with a result, an ``RpcError``, a ``RequestTimeoutError`` or a ``LinkClosedError``;
+    nothing on the success path logs or scans.
 
     Args:
         link: the link to talk over; the peer closes it when it stops.

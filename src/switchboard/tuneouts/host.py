@@ -1,31 +1,12 @@
 """Tune-outs on the host: durable decisions, expiry, and what tools ask of them.
 
-What this module knows (channel-registry.md §5.3, §6):
-
-- :class:`TuneOutHost` starts, cancels, wakes and expires epochs. Every decision goes through
-  the decision journal (:mod:`~switchboard.lifecycle.journal`): appended to the log first,
-  applied to memory (its :attr:`~TuneOutHost.state`, and the lifecycle book, which a
-  one-channel epoch turns ``tuned-out`` and back) only once committed. A failed append raises
-  a :class:`~switchboard.refusals.refusal.Refusal` (``not-recorded``): nothing happened. Decisions
-  are taken one at a time, a one-channel decision holding its channel in the lifecycle decision
-  gate, so each is proposed against the memory its predecessors left.
-- After a one-channel start or end the lifecycle's reconciler (a :class:`Reconciling`) brings
-  the transport to the record (a tuned-out channel stays open, since its traffic must keep
-  arriving).
-- Restarting the owner's epoch in the same slot ends the old one (its backlog is owed) and
-  starts the new one, in one batch. One owner's epochs never overlap.
-- Expiry: :meth:`TuneOutHost.run_timer` sleeps until the next deadline (the clock is
-  injected); every inbox read of an owner also ends what is due first.
-- :meth:`TuneOutHost.covers`, for machine closes, which a tune-out refuses as stated intent.
-
-It is built after the lower-level objects it shares with the lifecycle: its
-:class:`~switchboard.tuneouts.state.TuneOutState` (a part of the decision journal, which
-the lifecycle also asks whether a tune-out covers a channel), the journal, the lifecycle book,
-the decision gate and the reconciler.
+:class:`TuneOutHost` starts, cancels, wakes and expires epochs; every decision goes through the
+decision journal (appended first, applied once committed) and holds its channel in the
+decision gate, and a one-channel epoch is reconciled through the lifecycle
+(channel-registry.md §5.3, §6).
 
 What it deliberately does not know: MCP, inbox reads and backlog contents
-(:mod:`~switchboard.agents.inbox.read`), replay (:mod:`~switchboard.tuneouts.state`),
-and how the transport is reconciled.
+(``agents.inbox``), and how the transport is reconciled.
 """
 
 from __future__ import annotations
@@ -99,7 +80,30 @@ def _new_epoch_id() -> str:
 
 
 class TuneOutHost:
-    """The host's tune-outs (see the module docstring).
+    """The host's tune-outs.
+
+    What it knows (channel-registry.md §5.3, §6):
+
+    - :class:`TuneOutHost` starts, cancels, wakes and expires epochs. Every decision goes through
+      the decision journal (:mod:`~switchboard.lifecycle.journal`): appended to the log first,
+      applied to memory (its :attr:`~TuneOutHost.state`, and the lifecycle book, which a one-channel
+      epoch turns ``tuned-out`` and back) only once committed. A failed append raises a
+      :class:`~switchboard.refusals.refusal.Refusal` (``not-recorded``): nothing happened. Decisions
+      are taken one at a time, a one-channel decision holding its channel in the lifecycle decision
+      gate, so each is proposed against the memory its predecessors left.
+    - After a one-channel start or end the lifecycle's reconciler (a :class:`Reconciling`) brings
+      the transport to the record (a tuned-out channel stays open, since its traffic must keep
+      arriving).
+    - Restarting the owner's epoch in the same slot ends the old one (its backlog is owed) and
+      starts the new one, in one batch. One owner's epochs never overlap.
+    - Expiry: :meth:`TuneOutHost.run_timer` sleeps until the next deadline (the clock is injected);
+      every inbox read of an owner also ends what is due first.
+    - :meth:`TuneOutHost.covers`, for machine closes, which a tune-out refuses as stated intent.
+
+    It is built after the lower-level objects it shares with the lifecycle: its
+    :class:`~switchboard.tuneouts.state.TuneOutState` (a part of the decision journal, which the
+    lifecycle also asks whether a tune-out covers a channel), the journal, the lifecycle book, the
+    decision gate and the reconciler.
 
     Args:
         registry: The channel registry (how the tune-out words name a channel).

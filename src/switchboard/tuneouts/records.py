@@ -1,24 +1,9 @@
 """The host's own tune-out records in the decision log, and what counts as a wake.
 
-What this module knows:
-
-- :class:`Settled`: an ended tune-out epoch as the host must remember it until its owner has
-  the backlog. The decision events say *that* an epoch ended; the host also needs *which
-  messages* it withheld. Those are the messages the epoch covers with a store sequence number
-  in ``(epoch.started_at_sequence, end_seq]``: a tune-out diverts by commit order, so the
-  backlog is a durable query of the message store, never a copy. ``end_seq`` is the store's
-  latest sequence number when the end was decided. A settled record is appended in the same
-  batch as its :class:`~switchboard.lifecycle.rules.events.TuneOutEnded`, so an end is never
-  recorded without it.
-- :class:`Delivered`: the owner's inbox has handed over that epoch's backlog.
-- :class:`OwedBacklogs`: the settled epochs in memory, per owner, until delivered and passed.
-- :func:`decode_host_record` reads both back; anything else is not a host record. Their kinds
-  are unknown to :func:`~switchboard.lifecycle.rules.events.decode_events`, which skips them,
-  so the books replay the same log unaffected.
-- :func:`is_addressed`: a diverted message "wakes" its owner when it addresses the agent: its
-  tags, after the MCPL core closure, include ``chat:addressed`` (``chat:mention``,
-  ``chat:reply`` and ``chat:dm`` imply it).
-- :func:`diverts_at_all`: push events are not channel traffic and are never diverted.
+:class:`Settled` is an ended epoch as the host must remember it until its owner has the
+backlog (which messages it withheld: a range of the store's seqs); :class:`Delivered` records
+that it was handed over; :class:`OwedBacklogs` keeps both in memory. A withheld message wakes
+its epoch when it addresses the owner.
 
 What it deliberately does not know: the books, the store, and when records are written.
 """
@@ -80,6 +65,26 @@ def _float(data: Mapping[str, object], key: str) -> float:
 @dataclass(frozen=True, slots=True)
 class Settled:
     """An ended epoch whose backlog is owed to its owner.
+
+    What it knows:
+
+    - :class:`Settled`: an ended tune-out epoch as the host must remember it until its owner has the
+      backlog. The decision events say *that* an epoch ended; the host also needs *which messages*
+      it withheld. Those are the messages the epoch covers with a store sequence number in
+      ``(epoch.started_at_sequence, end_seq]``: a tune-out diverts by commit order, so the backlog
+      is a durable query of the message store, never a copy. ``end_seq`` is the store's latest
+      sequence number when the end was decided. A settled record is appended in the same batch as
+      its :class:`~switchboard.lifecycle.rules.events.TuneOutEnded`, so an end is never recorded
+      without it.
+    - :class:`Delivered`: the owner's inbox has handed over that epoch's backlog.
+    - :class:`OwedBacklogs`: the settled epochs in memory, per owner, until delivered and passed.
+    - :func:`decode_host_record` reads both back; anything else is not a host record. Their kinds
+      are unknown to :func:`~switchboard.lifecycle.rules.events.decode_events`, which skips them, so
+      the books replay the same log unaffected.
+    - :func:`is_addressed`: a diverted message "wakes" its owner when it addresses the agent: its
+      tags, after the MCPL core closure, include ``chat:addressed`` (``chat:mention``,
+      ``chat:reply`` and ``chat:dm`` imply it).
+    - :func:`diverts_at_all`: push events are not channel traffic and are never diverted.
 
     Attributes:
         epoch: The ended epoch's terms (its owner, scope, cap and starting sequence).

@@ -1,24 +1,8 @@
 """What the host holds in memory about tune-outs, and how it is rebuilt after a restart.
 
-What this module knows: :class:`TuneOutState`, a decision-journal part
-(:mod:`~switchboard.lifecycle.journal`, as ``"tuneouts"``) holding the
-:class:`~switchboard.tuneouts.rules.epochs.TuneOutBook` (the epochs in effect, with their wake
-counts) and
-the :class:`~switchboard.tuneouts.records.OwedBacklogs` (ended epochs whose backlog is
-owed, or whose withheld range the owner's cursor has not passed). The journal applies every
-committed record to it in log order: decision events change the book, the host's own records
-(``tune-out-settled``, ``tune-out-delivered``) change the owed backlogs, anything else is
-ignored. Its snapshot is a list of records that replay to the same state. It is built before
-the journal and the lifecycle, which asks it whether a tune-out covers a channel
-(:meth:`TuneOutState.covers`).
-
-:class:`DecisionRecorder` is what the tune-out host needs of the journal: one verb that appends a
-batch and applies it to every part once committed.
-
-Replay after a restart: the journal restores the snapshot, then applies the decision events
-logged after it (wakes of stale epochs are ignored by the book). It decodes decision events
-only, so :meth:`TuneOutState.restore_owed` applies the host records of the tail it read, then
-forgets the delivered epochs whose range each owner's cursor has passed.
+:class:`TuneOutState` is a decision-journal part (``"tuneouts"``) holding the epochs in effect
+and the owed backlogs; the journal applies every committed record to it in log order, and it
+answers whether a tune-out covers a channel.
 
 What it deliberately does not know: how decisions are made, the inbox, names and the clock.
 """
@@ -52,7 +36,27 @@ class DecisionRecorder(Protocol):
 
 
 class TuneOutState:
-    """The tune-out book and the owed backlogs, kept from the decision journal."""
+    """The tune-out book and the owed backlogs, kept from the decision journal.
+
+    What it knows: :class:`TuneOutState`, a decision-journal part
+    (:mod:`~switchboard.lifecycle.journal`, as ``"tuneouts"``) holding the
+    :class:`~switchboard.tuneouts.rules.epochs.TuneOutBook` (the epochs in effect, with their wake
+    counts) and the :class:`~switchboard.tuneouts.records.OwedBacklogs` (ended epochs whose backlog
+    is owed, or whose withheld range the owner's cursor has not passed). The journal applies every
+    committed record to it in log order: decision events change the book, the host's own records
+    (``tune-out-settled``, ``tune-out-delivered``) change the owed backlogs, anything else is
+    ignored. Its snapshot is a list of records that replay to the same state. It is built before the
+    journal and the lifecycle, which asks it whether a tune-out covers a channel
+    (:meth:`TuneOutState.covers`).
+
+    :class:`DecisionRecorder` is what the tune-out host needs of the journal: one verb that appends
+    a batch and applies it to every part once committed.
+
+    Replay after a restart: the journal restores the snapshot, then applies the decision events
+    logged after it (wakes of stale epochs are ignored by the book). It decodes decision events
+    only, so :meth:`TuneOutState.restore_owed` applies the host records of the tail it read, then
+    forgets the delivered epochs whose range each owner's cursor has passed.
+    """
 
     def __init__(self) -> None:
         self.book = TuneOutBook()

@@ -1,28 +1,14 @@
 """The default publish channel, and which incoming messages are markers.
 
-What this module knows (channel-registry.md §8.7, §9.2 step 5, §11.3, MCPL §16 / RFC-001):
+A *marker* (a reaction, its removal, an edit, a deletion) tells of something that happened to
+an earlier message rather than saying something new (MCPL's ``chat:`` event tags, or a known
+``metadata.eventType`` of older connectors). The default channel is process-global: the channel
+of the latest accepted incoming message that is not a marker (channel-registry.md §8.7). Why it
+keeps a gone server's ref: a publish that defaults to it is refused naming that channel, never
+sent to another server's channel with the same id.
 
-- **Markers.** A reaction, a reaction removal, an edit or a deletion is a *marker*: it tells
-  of something that happened to an earlier message rather than saying something new. The
-  MCPL way to say so is an event tag of the reserved ``chat:`` lifecycle facet:
-  ``chat:reaction``, ``chat:reaction-remove``, ``chat:edited``, ``chat:deleted``
-  (:data:`MARKER_TAGS`). Connectors written before tags carry the kind in
-  ``metadata.eventType`` instead, so a small vocabulary of those names counts too
-  (:data:`MARKER_EVENT_TYPES`, compared case-insensitively with ``_`` read as ``-``). A
-  message with neither is not a marker. Switchboard has no coalescer, so the reference's
-  exception for an edit delivered as an agent's first view does not arise.
-- **The default channel** (:class:`DefaultChannel`): process-global, the channel of the
-  latest accepted ``channels/incoming`` message that is not a marker. It follows the host's
-  :class:`~switchboard.events.MessagesAccepted` events (already committed and accepted);
-  push events, outbound publishes and tools never move it. A message whose channel is no
-  longer registered when the event is seen (its server was removed meanwhile) sets nothing.
-  When the server goes away (:class:`~switchboard.events.ConnectorExited`) the *ref* is kept
-  on purpose, with only the message and thread ids forgotten: a publish that defaults to it
-  is then refused naming the gone channel, and is never sent to another server's channel
-  that happens to have the same id.
-
-What it deliberately does not know: turns, agents and the locus (see
-:mod:`switchboard.agents.desk.desk`), and how a publish is carried out.
+What it deliberately does not know: turns, agents and the locus (:mod:`.desk`), and how a
+publish is carried out.
 """
 
 from __future__ import annotations
@@ -83,9 +69,29 @@ def _wire_is_marker(message: Mapping[str, Any]) -> bool:
 class DefaultChannel:
     """The host's default publish channel; the board subscribes :meth:`observe` to its events.
 
+    What it knows (channel-registry.md §8.7, §9.2 step 5, §11.3, MCPL §16 / RFC-001):
+
+    - **Markers.** A reaction, a reaction removal, an edit or a deletion is a *marker*: it tells of
+      something that happened to an earlier message rather than saying something new. The MCPL way
+      to say so is an event tag of the reserved ``chat:`` lifecycle facet: ``chat:reaction``,
+      ``chat:reaction-remove``, ``chat:edited``, ``chat:deleted`` (:data:`MARKER_TAGS`). Connectors
+      written before tags carry the kind in ``metadata.eventType`` instead, so a small vocabulary of
+      those names counts too (:data:`MARKER_EVENT_TYPES`, compared case-insensitively with ``_``
+      read as ``-``). A message with neither is not a marker. Switchboard has no coalescer, so the
+      reference's exception for an edit delivered as an agent's first view does not arise.
+    - **The default channel** (:class:`DefaultChannel`): process-global, the channel of the latest
+      accepted ``channels/incoming`` message that is not a marker. It follows the host's
+      :class:`~switchboard.events.MessagesAccepted` events (already committed and accepted); push
+      events, outbound publishes and tools never move it. A message whose channel is no longer
+      registered when the event is seen (its server was removed meanwhile) sets nothing. When the
+      server goes away (:class:`~switchboard.events.ConnectorExited`) the *ref* is kept on purpose,
+      with only the message and thread ids forgotten: a publish that defaults to it is then refused
+      naming the gone channel, and is never sent to another server's channel that happens to have
+      the same id.
+
     Attributes:
         ref: The channel of the latest accepted non-marker message, or None before any. It
-            survives its server's removal (see the module docstring).
+            survives its server's removal (see :class:`DefaultChannel`).
         message_id: That message's id; None once its server is gone.
         thread_id: That message's thread id, if it had one; None once its server is gone.
     """

@@ -1,24 +1,9 @@
 """Per-agent state on the host: turns, the channels each turn owns, and the locus.
 
 Over MCP an agent's turn is not explicit, so Switchboard defines one (docs/tools.md, "Turns"):
-
-- **A turn begins** each time the agent's ``inbox`` read returns at least one message, and
-  lasts until the next such read. Reads that return nothing change nothing. Turns are
-  numbered from 1; before the first read the agent is in no turn (number 0).
-- **The turn's own channels** (channel-registry.md §3.6) are the channels of the messages that
-  read returned, markers included, plus the turn's locus. Name resolution inside the turn
-  binds their ids to them.
-- **The locus** (§8.4), where plain speech goes, is decided once when the turn begins and then
-  frozen: the agent's home channel (config ``agent.home``, a name resolved at that moment) if
-  one is configured; else the channel of the newest message of the read that is not a marker
-  (a reaction, a reaction removal, an edit or a deletion,
-  :func:`~switchboard.agents.desk.defaults.is_marker`). When every message of the read is a marker
-  the turn deliberately has **no** channel and takes no fallback. A home that does not pick
-  one channel at that moment also leaves the turn without a channel (never a guess).
-- **Outside any turn** the locus is looked up live: the home channel, else the host's default
-  channel (:class:`~switchboard.agents.desk.defaults.DefaultChannel`).
-- The sticky ``>>`` target (§4.2) lives for one turn; bounced drafts (``{{unsent}}``) live
-  for the agent's whole session, in one :class:`~switchboard.channels.DraftBox`.
+a turn begins each time the agent's ``inbox`` read returns messages, owns their channels, and
+freezes its locus (where plain speech goes) when it begins. :class:`Desks` makes each agent's
+:class:`AgentDesk` on first use, with its roster identity's settings or the ``[agent]`` table.
 
 What it deliberately does not know: MCP, the store's cursors, connectors and delivery.
 """
@@ -127,6 +112,26 @@ class Identities(Protocol):
 
 class AgentDesk:
     """What the host keeps for one agent between its tool calls.
+
+    Over MCP an agent's turn is not explicit, so Switchboard defines one (docs/tools.md, "Turns"):
+
+    - **A turn begins** each time the agent's ``inbox`` read returns at least one message, and lasts
+      until the next such read. Reads that return nothing change nothing. Turns are numbered from 1;
+      before the first read the agent is in no turn (number 0).
+    - **The turn's own channels** (channel-registry.md §3.6) are the channels of the messages that
+      read returned, markers included, plus the turn's locus. Name resolution inside the turn binds
+      their ids to them.
+    - **The locus** (§8.4), where plain speech goes, is decided once when the turn begins and then
+      frozen: the agent's home channel (config ``agent.home``, a name resolved at that moment) if
+      one is configured; else the channel of the newest message of the read that is not a marker (a
+      reaction, a reaction removal, an edit or a deletion,
+      :func:`~switchboard.agents.desk.defaults.is_marker`). When every message of the read is a
+      marker the turn deliberately has **no** channel and takes no fallback. A home that does not
+      pick one channel at that moment also leaves the turn without a channel (never a guess).
+    - **Outside any turn** the locus is looked up live: the home channel, else the host's default
+      channel (:class:`~switchboard.agents.desk.defaults.DefaultChannel`).
+    - The sticky ``>>`` target (§4.2) lives for one turn; bounced drafts (``{{unsent}}``) live for
+      the agent's whole session, in one :class:`~switchboard.channels.DraftBox`.
 
     Attributes:
         name: The agent identity (its inbox cursor is kept under this name).

@@ -1,19 +1,9 @@
 """What an agent is shown of the registered channels: the rows of ``channel_list``.
 
-What this module knows (channel-registry.md §3.2, §4.7, §7.2): for each registered channel,
-in registry order, the name that picks it alone and the ``>>`` token that reaches it, both
-judged with the calling turn's own channels, so that every name shown resolves back to the
-channel it is shown for, in that turn:
-
-- ``name``: the channel id when it picks the channel alone, else the server-qualified
-  ``serverId:channelId`` when that does, else None (then only the channel id together with
-  its server id reaches it). Switchboard always shows it (not only when the id is shared, as
-  the reference does), so an agent never has to work out which string to pass.
-- ``prose_target``: the ``>>`` token for speech (``@name`` of a DM, ``#label``, the name, the
-  qualified name: the first that round-trips), or None (an inbound-only channel, say).
-
-One pass over the entries; each name is a few O(1) index probes (plus the handful of own
-channels), never a scan of every channel per entry.
+For each registered channel, in registry order, the name that picks it alone and the ``>>``
+token that reaches it, both judged with the calling turn's own channels, so that every name
+shown resolves back to the channel it is shown for (channel-registry.md §3.2, §4.7, §7.2). One
+pass over the entries; each name is a few O(1) index probes, never a scan per entry.
 
 What it deliberately does not know: MCP, servers' connection states, and lifecycle (the caller
 passes ``desired``).
@@ -31,7 +21,7 @@ __all__ = ["ChannelRow", "channel_rows"]
 
 @dataclass(frozen=True, slots=True)
 class ChannelRow:
-    """One registered channel as an agent sees it (see the module docstring)."""
+    """One registered channel as an agent sees it (see :class:`channel_rows`)."""
 
     ref: ChannelRef
     name: str | None
@@ -48,7 +38,23 @@ def channel_rows(
     own: Collection[ChannelRef],
     desired: Callable[[ChannelRef], str],
 ) -> list[ChannelRow]:
-    """Every registered channel, in registry order, named for a turn with ``own`` channels."""
+    """Every registered channel, in registry order, named for a turn with ``own`` channels.
+
+    What it knows (channel-registry.md §3.2, §4.7, §7.2): for each registered channel, in registry
+    order, the name that picks it alone and the ``>>`` token that reaches it, both judged with the
+    calling turn's own channels, so that every name shown resolves back to the channel it is shown
+    for, in that turn:
+
+    - ``name``: the channel id when it picks the channel alone, else the server-qualified
+      ``serverId:channelId`` when that does, else None (then only the channel id together with its
+      server id reaches it). Switchboard always shows it (not only when the id is shared, as the
+      reference does), so an agent never has to work out which string to pass.
+    - ``prose_target``: the ``>>`` token for speech (``@name`` of a DM, ``#label``, the name, the
+      qualified name: the first that round-trips), or None (an inbound-only channel, say).
+
+    One pass over the entries; each name is a few O(1) index probes (plus the handful of own
+    channels), never a scan of every channel per entry.
+    """
     names = registry.names
     rows: list[ChannelRow] = []
     append = rows.append

@@ -1,30 +1,10 @@
-"""At-least-once delivery of one host's inboxes: :class:`InboxDelivery`.
+"""At-least-once delivery of every agent's inbox: :class:`InboxDelivery`.
 
-What this module knows (docs/tools.md, "Delivery"):
-
-- **Owed until acknowledged.** Each agent has an acknowledged position, durable in the store
-  (its cursor): every message at or below it is done with. A read returns what lies above it
-  and moves nothing; the messages stay owed until the agent acknowledges the read.
-- **Acknowledging.** A read that passes ``after`` (the ``cursor`` token of an earlier answer)
-  acknowledges everything up to it, explicitly. A read that passes no ``after`` acknowledges
-  what the previous read *of the same reader* returned: a reader is an MCP connection, so an
-  agent that reads on over one connection never sees the same page twice, while a new
-  connection (the agent restarted or reconnected) gets everything unacknowledged again. A read
-  that returns nothing acknowledges its own position at once (there is nothing to lose). A
-  token older than the acknowledged position acknowledges nothing new. A read that carried only
-  tune-out backlogs shares its token with the read before it, so that token acknowledges those
-  backlogs only from the reader the read was handed to.
-- **Nothing consumed by a read that did not finish.** A read that is cancelled (its client
-  went away, its call was cancelled or timed out) records nothing, so nothing is acknowledged
-  on its account.
-- **Redeliveries are marked.** The highest seq any read of the agent handed out is durable too
-  (the store's delivered mark); a message at or below it, or a tune-out backlog carried before,
-  is a redelivery, and the answer flags it per message.
-- **Tune-out backlogs** (:mod:`.backlogs`) follow the same rule: they are
-  recorded as delivered only when the read that carried them is acknowledged.
-- **Pages within a budget.** A read given a :class:`PageBudget` is cut short at a message
-  boundary (a tune-out backlog, its notice with its messages, counts as one) before anything is
-  recorded, so its cursor acknowledges only what it returned; it always returns at least one.
+Each agent's acknowledged position is durable (its cursor); a read returns what lies above it
+and moves nothing, and messages stay owed until a later read acknowledges them, by ``after`` or
+by being the same reader's next read (docs/tools.md, "Delivery"). Why: an agent that restarts or
+loses an answer gets everything unacknowledged again, flagged ``redelivered``, and a cancelled
+read consumes nothing.
 
 What it deliberately does not know: MCP (a reader is any weak-referenceable object), turns,
 and how tune-outs divert traffic.
@@ -111,7 +91,7 @@ class _Handed:
 
 
 class _AgentInbox:
-    """The delivery state of one agent (see the module docstring)."""
+    """The delivery state of one agent (see :class:`InboxDelivery`)."""
 
     __slots__ = ("carried", "handed", "lock", "pending")
 
@@ -123,7 +103,34 @@ class _AgentInbox:
 
 
 class InboxDelivery:
-    """Reads agents' inboxes at least once (see the module docstring)."""
+    """Reads agents' inboxes at least once.
+
+    What it knows (docs/tools.md, "Delivery"):
+
+    - **Owed until acknowledged.** Each agent has an acknowledged position, durable in the store
+      (its cursor): every message at or below it is done with. A read returns what lies above it and
+      moves nothing; the messages stay owed until the agent acknowledges the read.
+    - **Acknowledging.** A read that passes ``after`` (the ``cursor`` token of an earlier answer)
+      acknowledges everything up to it, explicitly. A read that passes no ``after`` acknowledges
+      what the previous read *of the same reader* returned: a reader is an MCP connection, so an
+      agent that reads on over one connection never sees the same page twice, while a new connection
+      (the agent restarted or reconnected) gets everything unacknowledged again. A read that returns
+      nothing acknowledges its own position at once (there is nothing to lose). A token older than
+      the acknowledged position acknowledges nothing new. A read that carried only tune-out backlogs
+      shares its token with the read before it, so that token acknowledges those backlogs only from
+      the reader the read was handed to.
+    - **Nothing consumed by a read that did not finish.** A read that is cancelled (its client went
+      away, its call was cancelled or timed out) records nothing, so nothing is acknowledged on its
+      account.
+    - **Redeliveries are marked.** The highest seq any read of the agent handed out is durable too
+      (the store's delivered mark); a message at or below it, or a tune-out backlog carried before,
+      is a redelivery, and the answer flags it per message.
+    - **Tune-out backlogs** (:mod:`.backlogs`) follow the same rule: they are recorded as delivered
+      only when the read that carried them is acknowledged.
+    - **Pages within a budget.** A read given a :class:`PageBudget` is cut short at a message
+      boundary (a tune-out backlog, its notice with its messages, counts as one) before anything is
+      recorded, so its cursor acknowledges only what it returned; it always returns at least one.
+    """
 
     def __init__(self, store: MessageStoreProtocol, inbox: InboxReader) -> None:
         self._store = store

@@ -1,29 +1,9 @@
 """Mail between agents and services: :class:`Mail` deposits one message into one inbox.
 
-What this module knows (docs/agents.md, "Mail"):
-
-- **Addresses.** ``to`` is an agent address (``@bob``: a live identity of the roster) or a
-  service address (``weather``, ``research:summarize``: looked up in the directory, and the
-  mail lands with the identity that holds it, marked with the address it was sent to). An
-  address nobody live answers to is refused (``unknown-recipient``) with near misses among the
-  roster's handles and the directory's deliverable addresses.
-- **Provenance.** ``from``, ``fromName`` and ``depositedAt`` come from the sender's identity
-  (the roster; ``switchboard`` for the host's own mail) and the clock, never from the text.
-- **Numbering.** Each (recipient, sender) pair numbers its deposits ``n`` = 1, 2, ... without
-  gaps or repeats: one lock per pair, ``n = last + 1``, one store commit, and only after the
-  commit ``last = n``. The commit is shielded from cancellation (a cancelled caller's write
-  may still commit, so ``last`` must follow it). ``last`` is read from the store on first
-  use (:meth:`~switchboard.store.MailNumbers.highest_numbers`, one read of the ``@mail``
-  batches for every pair at once), so numbering continues across restarts.
-- **Atomic and durable.** A deposit is one message in one store commit
-  (:mod:`switchboard.store.mailmark` says how it is stored); once :meth:`Mail.deposit`
-  returns it is in the recipient's inbox for good, and it is read like any message, under
-  the inbox's at-least-once contract. Mail to an agent with no session is simply held there
-  until the agent reads.
-- **Arrivals and held mail.** A committed deposit is told to ``arrived`` (the inbox watchers,
-  which push it to the recipient's connections; deposits emit no host event). Mail to an agent
-  with no session attached is counted as held and logged (``mail_held_delivered``, with how
-  many) when the agent attaches; what it owes is in its inbox either way.
+``to`` is an agent address or a service address looked up in the directory; provenance comes
+from the sender's identity, never from the text; each (recipient, sender) pair numbers its
+deposits from 1 without gaps, across restarts (docs/agents.md, "Mail"). A deposit is one
+message in one store commit, read like any message under the inbox's at-least-once contract.
 
 What it deliberately does not know: who may read an inbox (routing), MCP, sessions.
 """
@@ -113,7 +93,33 @@ def _stored(seq: int, r: IncomingRecord, received_at: float) -> StoredMessage:
 
 
 class Mail:
-    """Deposits mail into agents' inboxes (see the module docstring)."""
+    """Deposits mail into agents' inboxes.
+
+    What it knows (docs/agents.md, "Mail"):
+
+    - **Addresses.** ``to`` is an agent address (``@bob``: a live identity of the roster) or a
+      service address (``weather``, ``research:summarize``: looked up in the directory, and the mail
+      lands with the identity that holds it, marked with the address it was sent to). An address
+      nobody live answers to is refused (``unknown-recipient``) with near misses among the roster's
+      handles and the directory's deliverable addresses.
+    - **Provenance.** ``from``, ``fromName`` and ``depositedAt`` come from the sender's identity
+      (the roster; ``switchboard`` for the host's own mail) and the clock, never from the text.
+    - **Numbering.** Each (recipient, sender) pair numbers its deposits ``n`` = 1, 2, ... without
+      gaps or repeats: one lock per pair, ``n = last + 1``, one store commit, and only after the
+      commit ``last = n``. The commit is shielded from cancellation (a cancelled caller's write may
+      still commit, so ``last`` must follow it). ``last`` is read from the store on first use
+      (:meth:`~switchboard.store.MailNumbers.highest_numbers`, one read of the ``@mail`` batches for
+      every pair at once), so numbering continues across restarts.
+    - **Atomic and durable.** A deposit is one message in one store commit
+      (:mod:`switchboard.store.mailmark` says how it is stored); once :meth:`Mail.deposit` returns
+      it is in the recipient's inbox for good, and it is read like any message, under the inbox's
+      at-least-once contract. Mail to an agent with no session is simply held there until the agent
+      reads.
+    - **Arrivals and held mail.** A committed deposit is told to ``arrived`` (the inbox watchers,
+      which push it to the recipient's connections; deposits emit no host event). Mail to an agent
+      with no session attached is counted as held and logged (``mail_held_delivered``, with how
+      many) when the agent attaches; what it owes is in its inbox either way.
+    """
 
     __slots__ = (
         "_arrived",
@@ -246,7 +252,7 @@ class Mail:
     async def deposit(self, sender: str, to: str, text: str) -> Deposit:
         """Deposit ``text`` (not empty: an agent's empty mail is refused by its port) from
         ``sender`` (an agent name, or ``switchboard``) to the address ``to``, atomically and
-        durably (see the module docstring).
+        durably (see :class:`Mail`).
 
         Raises:
             Refusal: ``unknown-recipient``.

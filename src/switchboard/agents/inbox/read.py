@@ -1,19 +1,9 @@
 """Every agent's inbox read: routing, tune-out diversion, wakes and owed backlogs.
 
-What this module knows (docs/agents.md, "Routing"; channel-registry.md §6):
-
-- **Routing.** A message not routed to the reading agent is skipped before anything else: it
-  is neither shown, withheld nor a wake, and the cursor passes it.
-- **Diversion.** A tune-out diverts, from its owner's inbox, the channel traffic its scope
-  covers that the store committed after the epoch began (a seq above
-  ``started_at_sequence``) and, once it ended, up to its ``end_seq``. The check per message is
-  O(1): the book's ``diverts(ref, agent)`` plus the owner's few ended epochs whose range its
-  cursor has not passed. Push events and mail are never diverted.
-- **Wakes.** A read in which a tune-out withheld a message that addresses the owner is one
-  wake of that epoch (counted once per message, never on a redelivery); the first wake past the
-  epoch's budget ends it in that very read. Diverted traffic alone never ends a wait.
-- **Owed backlogs** (:mod:`.backlogs`) come first; they are recorded as delivered only when the
-  agent acknowledges the read that carried them (:meth:`InboxReader.acknowledge`).
+:class:`InboxReader` reads what lies above an agent's acknowledged position: what is not routed
+to it is skipped, what a tune-out diverts is withheld (an O(1) check per message), a withheld
+message that addresses the owner wakes its tune-out, and owed backlogs come first
+(docs/agents.md, "Routing"; channel-registry.md §6).
 
 What it deliberately does not know: MCP, acknowledgement and cursors (:mod:`.delivery`), turns.
 """
@@ -92,7 +82,23 @@ class InboxTuneOuts(Protocol):
 
 
 class InboxReader:
-    """Reads every agent's inbox (see the module docstring)."""
+    """Reads every agent's inbox.
+
+    What it knows (docs/agents.md, "Routing"; channel-registry.md §6):
+
+    - **Routing.** A message not routed to the reading agent is skipped before anything else: it is
+      neither shown, withheld nor a wake, and the cursor passes it.
+    - **Diversion.** A tune-out diverts, from its owner's inbox, the channel traffic its scope
+      covers that the store committed after the epoch began (a seq above ``started_at_sequence``)
+      and, once it ended, up to its ``end_seq``. The check per message is O(1): the book's
+      ``diverts(ref, agent)`` plus the owner's few ended epochs whose range its cursor has not
+      passed. Push events and mail are never diverted.
+    - **Wakes.** A read in which a tune-out withheld a message that addresses the owner is one wake
+      of that epoch (counted once per message, never on a redelivery); the first wake past the
+      epoch's budget ends it in that very read. Diverted traffic alone never ends a wait.
+    - **Owed backlogs** (:mod:`.backlogs`) come first; they are recorded as delivered only when the
+      agent acknowledges the read that carried them (:meth:`InboxReader.acknowledge`).
+    """
 
     def __init__(self, host: InboxTuneOuts, *, router: InboxRouter | None = None) -> None:
         self._host = host

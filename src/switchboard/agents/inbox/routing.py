@@ -1,52 +1,10 @@
 """Which agents a stored message is for: :class:`Router`.
 
-What this module knows (docs/agents.md, "Routing"):
-
-- **Mail** (:mod:`.mailmark`) goes to its recipient and to nobody else.
-- **Channel traffic** (every other message, push events included) goes to the agents whose
-  home channel it is, plus the agents it *addresses*; when it is nobody's home and addresses
-  nobody, it is *untargeted* and goes to :meth:`Roster.untargeted
-  <switchboard.agents.roster.roster.Roster.untargeted>` (the agents that receive untargeted
-  traffic, else the default-delivery agent).
-- **Homes.** An agent's home is a channel name as ``channel_list`` names it; it is resolved
-  through the registry (as the desk resolves it for the locus). A home that picks no single
-  registered channel now (its connector has not registered yet, after a restart, or the name
-  is ambiguous) still matches a message whose channel id or ``server:channel`` qualified name
-  is exactly that name, so an unread backlog of a home is not handed to someone else while its
-  connector is connecting.
-- **Addressing.** A message addresses agent ``@name`` when its text (the ``text`` blocks of
-  its content, joined by newlines) holds ``@name`` as a whole word: case-insensitive, not
-  preceded by a word character or another ``@`` (``x@name.com`` and ``a@name`` are e-mail-like
-  and address nobody), not followed by a word character or ``-`` (``@name-bot`` and
-  ``@names`` are other handles), and not followed by ``.`` and a word character
-  (``@name.com`` is a domain). Trailing ``-`` is ignored (``@name--`` addresses ``@name``).
-  It also addresses an agent when its text holds one of that agent's configured ``mentions``
-  strings (platform mentions such as ``<@123>``, matched exactly and case-sensitively; a
-  string that begins or ends with a word character must not touch another word character
-  there), or when the connector listed the agent in ``metadata.mentions``: a list of strings
-  or objects; a string, or an object's ``id`` / ``userId``, matches a mention string equal to
-  it or to ``<@it>`` / ``<@!it>``; a string or an object's ``handle`` / ``username`` /
-  ``name`` equal to an agent's handle or name (case-insensitive, one ``@`` ignored) matches
-  that agent. (Per docs/peers.md, discord-mcpl puts ``mentions``, ``isMention`` and
-  ``rawContent`` in the metadata of ``channels/incoming`` and tags mentions ``chat:mention``;
-  ``isMention`` and the ``chat:*`` tags say the connector's own account was addressed, not
-  which agent, so they route nothing.)
-- **Leaving.** An agent that closes a channel another roster agent wants (its home) *leaves*
-  it (a :class:`~switchboard.store.LeaveStore`, durable): none of that channel's
-  traffic is routed to it any more, messages addressing it included, until it opens the
-  channel again. If leaving would route a message to nobody, it goes to the untargeted agents
-  that did not leave the channel, else to the untargeted agents: a message is never routed to
-  nobody while some agent receives untargeted traffic.
-- **Readers outside the roster** (host code, tests, a scripted demo agent) see every channel
-  message and no mail. A roster of one agent sees every channel message and its own mail.
-- **Cost.** What is derived from the roster, the registry and the leaves (each agent's home
-  ref, one matcher for every handle, one for every platform mention, the untargeted set, the
-  leaves by channel) is cached and rebuilt only when ``roster.version``, the leaves' version,
-  the registry's size, or the channel events the router observes on the host's bus
-  (:meth:`Router.observe`: ``ChannelsRegistered``, ``ChannelsChanged``, ``ChannelsRemoved``,
-  ``ConnectorExited``; the registry itself keeps no change counter) say it changed. Routing
-  one message is then O(its text) and a batch O(the batch): one scan of the text for every
-  agent at once, never one per agent.
+Mail goes to its recipient only; channel traffic goes to the agents whose home it is and the
+agents it addresses, else to the untargeted agents; an agent that left a channel hears none of
+it. The rules, addressing included, are docs/agents.md, "Routing". What is derived from the
+roster, the registry and the leaves is cached and rebuilt only when they change, so routing a
+message is O(its text), with one scan of the text for every agent at once.
 
 What it deliberately does not know: the inbox's cursors, tune-outs, MCP, and how mail is
 deposited.

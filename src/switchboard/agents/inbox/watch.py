@@ -1,19 +1,9 @@
 """Watching agents' inboxes: :class:`InboxWatchers`, woken by the store's committed head.
 
-What this module knows (docs/tools.md, "Push"):
-
-- **What a watcher is told.** The messages committed for its agent, in commit order, as
-  :class:`Arrival` values: routed to the agent (docs/agents.md, "Routing"), and not diverted by a
-  tune-out in effect (push events and mail never are). Telling is not delivering: the inbox
-  read hands messages out and acknowledges them. A watcher that wants only *that* something
-  arrived (its ``details`` answers False) is told an empty sequence, once per batch.
-- **Woken by the head.** The store reports every move of its committed head. Whatever was
-  committed in this process is told at once from what the committer had in hand (a
-  ``MessagesAccepted`` or ``PushAccepted`` event, mail through :meth:`InboxWatchers.arrived`),
-  so the ingest path reads nothing back. A head that moved with nothing told of it (a commit
-  made elsewhere: another instance, a direct append) is read from the store after
-  :data:`SETTLE_SECONDS` and told the same way. Each message is told once and in order: a
-  batch told out of order is read from the store instead.
+A watcher is told of the messages committed for its agent, in commit order (docs/tools.md,
+"Push"). Why the head: what this process commits is told at once from what the committer had
+in hand, and a head that moved with nothing told of it (a commit made by another instance, a
+direct append) is read back from the store, so the watchers do not depend on in-process events.
 
 What it deliberately does not know: MCP and how a push is sent (``agents.tools.push``).
 """
@@ -106,7 +96,22 @@ class _Watch:
 
 
 class InboxWatchers:
-    """Every inbox watcher of the host (see the module docstring).
+    """Every inbox watcher of the host.
+
+    What it knows (docs/tools.md, "Push"):
+
+    - **What a watcher is told.** The messages committed for its agent, in commit order, as
+      :class:`Arrival` values: routed to the agent (docs/agents.md, "Routing"), and not diverted by
+      a tune-out in effect (push events and mail never are). Telling is not delivering: the inbox
+      read hands messages out and acknowledges them. A watcher that wants only *that* something
+      arrived (its ``details`` answers False) is told an empty sequence, once per batch.
+    - **Woken by the head.** The store reports every move of its committed head. Whatever was
+      committed in this process is told at once from what the committer had in hand (a
+      ``MessagesAccepted`` or ``PushAccepted`` event, mail through :meth:`InboxWatchers.arrived`),
+      so the ingest path reads nothing back. A head that moved with nothing told of it (a commit
+      made elsewhere: another instance, a direct append) is read from the store after
+      :data:`SETTLE_SECONDS` and told the same way. Each message is told once and in order: a batch
+      told out of order is read from the store instead.
 
     Args:
         store: The message store (its head, and the messages a catch-up reads).
@@ -143,7 +148,7 @@ class InboxWatchers:
         details: Callable[[], bool] | None = None,
     ) -> None:
         """Tell ``listener`` of the messages committed for ``agent`` from now on (it must not
-        block; see the module docstring for ``details``)."""
+        block; see :class:`InboxWatchers` for ``details``)."""
         if not self._watches:
             self._events.subscribe(self.observe, takes=self.OBSERVES)
         self._watches.append(_Watch(agent, listener, details))

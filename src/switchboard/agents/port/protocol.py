@@ -1,28 +1,14 @@
 """The port the agent-facing tools use: what one agent may ask of the host, typed.
 
-What this module knows: :class:`AgentPort`, the operations the tools of ONE agent need (list
-the channels, publish, speak, read the inbox (which begins a turn and gathers its context),
-open, close and decline a channel, start, cancel, list and read tune-outs, show typing, stream
-speech, list and call the connectors' own MCP tools and follow changes to them, peek at
-the inbox and follow what arrives in it, send mail, read the directory and mark itself busy),
-and the values
-they take and return. An operation that refuses the whole call raises
-a :class:`~switchboard.refusals.refusal.Refusal` (converted once, at the tool boundary); a publish
-and each segment of speech carry theirs as a value, in the answer. Who is calling, and which
-channels are the turn's own, come from the agent the port was made for, never from an
-argument.
-
-The values are host-level: rows (:class:`ChannelRow`), outcomes (:class:`AgentPublish`),
-speech (:class:`Speech`), lifecycle answers (:class:`LifecycleAnswer`), tune-outs
-(:class:`ActiveTuneOut` and what an operation did to one), stored messages. The tools turn them
-into results; this module re-exports the ones defined deeper in the host so that the tools
-import the port's vocabulary from one place.
-
-The implementation is :class:`~switchboard.agents.port.service.BoardPort`, made by
-:func:`switchboard.agents.port.service.agent_port`.
+:class:`AgentPort` is every operation the tools of one agent need, and the values they take
+and return; who calls comes from the agent the port was made for, never from an argument. An
+operation that refuses the whole call raises a ``Refusal`` (turned into a result once, at the
+tool boundary); a publish and each segment of speech carry theirs in the answer. It is
+implemented once, by :class:`~switchboard.agents.port.service.AgentService`; this module
+re-exports the values defined deeper so the tools import the port's vocabulary from one place.
 
 What it deliberately does not know: MCP and result shapes, and how any operation is carried
-out (sessions, the registry, the config and the host's parts stay behind the port).
+out.
 """
 
 from __future__ import annotations

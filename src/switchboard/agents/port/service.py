@@ -1,25 +1,10 @@
 """One agent's port: :class:`AgentService`, the one implementation of
 :class:`~switchboard.agents.port.protocol.AgentPort`.
 
-What this module knows: how each operation the tools of one agent need is carried out on the
-agent side's shared parts (:class:`AgentSide`, built once by the composition root), for the
-agent whose :class:`~switchboard.agents.desk.desk.AgentDesk` the port was made with. Who calls
-is that agent, never an argument; each method does the agent's part of the work (naming, the
-refusals addressed to the agent, its turn) and the shared parts do the rest.
-
-- **Names.** Every channel name an agent passes is resolved by the general resolver, the one
-  ``channel_publish`` uses, with the turn's own channels first and an empty server id read as
-  none; ``typing`` without a server id fans an id or qualified name out to every channel it
-  names. A name the registry refuses becomes a refusal naming the tool called; a lifecycle
-  verb's own refusal gains the channel as shown to the agent.
-- **Turns.** An inbox read that returns messages, redelivered or not, begins the agent's next
-  turn while the desk's reading lock is held: its streams are abandoned, its automatic typing
-  moves to the new locus, and the connectors are asked for context (``beforeInference``).
-- **Isolation** (docs/agents.md, "Routing"). Reads, peeks, ``message_get`` and watches show
-  only what the router routes to this agent; a message routed elsewhere does not exist for it.
-- **Leaving.** ``close`` of a channel another agent wants does not close it: this agent leaves
-  it (``left``) until ``open`` rejoins it.
-- **Connector tools, streams, tune-outs, mail, tasks:** see each method.
+Each operation is carried out on the agent side's shared parts (:class:`AgentSide`, built once
+by the composition root) for the agent whose desk the port was made with. Each method does the
+agent's part of the work (naming, the refusals addressed to the agent, its turn) and calls the
+shared parts for the rest, so adding a tool is one tool module and one method here.
 
 What it deliberately does not know: MCP, tool results, and how the shared parts work inside.
 """
@@ -156,7 +141,28 @@ class AgentSide:
 
 class AgentService:
     """:class:`~switchboard.agents.port.protocol.AgentPort` for one agent (see the module
-    docstring)."""
+    docstring).
+
+    What it knows: how each operation the tools of one agent need is carried out on the agent side's
+    shared parts (:class:`AgentSide`, built once by the composition root), for the agent whose
+    :class:`~switchboard.agents.desk.desk.AgentDesk` the port was made with. Who calls is that
+    agent, never an argument; each method does the agent's part of the work (naming, the refusals
+    addressed to the agent, its turn) and the shared parts do the rest.
+
+    - **Names.** Every channel name an agent passes is resolved by the general resolver, the one
+      ``channel_publish`` uses, with the turn's own channels first and an empty server id read as
+      none; ``typing`` without a server id fans an id or qualified name out to every channel it
+      names. A name the registry refuses becomes a refusal naming the tool called; a lifecycle
+      verb's own refusal gains the channel as shown to the agent.
+    - **Turns.** An inbox read that returns messages, redelivered or not, begins the agent's next
+      turn while the desk's reading lock is held: its streams are abandoned, its automatic typing
+      moves to the new locus, and the connectors are asked for context (``beforeInference``).
+    - **Isolation** (docs/agents.md, "Routing"). Reads, peeks, ``message_get`` and watches show only
+      what the router routes to this agent; a message routed elsewhere does not exist for it.
+    - **Leaving.** ``close`` of a channel another agent wants does not close it: this agent leaves
+      it (``left``) until ``open`` rejoins it.
+    - **Connector tools, streams, tune-outs, mail, tasks:** see each method.
+    """
 
     __slots__ = ("_desk", "_reader", "_side")
 

@@ -1,31 +1,11 @@
 """``context/beforeInference``: the channel context each server is told, and its injections.
 
-What this module knows (channel-registry.md §10.3; mcpl-protocol.md 2, 3.3, 3.9):
+At the start of a turn every server granted the hook is asked, told only of its own channels
+(channel-registry.md §10.3). What it answers is kept only where its grant allows *now*, each
+injection checked alone, so a connector cannot inject where it may not.
 
-- **Channel context, per server** (:func:`channel_context`). Each server hears only of its
-  own channels: ``incoming`` (the latest inbound message's channel, message and thread) if
-  that channel is on the server; ``defaultOutgoing`` (where the agent's plain speech goes)
-  if that channel is on the server and not inbound-only; ``candidates``, the ids of the
-  server's channels open now. An empty context is left out. The incoming anchor is
-  process-global (the host's default channel), but a turn that deliberately has no channel
-  gets none.
-- **Who is asked.** Every server that is ready (its initial policy exchange is complete,
-  H-04) and whose grant holds ``contextHooks.beforeInference.observe`` or at least one
-  ``…inject.<position>`` leaf. ``userMessage`` is filled only with ``observe`` (null for an
-  inject-only server, H-24). All are asked in parallel, each with a timeout (5 s); an error,
-  a timeout or a lost link means that server adds nothing and the turn goes on (H-29).
-- **What is kept.** Each returned injection alone: its ``position`` must be one of
-  ``system``, ``beforeUser``, ``afterUser`` and its ``inject.<position>`` leaf must be in the
-  grant *as it stands when the answer arrives* (H-26, H-27); the ``featureSet`` and
-  ``namespace`` the server claims play no part (H-28). Injections are returned grouped by
-  position, in server order within each group, each naming the ``serverId`` it came from.
-- **The model.** An MCP agent does not tell Switchboard which model it runs, so ``model`` is
-  :data:`UNKNOWN_MODEL` (id ``"unknown"``) unless the caller knows better.
-
-What it deliberately does not know: MCP, when a turn begins (the host calls
-:meth:`ContextHooks.gather` then), what the agent does with the injections, and the rest of
-the host: it reads only a :class:`ContextSource` (the registry, the default channel and the
-connectors' owners).
+What it deliberately does not know: MCP, when a turn begins (the port calls
+:meth:`ContextHooks.gather` then), and what the agent does with the injections.
 """
 
 from __future__ import annotations
@@ -164,7 +144,28 @@ def build_channel_context(
 
 
 class ContextHooks:
-    """Asks the connectors for context at the start of a turn (see the module docstring).
+    """Asks the connectors for context at the start of a turn.
+
+    What it knows (channel-registry.md §10.3; mcpl-protocol.md 2, 3.3, 3.9):
+
+    - **Channel context, per server** (:func:`channel_context`). Each server hears only of its own
+      channels: ``incoming`` (the latest inbound message's channel, message and thread) if that
+      channel is on the server; ``defaultOutgoing`` (where the agent's plain speech goes) if that
+      channel is on the server and not inbound-only; ``candidates``, the ids of the server's
+      channels open now. An empty context is left out. The incoming anchor is process-global (the
+      host's default channel), but a turn that deliberately has no channel gets none.
+    - **Who is asked.** Every server that is ready (its initial policy exchange is complete, H-04)
+      and whose grant holds ``contextHooks.beforeInference.observe`` or at least one
+      ``…inject.<position>`` leaf. ``userMessage`` is filled only with ``observe`` (null for an
+      inject-only server, H-24). All are asked in parallel, each with a timeout (5 s); an error, a
+      timeout or a lost link means that server adds nothing and the turn goes on (H-29).
+    - **What is kept.** Each returned injection alone: its ``position`` must be one of ``system``,
+      ``beforeUser``, ``afterUser`` and its ``inject.<position>`` leaf must be in the grant *as it
+      stands when the answer arrives* (H-26, H-27); the ``featureSet`` and ``namespace`` the server
+      claims play no part (H-28). Injections are returned grouped by position, in server order
+      within each group, each naming the ``serverId`` it came from.
+    - **The model.** An MCP agent does not tell Switchboard which model it runs, so ``model`` is
+      :data:`UNKNOWN_MODEL` (id ``"unknown"``) unless the caller knows better.
 
     It reads the host through exactly what it uses, given at construction: the registry, the
     default channel and the connectors' owners (so it is a :class:`ContextSource` itself).

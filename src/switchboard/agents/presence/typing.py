@@ -1,39 +1,11 @@
 """Typing indicators: started now, refreshed every 7 s, stopped only where a start went.
 
-What this module knows (channel-registry.md §10.1, mcpl-protocol.md 4.10):
+:class:`TypingKeeper` keeps each indicator an agent (or its turn) started up until it runs out
+of refreshes, its words land, or it is stopped (channel-registry.md §10.1). Why a stop goes only
+where a start went: a connector that never showed typing is never sent a stray stop.
 
-- **The message.** ``channels/typing`` as a Notification ``{channelId, op, typing,
-  metadata?}`` with ``op`` ``"start"`` or ``"stop"`` and ``typing`` ``true`` or ``false`` to
-  match: the spec gives only the gate, most of the fleet reads ``op``, and a matrix connector
-  reads ``typing`` (anything but ``false`` is "on" there), so both go out. It goes out only
-  while the server is ready and its grant holds ``channels.typing``; without the grant a start
-  is skipped silently (it would fire every 7 s) and the refresh timer keeps running, so a
-  grant that arrives later is used at the next tick.
-- **Where.** :meth:`TypingKeeper.start` takes a ref (that channel only) or a string, which
-  fans out to every channel ``entries_named`` returns: typing posts nothing, so a bare id
-  that two servers register shows typing in both rather than in neither. An unregistered
-  ref is a no-op that stores no metadata.
-- **When.** A start sends at once, then one refresh per interval (7 s; Discord's indicator
-  lasts about 10 s), each reading the latest metadata. A start on a channel already typing
-  sends one immediate refresh only if it brings metadata that differs. A start may carry a
-  budget of refreshes: when it runs out, typing stops as if :meth:`TypingKeeper.stop` had
-  been called (the tools use this so an agent that never speaks does not type forever).
-- **Stops.** A stop goes only where a start actually went out, and only with the grant: the
-  reference sends stops without checking ``channels.typing``, but MCPL forbids any H→S
-  message without its gate (H-45), and a server that never saw a start needs no stop. A
-  stop always drops the channel's metadata.
-- **Removal.** A channel removed (by ``channels/changed``, or by the host when a manifest
-  change revoked registration) or a server that went away ends its typing with no stop (the
-  channel is gone); a refresh tick that finds its channel unregistered ends the same way.
-  Speech published into a channel ends its typing with a stop (:meth:`TypingKeeper.observe`
-  follows these host events).
-- **Automatic typing** for agents: :meth:`TypingKeeper.turn_began` starts typing in the
-  turn's locus with a budget and ends the agent's previous automatic typing.
-
-Timers run as one task per channel in the task group of :meth:`TypingKeeper.run` (the host
-runs it); the interval and the sleep function are injectable so tests step time instead of
-waiting. What it deliberately does not know: turns and loci (the caller passes the locus),
-channel lifecycle, and how speech is routed.
+What it deliberately does not know: MCP, agents' turns beyond the channel they give, and the
+rest of the host.
 """
 
 from __future__ import annotations
@@ -85,7 +57,42 @@ class _Typing:
 
 
 class TypingKeeper:
-    """Runs the typing indicators of every channel (see the module docstring).
+    """Runs the typing indicators of every channel.
+
+    What it knows (channel-registry.md §10.1, mcpl-protocol.md 4.10):
+
+    - **The message.** ``channels/typing`` as a Notification ``{channelId, op, typing, metadata?}``
+      with ``op`` ``"start"`` or ``"stop"`` and ``typing`` ``true`` or ``false`` to match: the spec
+      gives only the gate, most of the fleet reads ``op``, and a matrix connector reads ``typing``
+      (anything but ``false`` is "on" there), so both go out. It goes out only while the server is
+      ready and its grant holds ``channels.typing``; without the grant a start is skipped silently
+      (it would fire every 7 s) and the refresh timer keeps running, so a grant that arrives later
+      is used at the next tick.
+    - **Where.** :meth:`TypingKeeper.start` takes a ref (that channel only) or a string, which fans
+      out to every channel ``entries_named`` returns: typing posts nothing, so a bare id that two
+      servers register shows typing in both rather than in neither. An unregistered ref is a no-op
+      that stores no metadata.
+    - **When.** A start sends at once, then one refresh per interval (7 s; Discord's indicator lasts
+      about 10 s), each reading the latest metadata. A start on a channel already typing sends one
+      immediate refresh only if it brings metadata that differs. A start may carry a budget of
+      refreshes: when it runs out, typing stops as if :meth:`TypingKeeper.stop` had been called (the
+      tools use this so an agent that never speaks does not type forever).
+    - **Stops.** A stop goes only where a start actually went out, and only with the grant: the
+      reference sends stops without checking ``channels.typing``, but MCPL forbids any H→S message
+      without its gate (H-45), and a server that never saw a start needs no stop. A stop always
+      drops the channel's metadata.
+    - **Removal.** A channel removed (by ``channels/changed``, or by the host when a manifest change
+      revoked registration) or a server that went away ends its typing with no stop (the channel is
+      gone); a refresh tick that finds its channel unregistered ends the same way. Speech published
+      into a channel ends its typing with a stop (:meth:`TypingKeeper.observe` follows these host
+      events).
+    - **Automatic typing** for agents: :meth:`TypingKeeper.turn_began` starts typing in the turn's
+      locus with a budget and ends the agent's previous automatic typing.
+
+    Timers run as one task per channel in the task group of :meth:`TypingKeeper.run` (the host runs
+    it); the interval and the sleep function are injectable so tests step time instead of waiting.
+    What it deliberately does not know: turns and loci (the caller passes the locus), channel
+    lifecycle, and how speech is routed.
 
     Subscribe :meth:`observe` to the host's event bus and run :meth:`run` in the host's task
     group. Without :meth:`run`, a start still goes out once but is not refreshed.

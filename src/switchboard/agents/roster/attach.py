@@ -1,22 +1,10 @@
 """Which agents have a session attached right now: :class:`Attachments`.
 
-What this module knows (docs/agents.md, "Identities"):
-
-- **Sessions per agent.** A transport calls :meth:`Attachments.attach` when a session of an
-  agent starts (an MCP session over streamable HTTP, or the one stdio session) and
-  :meth:`Attachments.detach` when it ends; several sessions of one agent are counted.
-- **Online and last-seen in the directory.** The first session marks the agent's directory
-  entry (``@name``) online, the end of the last one marks it offline; both update last-seen.
-  An agent without a directory entry is counted all the same (nothing is written for it).
-- **Activity.** :meth:`Attachments.touch` records a tool call or request. It is cheap: it
-  keeps the time in memory and writes the directory's last-seen at most once every
-  :data:`TOUCH_WRITE_EVERY` seconds per agent.
-- **Listeners.** :meth:`Attachments.watch` registers a callable told the agent's name on each
-  attach (the mail part delivers held mail then). A listener that raises is logged and the
-  others are still told.
+Transports attach and detach sessions; an agent with at least one is online in the directory,
+and every request it makes touches its last-seen (docs/agents.md, "Identities").
 
 What it deliberately does not know: MCP, HTTP, stdio, and what an attach means to mail or
-routing.
+lifetimes (they watch it).
 """
 
 from __future__ import annotations
@@ -40,6 +28,21 @@ TOUCH_WRITE_EVERY: Final = 5.0
 
 class Attachments:
     """Counts each agent's sessions and keeps its directory entry's presence (module docstring).
+
+    What it knows (docs/agents.md, "Identities"):
+
+    - **Sessions per agent.** A transport calls :meth:`Attachments.attach` when a session of an
+      agent starts (an MCP session over streamable HTTP, or the one stdio session) and
+      :meth:`Attachments.detach` when it ends; several sessions of one agent are counted.
+    - **Online and last-seen in the directory.** The first session marks the agent's directory entry
+      (``@name``) online, the end of the last one marks it offline; both update last-seen. An agent
+      without a directory entry is counted all the same (nothing is written for it).
+    - **Activity.** :meth:`Attachments.touch` records a tool call or request. It is cheap: it keeps
+      the time in memory and writes the directory's last-seen at most once every
+      :data:`TOUCH_WRITE_EVERY` seconds per agent.
+    - **Listeners.** :meth:`Attachments.watch` registers a callable told the agent's name on each
+      attach (the mail part delivers held mail then). A listener that raises is logged and the
+      others are still told.
 
     Args:
         roster: the live identities (for the handle of a name).

@@ -1,38 +1,11 @@
 """How long each agent lives: :class:`Lifetimes`, task agents, and the configured agents'
 directory entries.
 
-What this module knows (docs/agents.md, "Lifetimes and task agents"):
-
-- **Start-up** (:meth:`Lifetimes.restore`). Task agents left in the directory by a previous
-  run end with reason ``restart`` (their address is released and their parent is told by
-  mail from ``switchboard``). Then each configured identity claims its directory entry
-  ``@name`` (kind agent, holder itself, its tags and description, no TTL) under the host's
-  owner token: a random secret made once and kept in a tiny table of the store's file
-  (:data:`RECORDS_TABLE`), so a restart reclaims with the same token. An entry held by
-  another token is an operator conflict: logged as an ERROR and taken over (removed with
-  the directory's force path, then claimed). Every start is a new incarnation of each
-  configured identity: its count is kept in the same table (so it survives the address
-  being released), shown in the entry's metadata (``{"incarnation": n}``) and set on
-  :attr:`Identity.incarnation <switchboard.agents.roster.roster.Identity.incarnation>`.
-- **Task agents** (:meth:`Lifetimes.start_task`). Any agent may start one: the task claims its
-  ``@handle`` under a fresh owner token (which is also its bearer token; only digests are
-  kept), joins the roster as kind ``task`` with the caller as its parent, and the token is
-  handed out once. A task ends at its ``deadline``, after ``idle_timeout`` seconds without
-  activity, when it has taken ``turn_limit`` turns and would begin another, when it calls
-  ``task_finish`` (``finished``), when its parent ends it (``ended-by-parent``), or when its
-  parent ends (``parent-ended``).
-- **Idle agents.** A configured agent with ``idle_ttl`` ends (``idle-ttl``) once no session
-  has been attached for that long. The default-delivery agent never ends this way: untargeted
-  traffic would have nowhere to go (its ``idle_ttl`` is ignored, with a WARNING at start).
-- **Ending** (:meth:`Lifetimes.end`): a task's result, or its end reason when it gave none, is
-  mailed to its parent from the task itself (marked by its first line as the task's result);
-  then the identity leaves the roster (its token proves nothing any more), its directory
-  address is released, its desk is dropped, an ``agent_ended`` INFO line gives the reason,
-  and its own tasks end (``parent-ended``).
-- **The timer** (:meth:`Lifetimes.run`) ticks about once a second; a tick
-  (:meth:`Lifetimes.tick`) reads the clock once and looks at each live identity (a few
-  comparisons each), so it is cheap when nothing is due. Time is the host's clock; activity
-  and attachment come from the attachments part (:class:`Presence`).
+At start-up the tasks a previous run left end and each configured agent claims its address
+as a new incarnation; task agents start and end on the agents' requests (through the port) or
+by their deadline, idle timeout or turn limit; an agent that ends leaves the roster, its
+address is released and its parent is told (docs/agents.md, "Lifetimes and task agents"). The
+timer is cheap when nothing is due.
 
 What it deliberately does not know: MCP, HTTP, how mail is stored or routed, and how sessions
 are counted.
@@ -187,7 +160,40 @@ def _name(handle: str) -> str:
 
 
 class Lifetimes:
-    """When each agent ends, and how (see the module docstring).
+    """When each agent ends, and how.
+
+    What it knows (docs/agents.md, "Lifetimes and task agents"):
+
+    - **Start-up** (:meth:`Lifetimes.restore`). Task agents left in the directory by a previous run
+      end with reason ``restart`` (their address is released and their parent is told by mail from
+      ``switchboard``). Then each configured identity claims its directory entry ``@name`` (kind
+      agent, holder itself, its tags and description, no TTL) under the host's owner token: a random
+      secret made once and kept in a tiny table of the store's file (:data:`RECORDS_TABLE`), so a
+      restart reclaims with the same token. An entry held by another token is an operator conflict:
+      logged as an ERROR and taken over (removed with the directory's force path, then claimed).
+      Every start is a new incarnation of each configured identity: its count is kept in the same
+      table (so it survives the address being released), shown in the entry's metadata
+      (``{"incarnation": n}``) and set on :attr:`Identity.incarnation
+      <switchboard.agents.roster.roster.Identity.incarnation>`.
+    - **Task agents** (:meth:`Lifetimes.start_task`). Any agent may start one: the task claims its
+      ``@handle`` under a fresh owner token (which is also its bearer token; only digests are kept),
+      joins the roster as kind ``task`` with the caller as its parent, and the token is handed out
+      once. A task ends at its ``deadline``, after ``idle_timeout`` seconds without activity, when
+      it has taken ``turn_limit`` turns and would begin another, when it calls ``task_finish``
+      (``finished``), when its parent ends it (``ended-by-parent``), or when its parent ends
+      (``parent-ended``).
+    - **Idle agents.** A configured agent with ``idle_ttl`` ends (``idle-ttl``) once no session has
+      been attached for that long. The default-delivery agent never ends this way: untargeted
+      traffic would have nowhere to go (its ``idle_ttl`` is ignored, with a WARNING at start).
+    - **Ending** (:meth:`Lifetimes.end`): a task's result, or its end reason when it gave none, is
+      mailed to its parent from the task itself (marked by its first line as the task's result);
+      then the identity leaves the roster (its token proves nothing any more), its directory address
+      is released, its desk is dropped, an ``agent_ended`` INFO line gives the reason, and its own
+      tasks end (``parent-ended``).
+    - **The timer** (:meth:`Lifetimes.run`) ticks about once a second; a tick
+      (:meth:`Lifetimes.tick`) reads the clock once and looks at each live identity (a few
+      comparisons each), so it is cheap when nothing is due. Time is the host's clock; activity and
+      attachment come from the attachments part (:class:`Presence`).
 
     Args:
         roster: The live identities (tasks are added and ended ones removed here).
@@ -235,7 +241,7 @@ class Lifetimes:
 
     async def restore(self) -> None:
         """End the tasks a previous run left, then claim each configured agent's address as
-        a new incarnation (see the module docstring). Called once, before serving."""
+        a new incarnation (see :class:`Lifetimes`). Called once, before serving."""
         now = self._clock()
         configured = [i for i in self._roster if i.kind == "configured"]
         leftovers = [e for e in self._entries() if e.metadata.get(_MARK) == "task"]
@@ -419,7 +425,7 @@ class Lifetimes:
     async def end(
         self, name: str, reason: EndReason, *, result: str | None = None
     ) -> EndedAgent | None:
-        """End the live agent ``name`` for ``reason`` (see the module docstring); None when it
+        """End the live agent ``name`` for ``reason`` (see :class:`Lifetimes`); None when it
         is not live or is already ending."""
         identity = self._roster.get(name)
         if identity is None or identity.name in self._ending:

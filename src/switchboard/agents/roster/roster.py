@@ -1,20 +1,11 @@
 """The agents one Switchboard serves, as they are now: :class:`Roster` and :class:`Identity`.
 
-What this module knows (docs/agents.md):
-
-- **Identities.** Each agent is an :class:`Identity` keyed by its *name* (its handle without
-  the ``@``; its inbox cursor, turns, locus and tune-outs are kept under that name). The
-  configured agents come from ``[[agents]]`` (or the one-agent ``[agent]`` shorthand) and are
-  persistent; task agents are added at run time and end.
-- **Roles.** Exactly one live agent owns default delivery; any number receive untargeted
-  traffic. With no agent receiving untargeted traffic, the default-delivery agent gets it.
-- **Tokens.** A bearer token proves one identity. The roster keeps only SHA-256 digests of the
-  tokens, so the lookup compares digests and no token is ever listed.
-- **A version.** Every change bumps :attr:`Roster.version`, so a router can cache what it
-  derives from the roster (homes, mentions) and know when to derive it again.
+Each agent is an :class:`Identity` keyed by its name (its handle without the ``@``), with its
+home, mentions, roles and token digest; the roster answers who a token proves and who receives
+untargeted traffic (docs/agents.md).
 
 What it deliberately does not know: the directory (the address table in the store), HTTP,
-MCP, and how messages are routed (:mod:`switchboard.agents.inbox.routing`).
+sessions and routing.
 """
 
 from __future__ import annotations
@@ -43,7 +34,7 @@ def token_digest(token: str) -> str:
 
 @dataclass(slots=True)
 class Identity:
-    """One agent identity (see the module docstring).
+    """One agent identity (see :class:`Roster`).
 
     Attributes:
         name: The key: the handle without ``@``.
@@ -102,7 +93,21 @@ class Identity:
 
 
 class Roster:
-    """The live agent identities (see the module docstring)."""
+    """The live agent identities.
+
+    What it knows (docs/agents.md):
+
+    - **Identities.** Each agent is an :class:`Identity` keyed by its *name* (its handle without the
+      ``@``; its inbox cursor, turns, locus and tune-outs are kept under that name). The configured
+      agents come from ``[[agents]]`` (or the one-agent ``[agent]`` shorthand) and are persistent;
+      task agents are added at run time and end.
+    - **Roles.** Exactly one live agent owns default delivery; any number receive untargeted
+      traffic. With no agent receiving untargeted traffic, the default-delivery agent gets it.
+    - **Tokens.** A bearer token proves one identity. The roster keeps only SHA-256 digests of the
+      tokens, so the lookup compares digests and no token is ever listed.
+    - **A version.** Every change bumps :attr:`Roster.version`, so a router can cache what it
+      derives from the roster (homes, mentions) and know when to derive it again.
+    """
 
     __slots__ = ("_by_digest", "_by_name", "version")
 

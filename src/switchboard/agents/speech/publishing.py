@@ -1,32 +1,11 @@
 """An agent's explicit publish: which channel a ``channel_publish`` call means, then the send.
 
-What this module knows (channel-registry.md §3.6, §3.8, §7.6, §8.5):
+A named channel is resolved by the general resolver with the calling turn's own channels
+first; a server id narrows it; no channel at all means the locus, else the default channel
+(channel-registry.md §3.6, §8.5). Every refusal says what to call instead.
 
-- **Named channel, no server id.** The general resolver (an id, a qualified
-  ``serverId:channelId``, a raw id, a ``#label`` or an ``@person``) with the calling turn's own
-  channels (:attr:`AgentDesk.own`): a name equal to the id of an own channel is bound to it,
-  even after its server withdrew it (then refused, never sent to another server's channel with
-  that id). Several candidates are refused with each one and the string that picks it.
-- **Named channel and a server id** (Switchboard's extension): the host's own publish, which
-  looks only on that server and says when the server is gone or still connecting. The own
-  rule does not apply when a server is named.
-- **No channel.** The locus (:meth:`AgentDesk.locus`): inside a turn its frozen locus, and a
-  turn with deliberately no channel is refused (no fallback); outside any turn the home
-  channel, else the default channel. With a server id, that server's channel with the
-  default's id. A default whose channel is not registered now is refused naming it, shown so
-  that the name cannot lead to another channel.
-- Provenance: who publishes and which channels are the turn's own come from the desk the
-  tool server was built for, never from the tool's input.
-
-Whatever is chosen then goes through the host's publish (:class:`PublishTo`, the host's
-:meth:`Switchboard.publish_to <switchboard.app.board.Switchboard.publish_to>`), which checks the
-server, the grant and the direction and reports delivered, failed or unknown (§8.1); a named
-channel with a server id goes through :class:`PublishNamed` (``Switchboard.publish``). A refused
-choice is a :class:`~switchboard.refusals.refusal.Refusal` (a name error through
-:func:`~switchboard.refusals.refusal.name_refusal`), carried in a failed outcome.
-
-What it deliberately does not know: MCP, result shapes, the words of the next steps, and the
-host object: the caller passes the registry, the default channel and the two publishes.
+What it deliberately does not know: MCP, result shapes, the words of the next steps, and how
+a publish is carried out (:mod:`.publish`).
 """
 
 from __future__ import annotations
@@ -100,7 +79,7 @@ def choose_destination(
     channel: str | None,
     server_id: str | None = None,
 ) -> ChannelEntry | Refusal:
-    """The channel a publish means (see the module docstring), or the refusal; sends nothing.
+    """The channel a publish means (see :class:`publish_for_agent`), or the refusal; sends nothing.
 
     With both ``channel`` and ``server_id`` this looks only on that server (the async caller
     lets the host word a gone or connecting server instead).
@@ -157,7 +136,33 @@ async def publish_for_agent(
     channel: str | None = None,
     server_id: str | None = None,
 ) -> AgentPublish:
-    """Publish ``text`` for the agent ``desk`` serves (see the module docstring)."""
+    """Publish ``text`` for the agent ``desk`` serves.
+
+    What it knows (channel-registry.md §3.6, §3.8, §7.6, §8.5):
+
+    - **Named channel, no server id.** The general resolver (an id, a qualified
+      ``serverId:channelId``, a raw id, a ``#label`` or an ``@person``) with the calling turn's own
+      channels (:attr:`AgentDesk.own`): a name equal to the id of an own channel is bound to it,
+      even after its server withdrew it (then refused, never sent to another server's channel with
+      that id). Several candidates are refused with each one and the string that picks it.
+    - **Named channel and a server id** (Switchboard's extension): the host's own publish, which
+      looks only on that server and says when the server is gone or still connecting. The own rule
+      does not apply when a server is named.
+    - **No channel.** The locus (:meth:`AgentDesk.locus`): inside a turn its frozen locus, and a
+      turn with deliberately no channel is refused (no fallback); outside any turn the home channel,
+      else the default channel. With a server id, that server's channel with the default's id. A
+      default whose channel is not registered now is refused naming it, shown so that the name
+      cannot lead to another channel.
+    - Provenance: who publishes and which channels are the turn's own come from the desk the tool
+      server was built for, never from the tool's input.
+
+    Whatever is chosen then goes through the host's publish (:class:`PublishTo`, the host's
+    :meth:`Switchboard.publish_to <switchboard.app.board.Switchboard.publish_to>`), which checks the
+    server, the grant and the direction and reports delivered, failed or unknown (§8.1); a named
+    channel with a server id goes through :class:`PublishNamed` (``Switchboard.publish``). A refused
+    choice is a :class:`~switchboard.refusals.refusal.Refusal` (a name error through
+    :func:`~switchboard.refusals.refusal.name_refusal`), carried in a failed outcome.
+    """
     defaulted = channel is None
     if not text.strip():
         empty = Refusal(RefusalKind.EMPTY_CONTENT, "There is nothing to send: the text is empty.")

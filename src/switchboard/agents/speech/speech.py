@@ -1,38 +1,11 @@
 """An agent's prose with ``>>`` lines: each segment routed, delivered, bounced or kept private.
 
-What this module knows (channel-registry.md §4.1, §4.2, §4.5, §8.4): how one ``speak`` call
-turns into publishes, using the pure grammar (:func:`~switchboard.channels.parse_speech`), the
-``>>`` target resolver with the turn's own channels, and the agent's
-:class:`~switchboard.channels.DraftBox`:
+One ``speak`` call is parsed by the pure grammar, each ``>>`` target resolved once with the
+turn's own channels, plain speech sent to the locus frozen at turn start, and the words of a
+segment that could not go are kept as a draft for ``{{unsent}}`` (channel-registry.md §4, §8.4).
 
-- The text is parsed in the agent's prose mode with the turn's sticky state; each ``>>``
-  target is resolved once, for speech (an inbound-only channel is refused).
-- A segment routed to a target goes to the channel the target resolved to; an unprefixed
-  segment that inherits the sticky target goes to the channel the sticky target resolved to
-  *when it was set* (kept on the desk), so a registry change within the turn can make it fail
-  but never send it elsewhere.
-- Plain speech on the locus route goes to the locus the caller captured once at the start of
-  the call (the turn's frozen locus; outside any turn the home or default channel). A turn
-  with no channel takes no fallback: the segment fails.
-- ``{{unsent}}`` in a delivered body is replaced by the latest kept draft; that draft is
-  forgotten once the words were delivered. With no draft to bring back the segment is not
-  sent.
-- Words that were not sent are kept as drafts: bounced segments, and segments whose publish
-  was refused or failed before anything went out. Words whose delivery is *unknown* are not
-  kept (they may have been posted; resending them could post them twice).
-- In hybrid mode a failed or unconfirmed delivery to the sticky target blocks it: later
-  unprefixed prose of the turn bounces until a fresh envelope resolves.
-- ``>>skip_reply`` segments are private, disabled mode withholds prose; neither sends or
-  keeps anything. The continue modifier ``!`` is parsed and has no effect over MCP (the agent
-  drives its own loop).
-
-A segment that was not sent carries its :class:`~switchboard.refusals.refusal.Refusal` as a value
-(a target that did not resolve through :func:`~switchboard.refusals.refusal.name_refusal`, as
-``unresolved-target``): it is part of the answer, not the failure of the call.
-
-What it deliberately does not know: MCP and result shapes, how a publish is carried out (the
-caller passes the host's :class:`~switchboard.agents.speech.publishing.PublishTo`), and the host
-object (the caller passes the registry and the locus).
+What it deliberately does not know: MCP and result shapes, how a publish is carried out, and
+where the locus came from.
 """
 
 from __future__ import annotations
@@ -239,6 +212,35 @@ async def speak(
     text: str,
 ) -> Speech:
     """Route ``text`` segment by segment for the agent ``desk`` serves (see module doc).
+
+    What it knows (channel-registry.md §4.1, §4.2, §4.5, §8.4): how one ``speak`` call turns into
+    publishes, using the pure grammar (:func:`~switchboard.channels.parse_speech`), the ``>>``
+    target resolver with the turn's own channels, and the agent's
+    :class:`~switchboard.channels.DraftBox`:
+
+    - The text is parsed in the agent's prose mode with the turn's sticky state; each ``>>`` target
+      is resolved once, for speech (an inbound-only channel is refused).
+    - A segment routed to a target goes to the channel the target resolved to; an unprefixed segment
+      that inherits the sticky target goes to the channel the sticky target resolved to *when it was
+      set* (kept on the desk), so a registry change within the turn can make it fail but never send
+      it elsewhere.
+    - Plain speech on the locus route goes to the locus the caller captured once at the start of the
+      call (the turn's frozen locus; outside any turn the home or default channel). A turn with no
+      channel takes no fallback: the segment fails.
+    - ``{{unsent}}`` in a delivered body is replaced by the latest kept draft; that draft is
+      forgotten once the words were delivered. With no draft to bring back the segment is not sent.
+    - Words that were not sent are kept as drafts: bounced segments, and segments whose publish was
+      refused or failed before anything went out. Words whose delivery is *unknown* are not kept
+      (they may have been posted; resending them could post them twice).
+    - In hybrid mode a failed or unconfirmed delivery to the sticky target blocks it: later
+      unprefixed prose of the turn bounces until a fresh envelope resolves.
+    - ``>>skip_reply`` segments are private, disabled mode withholds prose; neither sends or keeps
+      anything. The continue modifier ``!`` is parsed and has no effect over MCP (the agent drives
+      its own loop).
+
+    A segment that was not sent carries its :class:`~switchboard.refusals.refusal.Refusal` as a
+    value (a target that did not resolve through :func:`~switchboard.refusals.refusal.name_refusal`,
+    as ``unresolved-target``): it is part of the answer, not the failure of the call.
 
     Args:
         registry: Resolves the ``>>`` targets and says what is registered now.

@@ -1,32 +1,11 @@
 """Outgoing streams: speech shown live as it is written, then published for real.
 
-What this module knows (channel-registry.md §4.3, §10.2; mcpl-protocol.md 4.9):
+Streamed chunks go to connectors granted ``channels.streaming`` as advisory notifications and
+are never delivered; the stream's end publishes the whole text as ``speak`` would
+(channel-registry.md §4.3, §10.2). A stream still open when the agent's next turn begins is
+abandoned (completed, not sent).
 
-- **The wire** (:class:`InferenceStream`). ``channels/outgoing/chunk {inferenceId,
-  conversationId, channelId, index, delta}`` and ``channels/outgoing/complete {inferenceId,
-  conversationId, channelId, content}``, both Notifications, go only to the server that
-  registered the channel and only while its *grant* holds ``channels.streaming`` (the grant
-  is advertisement ∩ policy, so a server that did not declare streaming never gets one,
-  H-46). ``index`` is one counter per inference across all its channels, so each server sees
-  gaps (H-48). A stream starts with its first chunk; none starts in an inbound-only channel
-  (one that started before the declaration continues). ``complete`` goes exactly once per
-  started stream, carrying the stream's whole text, and never for a channel that got no chunk
-  (H-49, H-50); a channel completed in an inference takes no further chunk in it. Connector
-  errors are logged and swallowed: a stream is an observer surface and never disturbs speech.
-- **Speech** (:class:`StreamedSpeech`). The agent's text arrives in deltas and runs through
-  the pure :class:`~switchboard.channels.StreamingRouter`, so only text whose destination is
-  decided is streamed (fail-closed, H-51): the turn's locus, or a ``>>`` target that resolves
-  for speech (each target is resolved once per block; the caller may pass targets already
-  bound this turn). At the end the whole text goes to the caller's ``deliver`` (the agent's
-  ordinary speech path, which parses it in batch with the same grammar and publishes each
-  delivering segment: the publish is authoritative, the stream only a preview). Then every
-  started stream is completed, on every exit path (``try``/``finally``, shielded from
-  cancellation). An abort completes the streams and delivers nothing.
-- **The book** (:class:`OutgoingStreams`): the speech streams open now, per agent, by
-  inference id.
-
-What it deliberately does not know: MCP, turns, drafts and ``{{unsent}}`` (streamed as
-written; the delivery expands it), and how speech is delivered (the caller passes it in).
+What it deliberately does not know: MCP, turns, drafts and ``{{unsent}}``.
 """
 
 from __future__ import annotations
@@ -335,7 +314,33 @@ class StreamedSpeech:
 
 
 class OutgoingStreams:
-    """The streamed speeches open now, by inference id (each belongs to one agent)."""
+    """The streamed speeches open now, by inference id (each belongs to one agent).
+
+    What it knows (channel-registry.md §4.3, §10.2; mcpl-protocol.md 4.9):
+
+    - **The wire** (:class:`InferenceStream`). ``channels/outgoing/chunk {inferenceId,
+      conversationId, channelId, index, delta}`` and ``channels/outgoing/complete {inferenceId,
+      conversationId, channelId, content}``, both Notifications, go only to the server that
+      registered the channel and only while its *grant* holds ``channels.streaming`` (the grant is
+      advertisement ∩ policy, so a server that did not declare streaming never gets one, H-46).
+      ``index`` is one counter per inference across all its channels, so each server sees gaps
+      (H-48). A stream starts with its first chunk; none starts in an inbound-only channel (one that
+      started before the declaration continues). ``complete`` goes exactly once per started stream,
+      carrying the stream's whole text, and never for a channel that got no chunk (H-49, H-50); a
+      channel completed in an inference takes no further chunk in it. Connector errors are logged
+      and swallowed: a stream is an observer surface and never disturbs speech.
+    - **Speech** (:class:`StreamedSpeech`). The agent's text arrives in deltas and runs through the
+      pure :class:`~switchboard.channels.StreamingRouter`, so only text whose destination is decided
+      is streamed (fail-closed, H-51): the turn's locus, or a ``>>`` target that resolves for speech
+      (each target is resolved once per block; the caller may pass targets already bound this turn).
+      At the end the whole text goes to the caller's ``deliver`` (the agent's ordinary speech path,
+      which parses it in batch with the same grammar and publishes each delivering segment: the
+      publish is authoritative, the stream only a preview). Then every started stream is completed,
+      on every exit path (``try``/``finally``, shielded from cancellation). An abort completes the
+      streams and delivers nothing.
+    - **The book** (:class:`OutgoingStreams`): the speech streams open now, per agent, by inference
+      id.
+    """
 
     __slots__ = ("_open", "_owners", "_registry")
 

@@ -1,17 +1,9 @@
 """The tools between agents: agent_send, directory_list, directory_search, directory_lookup
-and set_busy.
+and set_busy (docs/tools.md).
 
-Each is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` (see
-:mod:`switchboard.agents.tools.server`). ``agent_send`` deposits mail into the recipient's inbox
-(the
-sender is the agent the port serves, never tool input; docs/agents.md, "Mail"). The directory
-tools read the directory of agents and services, whose entries are shown as
-``Entry.to_public()`` has them: never an owner token. ``set_busy`` marks the caller's own
-``@handle`` entry. A directory error comes back as a refusal carrying its stable ``code`` and
-``name``.
-
-Descriptions are short on purpose: the model-facing tool list is bounded
-(docs/tools.md, "Size").
+Each is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort`;
+``agent_send`` deposits mail into the recipient's inbox, the directory tools read the
+directory, and ``set_busy`` marks the agent's own entry.
 
 What it deliberately does not know: how mail is stored or routed, and the directory's SQL.
 """

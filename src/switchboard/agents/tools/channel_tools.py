@@ -1,34 +1,10 @@
-"""The channel tools: channel_list, channel_publish, inbox, speak and think.
+"""The channel tools: channel_list, channel_publish, inbox, speak and think (docs/tools.md).
 
 Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` and its
-typed
-arguments, recorded in :data:`TOOLS` and added to the server with the port bound (see
-:mod:`switchboard.agents.tools.server`). The rules live in the host behind the port (turns and the
-locus, which channel a publish means, how speech is routed, what a read begins); this module
-turns arguments into port calls and what they return into results. A refused publish raises
-its :class:`~switchboard.refusals.refusal.Refusal` with the facts of the call (``sent``,
-``server_id``, ``channel_id``, ``defaulted``), and
-:func:`~switchboard.agents.tools.results.refusal_boundary` turns it into the result. Who is calling,
-and which channels are the turn's own, come from the port the server was built with, never
-from tool input.
+typed arguments, recorded in :data:`TOOLS`; the rules (turns, names, delivery) live behind the
+port, and answers are bounded (:mod:`.results`).
 
-The schemas show one name per argument and require what a call needs (``speak``'s and
-``channel_publish``'s ``text``). ``channel_publish`` still accepts the reference's names
-``channelId`` and ``content`` without showing them (a client written for it would otherwise
-have ``channelId`` dropped and post to the locus); when both spellings are given and differ,
-nothing is posted (``conflicting-arguments``). An empty ``server_id`` counts as absent.
-``speak``'s description follows the agent's prose mode (:data:`SPEAK_DESCRIPTIONS`), since
-its grammar does.
-
-Answers are bounded in bytes where they are built (docs/tools.md, "Bounded answers"):
-``channel_list`` pages with ``cursor``/``next_cursor``, and ``inbox`` hands the port a
-:class:`~switchboard.agents.port.protocol.PageBudget` so that a page is cut at a message boundary
-before
-its cursor is formed; its text is one chat line per message
-(:func:`~switchboard.agents.tools.results.inbox_answer`).
-
-What it deliberately does not know: the host behind the port (its sessions, registry and
-config), and why a publish or a segment was refused.
+What it deliberately does not know: the host behind the port.
 """
 
 from __future__ import annotations

@@ -1,33 +1,8 @@
-"""The connectors' own MCP tools, as the agent sees them: names, listing, calls, change notices.
+"""The connectors' own MCP tools, passed through to the agents (docs/tools.md, "Connector tools").
 
-What this module knows (docs/tools.md, "Connector tools"):
-
-- **Names.** A connector's tool is shown as ``<serverId>__<tool>``, each part with every
-  character outside ``[A-Za-z0-9_-]`` replaced by ``_`` (MCP clients such as Claude Desktop
-  and Claude Code accept only ``^[a-zA-Z0-9_-]{1,64}$``). When that plain name is longer than
-  64 characters, is also the plain name of another connector tool (``a.b`` and ``a_b``, or
-  server ``x__y`` beside server ``x``), or is the name of one of Switchboard's own tools,
-  *every* tool concerned gets the hashed form instead: the plain name cut to 53 characters,
-  ``_`` and the first 10 hex digits of the SHA-256 of ``serverId``, a NUL and the tool's name.
-  Names therefore depend only on the tools listed, never on the order they arrived, and
-  nothing ever shadows anything: a name still taken after that is left out and logged.
-- **Listing.** :meth:`ConnectorPassthrough.tools` gives each tool as an MCP ``Tool`` with the
-  connector's input schema, output schema, title and annotations as given, and a description
-  that starts by saying which connector (and which of its tools) it comes from.
-- **Calling.** :meth:`ConnectorPassthrough.call` forwards the arguments unchanged through the
-  port and passes the connector's result back (``content``, ``structuredContent``,
-  ``isError``). A name that is not a connector tool's, a connector that is gone, connecting or
-  not granted ``tools``, and a connector error are refusals, turned into ``isError`` results
-  by :func:`~switchboard.agents.tools.results.refused`. A name shown earlier keeps meaning its tool,
-  so a call after the connector left is refused as ``server-gone``, not ``unknown-tool``.
-- **Change notices** (:class:`ToolListNotifier`). When the port says the connector tools may
-  have changed, every connected agent is sent ``notifications/tools/list_changed`` once per
-  change: on handshake-era connections through the session of the connection's ``initialize``
-  request (remembered by a server middleware, which also advertises ``tools.listChanged`` in
-  the ``initialize`` result; at most :data:`MAX_CONNECTIONS` are remembered, the oldest
-  forgotten first, and one whose send fails is forgotten), on 2026-07-28 connections through
-  the SDK's ``subscriptions/listen`` bus. The sending runs in the server's lifespan, never
-  inside the host's event bus.
+Each ready connector granted ``tools`` has its tools listed after Switchboard's, under
+namespaced names; a call is forwarded unchanged through the port and its result passed back;
+agents are told (``notifications/tools/list_changed``) when the lists change.
 
 What it deliberately does not know: how the host reaches a connector (the port does), and
 Switchboard's own tools (their names are handed in as reserved).
@@ -95,8 +70,8 @@ def hashed_name(server_id: str, tool: str) -> str:
 def agent_names(
     tools: Iterable[ConnectorTool], reserved: frozenset[str]
 ) -> dict[str, ConnectorTool]:
-    """The name each tool is shown by (see the module docstring); a name left taken is logged
-    and its tool left out."""
+    """The name each tool is shown by (see :class:`ConnectorPassthrough`); a name left taken is
+    logged and its tool left out."""
     listed = list(tools)
     plain = [plain_name(t.server_id, t.name) for t in listed]
     counts = Counter(plain)
@@ -140,6 +115,35 @@ def _mcp_tool(name: str, tool: ConnectorTool) -> Tool:
 
 class ConnectorPassthrough:
     """The connector tools one agent's server shows and calls.
+
+    What it knows (docs/tools.md, "Connector tools"):
+
+    - **Names.** A connector's tool is shown as ``<serverId>__<tool>``, each part with every
+      character outside ``[A-Za-z0-9_-]`` replaced by ``_`` (MCP clients such as Claude Desktop and
+      Claude Code accept only ``^[a-zA-Z0-9_-]{1,64}$``). When that plain name is longer than 64
+      characters, is also the plain name of another connector tool (``a.b`` and ``a_b``, or server
+      ``x__y`` beside server ``x``), or is the name of one of Switchboard's own tools, *every* tool
+      concerned gets the hashed form instead: the plain name cut to 53 characters, ``_`` and the
+      first 10 hex digits of the SHA-256 of ``serverId``, a NUL and the tool's name. Names therefore
+      depend only on the tools listed, never on the order they arrived, and nothing ever shadows
+      anything: a name still taken after that is left out and logged.
+    - **Listing.** :meth:`ConnectorPassthrough.tools` gives each tool as an MCP ``Tool`` with the
+      connector's input schema, output schema, title and annotations as given, and a description
+      that starts by saying which connector (and which of its tools) it comes from.
+    - **Calling.** :meth:`ConnectorPassthrough.call` forwards the arguments unchanged through the
+      port and passes the connector's result back (``content``, ``structuredContent``, ``isError``).
+      A name that is not a connector tool's, a connector that is gone, connecting or not granted
+      ``tools``, and a connector error are refusals, turned into ``isError`` results by
+      :func:`~switchboard.agents.tools.results.refused`. A name shown earlier keeps meaning its
+      tool, so a call after the connector left is refused as ``server-gone``, not ``unknown-tool``.
+    - **Change notices** (:class:`ToolListNotifier`). When the port says the connector tools may
+      have changed, every connected agent is sent ``notifications/tools/list_changed`` once per
+      change: on handshake-era connections through the session of the connection's ``initialize``
+      request (remembered by a server middleware, which also advertises ``tools.listChanged`` in the
+      ``initialize`` result; at most :data:`MAX_CONNECTIONS` are remembered, the oldest forgotten
+      first, and one whose send fails is forgotten), on 2026-07-28 connections through the SDK's
+      ``subscriptions/listen`` bus. The sending runs in the server's lifespan, never inside the
+      host's event bus.
 
     Args:
         port: The agent's port.

@@ -1,24 +1,10 @@
-"""The lifecycle tools: channel_open, channel_close and channel_decline.
+"""The lifecycle tools: channel_open, channel_close and channel_decline (docs/tools.md).
 
-Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` and its
-typed
-arguments, recorded in :data:`TOOLS`. The port resolves the channel the way every tool does
-(any name ``channel_publish`` takes: an id, a qualified name, a raw id, a ``#label``, an
-``@person``; the turn's own channels first when no server is given; never a guess between
-several; an empty ``server_id`` counts as absent), then asks the host's lifecycle as
-the agent: provenance comes from the port this server was built with, never from tool input,
-so an agent's close is always ``agent-tool`` and the module-only close inputs (machine sources,
-idle leases) do not exist here.
+Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort`; the
+port resolves the channel as every tool does and asks the lifecycle as the agent (provenance
+is the port's, never tool input), and a verb's refusal says the channel and the next step.
 
-Refusals are raised by the port (a name the registry refused, or a verb's own) and become
-``isError`` results at the tool boundary; a verb's refusal carries ``refusal`` (for example
-``tuned-out``, ``not-recorded``, ``open-failed``), the channel as shown (``channel``), its
-``server_id`` and ``channel_id``, the message, and the ``next`` step. Results say when a
-connector keeps its channels as it chooses (``status: "not directed"``) or is not connected
-(``status: "recorded"``).
-
-What it deliberately does not know: how names resolve and what the verbs decide (the host's,
-behind the port).
+What it deliberately does not know: how names resolve and what the verbs decide.
 """
 
 from __future__ import annotations

@@ -1,25 +1,8 @@
-"""The presence tools: ``typing``, ``speak_stream`` and ``speak_stream_end`` (§10).
+"""The presence tools: ``typing``, ``speak_stream`` and ``speak_stream_end`` (docs/tools.md).
 
-What this module knows: the MCP surface of the host's typing indicators and streamed speech,
-as docs/tools.md describes them, reached through the agent's
-:class:`~switchboard.agents.port.AgentPort` (each tool a plain function of the port and its typed
-arguments, recorded in :data:`TOOLS`):
-
-- ``typing`` turns an indicator on or off. A channel id or qualified name fans out to every
-  channel it names (typing posts nothing, so a shared id types in each); other names (a
-  label, a DM name, a raw id) must pick one channel; ``server_id`` narrows to one server
-  (an empty one counts as absent). An agent's
-  indicator stays up at most :data:`MANUAL_TYPING_REFRESHES` refreshes (about two minutes)
-  unless the agent calls ``typing`` again, and ends when the agent's speech lands there.
-- ``speak_stream`` feeds the next piece of a speech; the first call (without
-  ``inference_id``) opens the stream and returns its id. Text whose destination is decided
-  is shown live to connectors granted ``channels.streaming``; nothing is published yet.
-  ``speak_stream_end`` delivers the whole text exactly as ``speak`` would (same grammar,
-  sticky target, drafts) and completes every stream; with ``abort`` it publishes nothing. A
-  stream still open when the agent's next turn begins is abandoned (completed, not sent).
-
-Refusals (a name the registry refused; ``no-stream``) are raised by the port and become
-results at the tool boundary; a refused ``typing`` call says ``typing: false``.
+The MCP surface of typing indicators and streamed speech, reached through the agent's
+:class:`~switchboard.agents.port.AgentPort`: an indicator stays up a bounded number of refreshes,
+streamed text is shown live and published only when the stream ends.
 
 What it deliberately does not know: how typing, streams or speech work inside the host.
 """

@@ -1,33 +1,10 @@
 """Push: new messages told to the agent as they arrive, never acknowledged by being told.
 
-What this module knows (docs/tools.md, "Push"):
-
-- **Claude Code channels.** The server declares ``experimental["claude/channel"]`` in its
-  ``initialize`` result (and in ``server/discover``), and sends one
-  ``notifications/claude/channel`` per message committed for the agent, in commit order, with
-  ``params`` ``{"content": <the text>, "meta": {...}}``. ``meta`` holds strings under
-  identifier keys (Claude Code turns each into an attribute of the ``<channel>`` block and
-  drops keys that are not identifiers): ``channel`` (the name that picks the channel, as
-  ``channel_list`` shows it: pass it as ``channel_publish``'s ``channel`` to reply),
-  ``server_id``, ``author``, ``message_id``, ``time`` and, in a thread, ``thread_id``. A push
-  event that names no channel carries no ``channel``. The notification goes to every
-  handshake-era connection (remembered from its ``initialize`` request, at most
-  :data:`MAX_CONNECTIONS`, the oldest forgotten first, one whose send fails forgotten); no
-  client capability is required, because Claude Code declares none and clients that do not
-  know the method drop it, as JSON-RPC lets them.
-- **The inbox resource** (:data:`INBOX_URI`). Reading it lists what is owed above the
-  acknowledged position (:meth:`~switchboard.agents.port.AgentPort.peek_inbox`): it acknowledges
-  nothing and begins no turn. ``resources/subscribe`` to it makes the server send
-  ``notifications/resources/updated`` whenever messages arrive (subscribers are remembered per
-  connection, at most :data:`MAX_CONNECTIONS`); on 2026-07-28 connections the same change goes
-  out on the SDK's ``subscriptions/listen`` bus.
-- **At least once.** A push is not a delivery: the messages stay owed until an ``inbox`` read
-  hands them out and is acknowledged (docs/tools.md, "Delivery"). Pushes are therefore
-  best-effort: arrivals while no connection is served are not queued, and past
-  :data:`MAX_QUEUED` waiting arrivals the oldest are dropped with a warning, for the inbox still
-  holds them.
-- **Where the work runs.** The port's listener only queues (it runs in the host's event bus);
-  the sending runs in the server's lifespan.
+Claude Code's ``notifications/claude/channel`` per message, and the ``switchboard://inbox``
+resource with ``resources/subscribe`` (docs/tools.md, "Push"). A push is not a delivery: the
+messages stay owed until an ``inbox`` read acknowledges them, so pushes are best-effort. The
+port's listener only queues (it runs in the host's event bus); the sending runs in the server's
+lifespan.
 
 What it deliberately does not know: how the host finds the messages (the port does), and the
 other tools of the server.
@@ -114,9 +91,38 @@ def _connection_of(session: ServerSession) -> object:
 
 
 class InboxPush:
-    """Pushes one agent's new messages (see the module docstring). :meth:`middleware`,
+    """Pushes one agent's new messages. :meth:`middleware`,
     :meth:`lifespan`, :meth:`subscribe`, :meth:`unsubscribe` and :meth:`read` go to the
-    ``MCPServer``; the port is watched from construction."""
+    ``MCPServer``; the port is watched from construction.
+
+    What it knows (docs/tools.md, "Push"):
+
+    - **Claude Code channels.** The server declares ``experimental["claude/channel"]`` in its
+      ``initialize`` result (and in ``server/discover``), and sends one
+      ``notifications/claude/channel`` per message committed for the agent, in commit order, with
+      ``params`` ``{"content": <the text>, "meta": {...}}``. ``meta`` holds strings under identifier
+      keys (Claude Code turns each into an attribute of the ``<channel>`` block and drops keys that
+      are not identifiers): ``channel`` (the name that picks the channel, as ``channel_list`` shows
+      it: pass it as ``channel_publish``'s ``channel`` to reply), ``server_id``, ``author``,
+      ``message_id``, ``time`` and, in a thread, ``thread_id``. A push event that names no channel
+      carries no ``channel``. The notification goes to every handshake-era connection (remembered
+      from its ``initialize`` request, at most :data:`MAX_CONNECTIONS`, the oldest forgotten first,
+      one whose send fails forgotten); no client capability is required, because Claude Code
+      declares none and clients that do not know the method drop it, as JSON-RPC lets them.
+    - **The inbox resource** (:data:`INBOX_URI`). Reading it lists what is owed above the
+      acknowledged position (:meth:`~switchboard.agents.port.AgentPort.peek_inbox`): it acknowledges
+      nothing and begins no turn. ``resources/subscribe`` to it makes the server send
+      ``notifications/resources/updated`` whenever messages arrive (subscribers are remembered per
+      connection, at most :data:`MAX_CONNECTIONS`); on 2026-07-28 connections the same change goes
+      out on the SDK's ``subscriptions/listen`` bus.
+    - **At least once.** A push is not a delivery: the messages stay owed until an ``inbox`` read
+      hands them out and is acknowledged (docs/tools.md, "Delivery"). Pushes are therefore
+      best-effort: arrivals while no connection is served are not queued, and past
+      :data:`MAX_QUEUED` waiting arrivals the oldest are dropped with a warning, for the inbox still
+      holds them.
+    - **Where the work runs.** The port's listener only queues (it runs in the host's event bus);
+      the sending runs in the server's lifespan.
+    """
 
     def __init__(self, port: AgentPort, bus: SubscriptionBus) -> None:
         self._port = port

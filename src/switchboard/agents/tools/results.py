@@ -1,29 +1,12 @@
 """Typed results of the agent-facing tools, and the tool boundary where refusals become results.
 
-Results are pydantic models, so every tool has an output schema and returns structured
-content. A refusal is a :class:`~switchboard.refusals.refusal.Refusal`, raised wherever the
-decision is made; :func:`refusal_boundary` wraps each tool that can refuse and turns it, once,
-into a ``CallToolResult`` with ``isError: true`` (:func:`refused`): its text tells the agent
-what happened and what to call instead (``<message> Next: <next step>``), and its ``_meta``
-under :data:`REFUSAL_META` carries the same facts as data (``refusal``, ``message``, ``next``,
-plus details such as candidates). A refusal carries no ``structuredContent``: that is for the
-tool's ``outputSchema``, which describes its successful result, and clients on the TypeScript
-SDK reject an error result whose structured content does not match it (MCP error -32602).
+Results are pydantic models, so every tool has an output schema. A ``Refusal`` raised anywhere
+becomes, once, an ``isError`` result whose text says what happened and what to call next and
+whose ``_meta`` carries the same facts as data (:func:`refusal_boundary`). Every answer is
+bounded in bytes where it is built, never by cutting JSON text (docs/tools.md, "Bounded
+answers").
 
-Every answer is bounded in bytes (docs/tools.md, "Bounded answers"): :data:`MAX_ANSWER_BYTES`
-for the serialized result, text and structured content together, well below the 1 MiB event
-limit of common clients. The bound is kept where results are built, never by cutting JSON text:
-an inbox message is cut to :data:`MESSAGE_BYTES` with a note saying how to fetch it whole
-(:meth:`InboxMessage.of`), an inbox page to what fits (:func:`inbox_message_size`), and a
-channel or backlog page likewise (:func:`fitting`). :func:`ok` logs loudly if a result still
-exceeds the bound. ``inbox`` answers with one chat line per message as its text
-(:func:`inbox_answer`); the full detail is its structured content only.
-
-Other tool modules put their own result models beside their tools; the helpers here
-(:func:`refusal_boundary`, :func:`refused`, :func:`ok`) are for every tool.
-
-What it deliberately does not know: why anything is refused, and the words of next steps (the
-host's, :mod:`switchboard.refusals.refusal`).
+What it deliberately does not know: why anything is refused, and the words of next steps.
 """
 
 from __future__ import annotations
@@ -571,7 +554,30 @@ _P = ParamSpec("_P")
 def refusal_boundary(
     tool: Callable[_P, Awaitable[CallToolResult]],
 ) -> Callable[_P, Awaitable[CallToolResult]]:
-    """The tool boundary: a :class:`Refusal` raised inside ``tool`` becomes its result."""
+    """The tool boundary: a :class:`Refusal` raised inside ``tool`` becomes its result.
+
+    Results are pydantic models, so every tool has an output schema and returns structured content.
+    A refusal is a :class:`~switchboard.refusals.refusal.Refusal`, raised wherever the decision is
+    made; :func:`refusal_boundary` wraps each tool that can refuse and turns it, once, into a
+    ``CallToolResult`` with ``isError: true`` (:func:`refused`): its text tells the agent what
+    happened and what to call instead (``<message> Next: <next step>``), and its ``_meta`` under
+    :data:`REFUSAL_META` carries the same facts as data (``refusal``, ``message``, ``next``, plus
+    details such as candidates). A refusal carries no ``structuredContent``: that is for the tool's
+    ``outputSchema``, which describes its successful result, and clients on the TypeScript SDK
+    reject an error result whose structured content does not match it (MCP error -32602).
+
+    Every answer is bounded in bytes (docs/tools.md, "Bounded answers"): :data:`MAX_ANSWER_BYTES`
+    for the serialized result, text and structured content together, well below the 1 MiB event
+    limit of common clients. The bound is kept where results are built, never by cutting JSON text:
+    an inbox message is cut to :data:`MESSAGE_BYTES` with a note saying how to fetch it whole
+    (:meth:`InboxMessage.of`), an inbox page to what fits (:func:`inbox_message_size`), and a
+    channel or backlog page likewise (:func:`fitting`). :func:`ok` logs loudly if a result still
+    exceeds the bound. ``inbox`` answers with one chat line per message as its text
+    (:func:`inbox_answer`); the full detail is its structured content only.
+
+    Other tool modules put their own result models beside their tools; the helpers here
+    (:func:`refusal_boundary`, :func:`refused`, :func:`ok`) are for every tool.
+    """
 
     @functools.wraps(tool)
     async def answering(*args: _P.args, **kwargs: _P.kwargs) -> CallToolResult:

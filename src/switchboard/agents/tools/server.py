@@ -1,30 +1,9 @@
 """The agent-facing MCP server: Switchboard's channels as tools.
 
-Built on the MCP SDK's ``MCPServer``: typed parameters give each tool an input schema, results
-are pydantic models (structured content plus an output schema), and a
-:class:`~switchboard.refusals.refusal.Refusal` raised inside a tool becomes an ``isError`` result
-at :func:`switchboard.agents.tools.results.refusal_boundary`. One server serves one agent identity,
-through that agent's :class:`~switchboard.agents.port.AgentPort` (its inbox cursor lives in the
-store
-and its turns on the host, behind the port).
-
-The tools themselves are plain functions of the port, by concern:
-:mod:`~switchboard.agents.tools.channel_tools` (list, publish, inbox, speech, think),
-:mod:`~switchboard.agents.tools.lifecycle_tools` (open, close, decline),
-:mod:`~switchboard.agents.tools.tuneout_tools` (tune-outs),
-:mod:`~switchboard.agents.tools.presence_tools`
-(typing, streamed speech) and :mod:`~switchboard.agents.tools.agent_tools` (mail, the directory).
-Each
-module's :class:`~switchboard.agents.tools.toolset.ToolSet` adds them to the server with the port
-bound.
-
-New messages are pushed as they arrive (:mod:`~switchboard.agents.tools.push`: Claude Code's
-``notifications/claude/channel``, and the ``switchboard://inbox`` resource with
-``resources/subscribe``); a push acknowledges nothing.
-
-Beside them, the connectors' own MCP tools (:mod:`~switchboard.agents.tools.connector_passthrough`):
-:class:`SwitchboardServer` lists them after Switchboard's tools and forwards a call of any
-name that is not one of Switchboard's to them, and its agents are told when they change.
+One ``MCPServer`` per agent, over that agent's :class:`~switchboard.agents.port.AgentPort`: the
+tools of each concern module in a fixed order, pushes of new messages, and the connectors' own
+tools listed after Switchboard's. A ``Refusal`` inside a tool becomes an ``isError`` result at
+the tool boundary.
 
 What it deliberately does not know: anything of the host but its port (the composition root
 makes each agent's port and serves it with :func:`server_for`).

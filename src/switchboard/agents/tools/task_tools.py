@@ -1,19 +1,9 @@
 """The task tools: ``agent_spawn``, ``task_finish`` and ``agent_end`` (docs/tools.md, "Task
 agents").
 
-What this module knows: the MCP surface of task agents, reached through the agent's
-:class:`~switchboard.agents.port.AgentPort` (each tool a plain function of the port and its typed
-arguments, recorded in :data:`TOOLS`):
-
-- ``agent_spawn`` starts a task agent whose parent is the caller: it claims the ``@handle``
-  in the directory and answers with the task's bearer token, once (it is kept nowhere else),
-  and how to connect with it. A task ends at its deadline, after its idle timeout, or when it
-  has used its turns; its result (or why it ended) comes to the parent as mail from the task.
-- ``task_finish`` (a task agent only) ends the caller and mails its result to its parent.
-- ``agent_end`` ends a task the caller started; anyone else's is refused.
-
-Refusals (``address-taken``, ``directory-refused``, ``not-a-task``, ``not-your-task``) are
-raised by the port and become results at the tool boundary.
+Each is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort`: a task is
+started with the caller as its parent and its token handed out once; a task finishes itself, or
+its parent ends it.
 
 What it deliberately does not know: the directory, the roster, mail, and when tasks end.
 """

@@ -1,18 +1,9 @@
 """A module's tools, gathered at definition time and added to a server with the port bound.
 
-What this module knows: :class:`ToolSet`. Each tool module keeps one; ``@TOOLS.tool(...)``
-records a plain module-level function (its name, its description for the agent and its MCP
-``ToolAnnotations``) and returns it unchanged. A description may depend on the agent (a
-function of its port, such as ``speak``'s, which follows the agent's prose mode); it is worded
-when the tool is added to a server. A tool function takes the agent's
-:class:`~switchboard.agents.port.AgentPort` as its first parameter, then its typed arguments.
-:meth:`ToolSet.tools_for` gives the SDK ``Tool`` of every recorded tool offered to a port's
-agent (``when``), in definition order, with the port bound (a ``functools.partial`` that keeps
-the function's ``__name__`` and the resolved annotations of the remaining parameters): the SDK
-derives the input schema from the remaining parameters (titled after the function's name) and
-the output schema from the return annotation, and hands a parameter annotated with its
-``Context`` the call's context, exactly as for a function written for that one server. The
-derived part is built once per tool and shared by every agent's server.
+:class:`ToolSet`: ``@TOOLS.tool(...)`` records a plain module-level function whose first
+parameter is the agent's port; :meth:`ToolSet.tools_for` gives the SDK ``Tool`` of each tool
+offered to a port's agent with the port bound, so the SDK derives the schemas as for a function
+written for that one server. The derived part is built once per tool and shared by every server.
 
 What it deliberately does not know: what any tool does, and which host is behind the port.
 """
@@ -94,7 +85,22 @@ class _Recorded:
 
 
 class ToolSet:
-    """The tools of one module, in the order they were defined."""
+    """The tools of one module, in the order they were defined.
+
+    What it knows: :class:`ToolSet`. Each tool module keeps one; ``@TOOLS.tool(...)`` records a
+    plain module-level function (its name, its description for the agent and its MCP
+    ``ToolAnnotations``) and returns it unchanged. A description may depend on the agent (a function
+    of its port, such as ``speak``'s, which follows the agent's prose mode); it is worded when the
+    tool is added to a server. A tool function takes the agent's
+    :class:`~switchboard.agents.port.AgentPort` as its first parameter, then its typed arguments.
+    :meth:`ToolSet.tools_for` gives the SDK ``Tool`` of every recorded tool offered to a port's
+    agent (``when``), in definition order, with the port bound (a ``functools.partial`` that keeps
+    the function's ``__name__`` and the resolved annotations of the remaining parameters): the SDK
+    derives the input schema from the remaining parameters (titled after the function's name) and
+    the output schema from the return annotation, and hands a parameter annotated with its
+    ``Context`` the call's context, exactly as for a function written for that one server. The
+    derived part is built once per tool and shared by every agent's server.
+    """
 
     __slots__ = ("_templates", "_tools")
 

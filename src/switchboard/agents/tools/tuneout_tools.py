@@ -1,27 +1,10 @@
 """The tune-out tools: tune_out, tune_out_status and tune_out_backlog (channel-registry.md §6).
 
-- ``tune_out`` starts a tune-out for the calling agent (``mode: "start"``) of one channel, or
-  of every channel but one (``scope: "all-except"``), with an optional duration, wake budget,
-  reader agent and backlog cap; or ends one (``mode: "cancel"``), as its owner or its reader
-  (a reader may leave a digest of what it read).
-- ``tune_out_status`` lists the tune-outs the agent owns or reads.
-- ``tune_out_backlog`` lets the reader (or the owner) page through what a tune-out withheld.
+Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort`: start
+or cancel a tune-out of one channel (or of every channel but one), list the agent's, and page
+through what one withheld. The lifecycle verbs refuse a tuned-out channel themselves.
 
-Each tool is a plain function of the agent's :class:`~switchboard.agents.port.AgentPort` and its
-typed
-arguments, recorded in :data:`TOOLS`. The port resolves names like every tool's (the turn's own
-channels first); the schema has no server id, so a channel that no name picks alone cannot be
-tuned out by name. A tune-out whose server no longer registers its channel can still be
-cancelled by the name it was started with. Refusals (a refused name, no such tune-out of the
-agent's, or the tune-out host's own) are raised by the port and become results at the tool
-boundary.
-
-The lifecycle verbs (``channel_open``, ``channel_close``, ``channel_decline``) refuse a
-tuned-out channel themselves, saying how its tune-out ends
-(:mod:`switchboard.tuneouts.words`).
-
-What it deliberately does not know: how tune-outs withhold, wake and end (the host's, behind
-the port).
+What it deliberately does not know: how tune-outs withhold, wake and end.
 """
 
 from __future__ import annotations

@@ -1,17 +1,7 @@
 """Why a typed name did not pick exactly one channel.
 
-What this module knows: the refusals of name resolution and the data each carries for the
-caller. The hierarchy::
-
-    ChannelNameError            a name did not pick one usable channel; nothing was chosen
-    ├── AmbiguousName           several channels answer to it (never resolved by a guess)
-    ├── UnknownName             no registered channel answers to it
-    │   └── OwnChannelGone      it is the turn's own channel, whose server withdrew it
-    ├── InboundOnly             it picks a channel that takes no speech
-    └── InvalidName             the name or the server id beside it is empty
-
-Every refusal's message says which channel or server, what did not happen and what to do
-next; the words come from :mod:`~switchboard.channels.names.wording`, chosen by the resolver.
+:class:`ChannelNameError` and its kinds (ambiguous, unknown, an own channel gone, inbound-only,
+invalid), each carrying the data the caller needs: candidates, suggestions, the channel.
 
 What it deliberately does not know: how the candidates, suggestions or texts were found.
 """
@@ -38,6 +28,19 @@ __all__ = [
 
 class ChannelNameError(ChannelsError):
     """A name did not pick one usable channel, so nothing was chosen.
+
+    What it knows: the refusals of name resolution and the data each carries for the
+    caller. The hierarchy::
+
+        ChannelNameError            a name did not pick one usable channel; nothing was chosen ├──
+        AmbiguousName           several channels answer to it (never resolved by a guess) ├──
+        UnknownName             no registered channel answers to it │   └── OwnChannelGone      it
+        is the turn's own channel, whose server withdrew it ├── InboundOnly             it picks a
+        channel that takes no speech └── InvalidName             the name or the server id beside it
+        is empty
+
+    Every refusal's message says which channel or server, what did not happen and what to do next;
+    the words come from :mod:`~switchboard.channels.names.wording`, chosen by the resolver.
 
     Attributes:
         name: The name exactly as given.

@@ -1,25 +1,8 @@
 """Labels seen over time, per bare channel id, and the read-only durable resolver.
 
-What this module knows (channel-registry.md §2.8):
-
-- :func:`extract_dm_meta`: the DM hints of a descriptor's metadata (recipient id and name, and
-  ``is_dm`` only ever as True, when ``channelType == "dm"``).
-- :class:`LabelHistory`: every label sighting worth keeping, keyed by the **bare channel id**
-  (deliberately not by server: the history answers "which id did this label mean").
-  :meth:`LabelHistory.sight` decides whether a sighting is new; when it is, the history is
-  updated and the :class:`LabelSighting` to append to the durable log is returned (the caller
-  writes it and stamps the time). Ignored: an empty label; a label equal to the channel id
-  once a real label is known (a placeholder never clobbers a label); a sighting that changes
-  nothing. :meth:`LabelHistory.replay` rebuilds the history from the log and skips junk.
-- History's DM classification is the lenient, legacy one: recorded ``is_dm``, or a latest
-  label starting with ``dm: ``, or ``:dm:`` in the id. Its DM name is the recipient name, else
-  the latest label without ``dm: ``, case-folded.
-- :func:`resolve_durable`: the live resolver first, then history (old labels too, bare labels,
-  DM names and recipient ids). It returns a bare channel id, and only when exactly one id
-  answers. It is for reading old references, **never for sending**: history has no servers
-  and outlives registrations, so it cannot promise what the live resolver promises.
-
-Every lookup is a dict probe; a sighting updates a constant number of keys.
+:class:`LabelHistory` remembers which channel id each label meant (channel-registry.md §2.8), so
+a label that once picked a channel still finds it after the label moved;
+:func:`extract_dm_meta` reads the DM hints of a descriptor's metadata.
 
 What it deliberately does not know: the durable log itself, clocks and servers.
 """
@@ -87,7 +70,29 @@ def _unlink(table: Ids, key: str | None, channel_id: str) -> None:
 
 
 class LabelHistory:
-    """Label sightings per bare channel id, with O(1) reverse lookups (see module docs)."""
+    """Label sightings per bare channel id, with O(1) reverse lookups (see module docs).
+
+    What it knows (channel-registry.md §2.8):
+
+    - :func:`extract_dm_meta`: the DM hints of a descriptor's metadata (recipient id and name, and
+      ``is_dm`` only ever as True, when ``channelType == "dm"``).
+    - :class:`LabelHistory`: every label sighting worth keeping, keyed by the **bare channel id**
+      (deliberately not by server: the history answers "which id did this label mean").
+      :meth:`LabelHistory.sight` decides whether a sighting is new; when it is, the history is
+      updated and the :class:`LabelSighting` to append to the durable log is returned (the caller
+      writes it and stamps the time). Ignored: an empty label; a label equal to the channel id once
+      a real label is known (a placeholder never clobbers a label); a sighting that changes nothing.
+      :meth:`LabelHistory.replay` rebuilds the history from the log and skips junk.
+    - History's DM classification is the lenient, legacy one: recorded ``is_dm``, or a latest label
+      starting with ``dm: ``, or ``:dm:`` in the id. Its DM name is the recipient name, else the
+      latest label without ``dm: ``, case-folded.
+    - :func:`resolve_durable`: the live resolver first, then history (old labels too, bare labels,
+      DM names and recipient ids). It returns a bare channel id, and only when exactly one id
+      answers. It is for reading old references, **never for sending**: history has no servers and
+      outlives registrations, so it cannot promise what the live resolver promises.
+
+    Every lookup is a dict probe; a sighting updates a constant number of keys.
+    """
 
     __slots__ = ("_by_dm_id", "_by_dm_name", "_by_label", "_dm", "_dm_key", "_labels", "_rid")
 
@@ -110,7 +115,7 @@ class LabelHistory:
         return tuple(self._labels.get(channel_id, ()))
 
     def is_dm(self, channel_id: str) -> bool:
-        """History's lenient DM classification (see the module docstring)."""
+        """History's lenient DM classification (see :class:`LabelHistory`)."""
         latest = self.latest(channel_id) or ""
         return channel_id in self._dm or latest[:4].casefold() == "dm: " or ":dm:" in channel_id
 

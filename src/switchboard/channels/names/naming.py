@@ -1,33 +1,7 @@
 """Every naming operation of one registry, in one place: ``registry.names``.
 
-What this module knows: which function answers which question about names, bound to one
-registry's indexes so callers need not hold the index. Each method is a thin call into the
-module that owns the rule:
-
-==============================  ==============================================  ==========
-question                        method                                          spec
-==============================  ==============================================  ==========
-what answers to this string     :meth:`~ChannelNames.entries_named`,            §3.1, §4.6
-                                :meth:`~ChannelNames.match`
-which string picks this channel :meth:`~ChannelNames.name_for`                  §3.2
-what do we show for it          :meth:`~ChannelNames.name_shown`,               §3.3, §4.7
-                                :meth:`~ChannelNames.quoted_shown`,
-                                :meth:`~ChannelNames.prose_target_for`
-any name, a ``>>`` target       :meth:`~ChannelNames.resolve`,                  §4.5, §4.6
-                                :meth:`~ChannelNames.resolve_prose_target`
-channel tool arguments          :meth:`~ChannelNames.resolve_tool_channel`,     §3.7, §3.8
-                                :meth:`~ChannelNames.resolve_destination`
-explicit send tools             :meth:`~ChannelNames.send_targets`,             §3.9
-                                :meth:`~ChannelNames.resolve_send_target`
-tools outside the registry      :meth:`~ChannelNames.own_channel_for`,          §3.4-§3.6
-                                :meth:`~ChannelNames.shared_name_refusal`,
-                                :meth:`~ChannelNames.not_on_server`
-old references (never to send)  :meth:`~ChannelNames.resolve_durable`           §2.8
-==============================  ==============================================  ==========
-
-``own`` is always the calling turn's own channels (a collection of
-:class:`~switchboard.channels.ref.ChannelRef`; empty outside a turn). ``caller`` picks the
-wording of refusals (:mod:`~switchboard.channels.names.wording` has presets).
+:class:`ChannelNames` binds each naming function to one registry's indexes, so callers need not
+hold the index; each method calls into the module that owns the rule.
 
 What it deliberately does not know: any rule. It adds no behaviour of its own.
 """
@@ -50,7 +24,37 @@ __all__ = ["ChannelNames"]
 
 
 class ChannelNames:
-    """The naming operations over one registry's indexes (see the module docstring)."""
+    """The naming operations over one registry's indexes.
+
+    What it knows: which function answers which question about names, bound to one registry's
+    indexes so callers need not hold the index. Each method is a thin call into the module that owns
+    the rule:
+
+    ==============================  ==============================================  ==========
+    question                        method                                          spec
+    ==============================  ==============================================  ==========
+    what answers to this string     :meth:`~ChannelNames.entries_named`,            §3.1, §4.6
+                                    :meth:`~ChannelNames.match`
+    which string picks this channel :meth:`~ChannelNames.name_for`                  §3.2
+    what do we show for it          :meth:`~ChannelNames.name_shown`,               §3.3, §4.7
+                                    :meth:`~ChannelNames.quoted_shown`,
+                                    :meth:`~ChannelNames.prose_target_for`
+    any name, a ``>>`` target       :meth:`~ChannelNames.resolve`,                  §4.5, §4.6
+                                    :meth:`~ChannelNames.resolve_prose_target`
+    channel tool arguments          :meth:`~ChannelNames.resolve_tool_channel`,     §3.7, §3.8
+                                    :meth:`~ChannelNames.resolve_destination`
+    explicit send tools             :meth:`~ChannelNames.send_targets`,             §3.9
+                                    :meth:`~ChannelNames.resolve_send_target`
+    tools outside the registry      :meth:`~ChannelNames.own_channel_for`,          §3.4-§3.6
+                                    :meth:`~ChannelNames.shared_name_refusal`,
+                                    :meth:`~ChannelNames.not_on_server`
+    old references (never to send)  :meth:`~ChannelNames.resolve_durable`           §2.8
+    ==============================  ==============================================  ==========
+
+    ``own`` is always the calling turn's own channels (a collection of
+    :class:`~switchboard.channels.ref.ChannelRef`; empty outside a turn). ``caller`` picks the
+    wording of refusals (:mod:`~switchboard.channels.names.wording` has presets).
+    """
 
     __slots__ = ("_index",)
 

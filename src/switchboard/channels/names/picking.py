@@ -1,24 +1,11 @@
 """Which string picks a channel alone, with and without the turn's own channels.
 
-What this module knows (channel-registry.md §3.2, §3.6, §4.6):
+A call made inside a turn may pass the turn's own channels: among several channels sharing an
+id, one of them is then picked by that id (channel-registry.md §3.2, §3.6, §4.6). This module
+says which candidates remain and whether a string picks one channel alone.
 
-- **The own rule.** A call made inside a turn may pass the turn's *own* channels (every channel
-  that was that turn's trigger or locus): a set of :class:`~switchboard.channels.ref.ChannelRef`.
-  When no server id is given and the name equals the *channel id* of own channels, the name is
-  bound to them alone: one such own channel is the answer (even after its server withdrew it,
-  in which case the call is refused rather than sent elsewhere), several are refused. Other
-  servers' channels with that id are never reached through the name. Qualified names are not
-  bound (an own channel's id is never its own qualified name).
-- :func:`name_for`: the channel id if it picks the channel alone, else the qualified name if
-  that does, else None. "Picks alone" is judged by the same rule the resolvers apply: with own
-  channels, their binding; otherwise tier 1
-  (:func:`~switchboard.channels.names.tiers.entries_named`)
-  is exactly this channel. Every later tier is only tried when tier 1 has no hit, so a name
-  that picks a channel here picks it in every resolver.
-- :func:`choices_for`: each candidate of a refusal with the string that picks it, or None.
-
-What it deliberately does not know: refusal wording, server ids given beside a name, and
-what a turn is (the caller passes the own set; the host defines turns).
+What it deliberately does not know: refusal wording, server ids given beside a name, and the
+tiers.
 """
 
 from __future__ import annotations
@@ -106,6 +93,24 @@ def choices_for(
     accept: Callable[[str], bool] | None = None,
 ) -> list[Choice]:
     """Each entry of a refusal at ``tier``, with the string that picks it alone (or None).
+
+    What it knows (channel-registry.md §3.2, §3.6, §4.6):
+
+    - **The own rule.** A call made inside a turn may pass the turn's *own* channels (every channel
+      that was that turn's trigger or locus): a set of
+      :class:`~switchboard.channels.ref.ChannelRef`. When no server id is given and the name equals
+      the *channel id* of own channels, the name is bound to them alone: one such own channel is the
+      answer (even after its server withdrew it, in which case the call is refused rather than sent
+      elsewhere), several are refused. Other servers' channels with that id are never reached
+      through the name. Qualified names are not bound (an own channel's id is never its own
+      qualified name).
+    - :func:`name_for`: the channel id if it picks the channel alone, else the qualified name if
+      that does, else None. "Picks alone" is judged by the same rule the resolvers apply: with own
+      channels, their binding; otherwise tier 1
+      (:func:`~switchboard.channels.names.tiers.entries_named`) is exactly this channel. Every later
+      tier is only tried when tier 1 has no hit, so a name that picks a channel here picks it in
+      every resolver.
+    - :func:`choices_for`: each candidate of a refusal with the string that picks it, or None.
 
     A DM found by recipient is offered by its label when that label picks it (labels read
     better than opaque DM ids); a channel found by its label shows the label beside its name.

@@ -1,27 +1,11 @@
 """Turning a typed name into exactly one channel, or refusing with what to do next.
 
-What this module knows: how the pieces combine into the resolvers that accept every kind of
-name (channel-registry.md §4.5-§4.6):
+:func:`resolve` is the general resolver every tool uses (an id, a qualified name, a raw id, a
+``#label``, an ``@person``; the turn's own channels first; a server id narrows), built from the
+tiers, the own rule and suggestions (channel-registry.md §4.5-§4.6). It never guesses between
+several.
 
-- :func:`resolve`, the general resolver (``ChannelRegistry.resolve``). Without a server id:
-  the turn's own channels first (:mod:`~switchboard.channels.names.picking`: a name equal to the id
-  of own channels is bound to them and reaches nothing else), then the tiers of
-  :func:`~switchboard.channels.names.tiers.match_name` in order (id or qualified name, raw id,
-  label, bare label, DM). With a server id: that server's channel with exactly that id, else
-  that server's channels with that raw id; the own rule does not apply.
-- :func:`resolve_prose_target`, the resolver of a ``>>`` target: the same, on the trimmed
-  token, naming candidates only by strings that are themselves valid target tokens, and, for
-  speech, refusing a channel its server declared inbound-only.
-- :func:`bind_own` (the own rule alone, for tools outside the registry) and
-  :func:`not_on_server` (the refusal of an id given with the wrong server, §3.5).
-
-Whatever the tier, one hit is the answer and several are refused with every candidate and
-the string that picks each alone (:class:`~switchboard.channels.names.errors.AmbiguousName`); no
-hit is refused with a few near names (:class:`~switchboard.channels.names.errors.UnknownName`).
-
-What it deliberately does not know: tool arguments and their empty-string conventions
-(:mod:`~switchboard.channels.names.selectors`), and the words
-(:mod:`~switchboard.channels.names.wording`).
+What it deliberately does not know: tool arguments and their empty-string conventions.
 """
 
 from __future__ import annotations
@@ -98,7 +82,26 @@ def resolve(
     caller: Caller = LOOKUP,
     accept: Accept = None,
 ) -> ChannelEntry:
-    """The one channel ``name`` picks (see the module docstring); ``name`` is used as given.
+    """The one channel ``name`` picks; ``name`` is used as given.
+
+    What it knows: how the pieces combine into the resolvers that accept every kind of name
+    (channel-registry.md §4.5-§4.6):
+
+    - :func:`resolve`, the general resolver (``ChannelRegistry.resolve``). Without a server id: the
+      turn's own channels first (:mod:`~switchboard.channels.names.picking`: a name equal to the id
+      of own channels is bound to them and reaches nothing else), then the tiers of
+      :func:`~switchboard.channels.names.tiers.match_name` in order (id or qualified name, raw id,
+      label, bare label, DM). With a server id: that server's channel with exactly that id, else
+      that server's channels with that raw id; the own rule does not apply.
+    - :func:`resolve_prose_target`, the resolver of a ``>>`` target: the same, on the trimmed token,
+      naming candidates only by strings that are themselves valid target tokens, and, for speech,
+      refusing a channel its server declared inbound-only.
+    - :func:`bind_own` (the own rule alone, for tools outside the registry) and
+      :func:`not_on_server` (the refusal of an id given with the wrong server, §3.5).
+
+    Whatever the tier, one hit is the answer and several are refused with every candidate and the
+    string that picks each alone (:class:`~switchboard.channels.names.errors.AmbiguousName`); no hit
+    is refused with a few near names (:class:`~switchboard.channels.names.errors.UnknownName`).
 
     Raises:
         AmbiguousName: Several channels answer at the deciding tier (or own channels share it).

@@ -1,30 +1,10 @@
 """Channel tool arguments: a channel id, perhaps a server id, and what they select.
 
-What this module knows (channel-registry.md §3.4, §3.7-§3.9): the narrower vocabulary of
-calls that take a ``channelId``/``serverId`` pair rather than free text. Such a call accepts
-only a channel id or a server-qualified name (tier 1); labels, raw ids and DM names are for
-``>>`` targets and the general resolver.
-
-- :func:`resolve_tool_channel` (the reference's channel_open, channel_close, channel_decline):
-  without a server id (an empty one counts as none), the own rule, then tier 1; with one,
-  exactly that pair, and a refusal that says where a channel with that id is. Switchboard's
-  own MCP tools take every name instead, through the general resolver
-  (:func:`~switchboard.channels.names.resolve.resolve`), so that every tool accepts the names
-  ``channel_publish`` does; this narrower vocabulary stays for callers that
-  follow §3.7 to the letter.
-- :func:`resolve_destination` (publishes): the same, except that an empty channel id or an
-  *empty* server id is refused rather than read as "omitted".
-- :func:`send_targets` (explicit send tools, which pass whatever the agent typed): channels
-  with exactly that id (on the given server, if a non-empty one is given), and when there are
-  none, channels whose raw platform id it is. No qualified names and no own rule here.
-- :func:`shared_name_refusal`: the refusal a tool outside the registry raises for a name that
-  several channels answer to, or None.
-
-Each refusal carries a :class:`~switchboard.channels.names.wording.Caller`, so it says what did not
-happen ("nothing ran", "nothing was posted") and which call to make next.
+The narrower vocabulary of calls that take a ``channelId``/``serverId`` pair rather than free
+text: only a channel id or a server-qualified name (channel-registry.md §3.4, §3.7-§3.9).
 
 What it deliberately does not know: the tools themselves, desired state, and whether a
-channel may be written to (the caller checks inbound-only where it matters).
+selected channel may be used.
 """
 
 from __future__ import annotations
@@ -79,6 +59,29 @@ def resolve_tool_channel(
     caller: Caller = RUN,
 ) -> ChannelEntry:
     """The channel a lifecycle tool's arguments select (§3.7); ``""`` as server id is none.
+
+    What it knows (channel-registry.md §3.4, §3.7-§3.9): the narrower vocabulary of calls that take
+    a ``channelId``/``serverId`` pair rather than free text. Such a call accepts only a channel id
+    or a server-qualified name (tier 1); labels, raw ids and DM names are for ``>>`` targets and the
+    general resolver.
+
+    - :func:`resolve_tool_channel` (the reference's channel_open, channel_close, channel_decline):
+      without a server id (an empty one counts as none), the own rule, then tier 1; with one,
+      exactly that pair, and a refusal that says where a channel with that id is. Switchboard's own
+      MCP tools take every name instead, through the general resolver
+      (:func:`~switchboard.channels.names.resolve.resolve`), so that every tool accepts the names
+      ``channel_publish`` does; this narrower vocabulary stays for callers that follow §3.7 to the
+      letter.
+    - :func:`resolve_destination` (publishes): the same, except that an empty channel id or an
+      *empty* server id is refused rather than read as "omitted".
+    - :func:`send_targets` (explicit send tools, which pass whatever the agent typed): channels with
+      exactly that id (on the given server, if a non-empty one is given), and when there are none,
+      channels whose raw platform id it is. No qualified names and no own rule here.
+    - :func:`shared_name_refusal`: the refusal a tool outside the registry raises for a name that
+      several channels answer to, or None.
+
+    Each refusal carries a :class:`~switchboard.channels.names.wording.Caller`, so it says what did
+    not happen ("nothing ran", "nothing was posted") and which call to make next.
 
     The tool then works on the entry's own id: a qualified name given as input is replaced
     by the id (``entry.ref.channel_id``).

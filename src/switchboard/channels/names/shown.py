@@ -1,27 +1,9 @@
 """The names Switchboard shows an agent for a channel, each of which resolves back to it.
 
-What this module knows (channel-registry.md §3.3, §4.7):
-
-- :func:`name_shown`: for a registered channel, the channel id or qualified name that picks it
-  alone (respecting the turn's own channels when given), else ``"b:room" on server "a"``, a
-  display form no input accepts (then only the id together with the server id reaches it).
-  For a channel that is *not* registered (a remembered default, a withdrawn own channel), the
-  id or qualified name only when that string reaches no registered channel at all in any
-  tier, so showing a gone channel's name can never lead speech to another channel.
-- :func:`quoted_shown`: the same, quoted for a text (the display form is already quoted).
-- :func:`is_inbound_only`: whether a channel takes no speech (its server says so).
-- :func:`prose_target_for`: the ``>>`` token to show for a channel: the first of ``@name``
-  (a DM's recipient, as written), ``#label``, ``#label`` without its server suffix, the
-  picking name, and the qualified name, that is a valid target token and that
-  :func:`~switchboard.channels.names.resolve.resolve_prose_target` resolves, for speech and with
-  the same own channels, to this very channel. None when nothing round-trips (an
-  inbound-only channel, for one, takes no speech).
-
-The round trip is checked with the resolver's own decision (:func:`picked`: what
-:func:`~switchboard.channels.names.resolve.resolve` returns, without building a refusal), so the
-guarantee
-"every name shown resolves back to its channel" does not rest on reasoning about tiers. Each
-check is a few O(1) probes.
+:func:`name_shown` is the id or qualified name that picks a registered channel alone (else a
+description that names its server), and the ``>>`` target for speech is the first of the DM
+name, the label, the name and the qualified name that round-trips (channel-registry.md §3.3,
+§4.7).
 
 What it deliberately does not know: which channels an agent sees or when names are shown.
 """
@@ -60,7 +42,30 @@ def picked(index: ChannelIndex, name: str, own: Own = NO_OWN) -> ChannelEntry | 
 
 
 def name_shown(index: ChannelIndex, ref: ChannelRef, own: Own = NO_OWN) -> str:
-    """The name to show for ``ref`` (see the module docstring); never raises."""
+    """The name to show for ``ref``; never raises.
+
+    What it knows (channel-registry.md §3.3, §4.7):
+
+    - :func:`name_shown`: for a registered channel, the channel id or qualified name that picks it
+      alone (respecting the turn's own channels when given), else ``"b:room" on server "a"``, a
+      display form no input accepts (then only the id together with the server id reaches it). For a
+      channel that is *not* registered (a remembered default, a withdrawn own channel), the id or
+      qualified name only when that string reaches no registered channel at all in any tier, so
+      showing a gone channel's name can never lead speech to another channel.
+    - :func:`quoted_shown`: the same, quoted for a text (the display form is already quoted).
+    - :func:`is_inbound_only`: whether a channel takes no speech (its server says so).
+    - :func:`prose_target_for`: the ``>>`` token to show for a channel: the first of ``@name`` (a
+      DM's recipient, as written), ``#label``, ``#label`` without its server suffix, the picking
+      name, and the qualified name, that is a valid target token and that
+      :func:`~switchboard.channels.names.resolve.resolve_prose_target` resolves, for speech and with
+      the same own channels, to this very channel. None when nothing round-trips (an inbound-only
+      channel, for one, takes no speech).
+
+    The round trip is checked with the resolver's own decision (:func:`picked`: what
+    :func:`~switchboard.channels.names.resolve.resolve` returns, without building a refusal), so the
+    guarantee "every name shown resolves back to its channel" does not rest on reasoning about
+    tiers. Each check is a few O(1) probes.
+    """
     if index.get(ref) is not None:
         name = name_for(index, ref, own)
         return on_server(ref) if name is None else name
@@ -104,7 +109,7 @@ def _candidates(index: ChannelIndex, entry: ChannelEntry, own: Own) -> list[str 
 
 
 def prose_target_for(index: ChannelIndex, ref: ChannelRef, own: Own = NO_OWN) -> str | None:
-    """The ``>>`` token to show for ``ref``, or None (see the module docstring)."""
+    """The ``>>`` token to show for ``ref``, or None (see :class:`name_shown`)."""
     entry = index.get(ref)
     if entry is None or is_inbound_only(entry):
         return None

@@ -1,19 +1,7 @@
 """Near names for a name that matched nothing, found with bounded work.
 
-What this module knows: how to offer a few names close to a typed one without looking at
-every channel. Two sources, in order:
-
-1. **Spelling variants**, each one O(1) probe of the tiers: the name trimmed, case-folded,
-   without leading ``#``/``@``, with an ``@`` in front (a DM typed without it), and, when a
-   server id was given, the name itself on every server.
-2. :mod:`difflib` close matches against at most :data:`SUGGESTION_SAMPLE` keys of each kind
-   (ids, or the given server's ids; label keys; DM name keys). The sample is the first keys of
-   each index, so for a large registry it is a bounded, arbitrary slice: suggestions there
-   are a courtesy, never a search.
-
-Each suggestion is a string that picks one channel alone (see
-:func:`~switchboard.channels.names.picking.name_for`), so following one can never hit another
-ambiguity or reach a different channel.
+A few names close to a typed one, without looking at every channel: spelling variants (each an
+O(1) probe) first, then close labels among a bounded sample.
 
 What it deliberately does not know: when suggestions are wanted and how they are worded.
 """
@@ -66,6 +54,21 @@ def suggest(
     accept: Callable[[str], bool] | None = None,
 ) -> tuple[str, ...]:
     """At most :data:`MAX_SUGGESTIONS` names near ``name``, each picking one channel alone.
+
+    What it knows: how to offer a few names close to a typed one without looking at every channel.
+    Two sources, in order:
+
+    1. **Spelling variants**, each one O(1) probe of the tiers: the name trimmed, case-folded,
+       without leading ``#``/``@``, with an ``@`` in front (a DM typed without it), and, when a
+       server id was given, the name itself on every server.
+    2. :mod:`difflib` close matches against at most :data:`SUGGESTION_SAMPLE` keys of each kind
+       (ids, or the given server's ids; label keys; DM name keys). The sample is the first keys of
+       each index, so for a large registry it is a bounded, arbitrary slice: suggestions there are a
+       courtesy, never a search.
+
+    Each suggestion is a string that picks one channel alone (see
+    :func:`~switchboard.channels.names.picking.name_for`), so following one can never hit another
+    ambiguity or reach a different channel.
 
     Args:
         index: Where to look.

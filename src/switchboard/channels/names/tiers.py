@@ -1,32 +1,11 @@
 """What a typed name matches: the kinds of names, tried in a fixed order, first hit decides.
 
-What this module knows (channel-registry.md §3.1 and §4.6): a name is tried as
-
-1. :attr:`Tier.NAME`: a channel id, or a server-qualified name ``"<server>:<id>"`` matched
-   against the *registered pairs* (never split at a colon). Ids and qualified names are one
-   tier on purpose: when server ``s`` registers ``room`` and ``s:room``, the name ``s:room`` is
-   the id of one and the qualified name of the other, and picking either would be a guess;
-2. :attr:`Tier.RAW_ID`: the platform's own id, ``address["channelId"]``;
-3. :attr:`Tier.LABEL`: a label, case-insensitively, one leading ``#`` ignored (``#General``,
-   ``general`` and ``GENERAL`` all match the label ``#general``);
-4. :attr:`Tier.BARE_LABEL`: a label without its trailing ``" (Server Name)"`` parenthetical
-   (``#fable`` matches ``#fable (antra's server)``);
-5. DMs, only for a name that starts with ``@`` or is a ``<@id>``/``<@!id>`` mention:
-   :attr:`Tier.DM_MENTION` by recipient id; :attr:`Tier.DM_NAME` by recipient name,
-   case-insensitively; and when no DM name is exactly that, :attr:`Tier.DM_PARTIAL`: DM names
-   that contain it or that it starts with (see :mod:`~switchboard.channels.dm_index`).
-
-The first tier with any hit decides; :func:`match_name` reports that tier and its hits, and the
-callers refuse when there are several (resolution never picks one of several candidates).
-Every tier is one or a few hash probes (plus a bisection for partial DM names), so matching a
-name costs the same at a thousand channels as at a hundred thousand.
-
-:func:`entries_named` (tier 1 alone) is the whole vocabulary of channel tools and publish
-destinations (§3.7, §3.8); :func:`name_alone` is its inverse, the name that picks one entry.
+A name is tried as a channel id or a server-qualified name (matched against registered pairs,
+never split at a colon), then a raw platform id, then a ``#label``, then an ``@person``
+(channel-registry.md §3.1, §4.6); each tier is O(1) probes of the indexes.
 
 What it deliberately does not know: the turn's own channels, server ids given beside a name,
-refusal wording and suggestions. Those are layered on top in
-:mod:`~switchboard.channels.names.resolve`.
+and refusals.
 """
 
 from __future__ import annotations
@@ -53,7 +32,32 @@ PARTIAL_LIMIT = 6
 
 
 class Tier(StrEnum):
-    """The kind of name that matched."""
+    """The kind of name that matched.
+
+    What it knows (channel-registry.md §3.1 and §4.6): a name is tried as
+
+    1. :attr:`Tier.NAME`: a channel id, or a server-qualified name ``"<server>:<id>"`` matched
+       against the *registered pairs* (never split at a colon). Ids and qualified names are one tier
+       on purpose: when server ``s`` registers ``room`` and ``s:room``, the name ``s:room`` is the
+       id of one and the qualified name of the other, and picking either would be a guess;
+    2. :attr:`Tier.RAW_ID`: the platform's own id, ``address["channelId"]``;
+    3. :attr:`Tier.LABEL`: a label, case-insensitively, one leading ``#`` ignored (``#General``,
+       ``general`` and ``GENERAL`` all match the label ``#general``);
+    4. :attr:`Tier.BARE_LABEL`: a label without its trailing ``" (Server Name)"`` parenthetical
+       (``#fable`` matches ``#fable (antra's server)``);
+    5. DMs, only for a name that starts with ``@`` or is a ``<@id>``/``<@!id>`` mention:
+       :attr:`Tier.DM_MENTION` by recipient id; :attr:`Tier.DM_NAME` by recipient name,
+       case-insensitively; and when no DM name is exactly that, :attr:`Tier.DM_PARTIAL`: DM names
+       that contain it or that it starts with (see :mod:`~switchboard.channels.dm_index`).
+
+    The first tier with any hit decides; :func:`match_name` reports that tier and its hits, and the
+    callers refuse when there are several (resolution never picks one of several candidates). Every
+    tier is one or a few hash probes (plus a bisection for partial DM names), so matching a name
+    costs the same at a thousand channels as at a hundred thousand.
+
+    :func:`entries_named` (tier 1 alone) is the whole vocabulary of channel tools and publish
+    destinations (§3.7, §3.8); :func:`name_alone` is its inverse, the name that picks one entry.
+    """
 
     NAME = "name"
     RAW_ID = "raw-id"

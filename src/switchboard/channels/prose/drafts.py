@@ -1,26 +1,10 @@
 """Bounced drafts, and ``{{unsent}}``, which brings the latest one back.
 
-What this module knows (channel-registry.md §4.1, §4.2): text that could not be delivered
-(unprefixed prose in explicit mode with no target, a target that did not resolve, a delivery
-the host held back) is not lost. The host keeps it in one :class:`DraftBox` per agent, and the
-agent can send it on by writing :data:`UNSENT` in a later body; the marker is replaced at
-delivery, on the outbound wire only (the stored assistant text keeps it as written).
+Text that could not be delivered is not lost: the host keeps it in one :class:`DraftBox` per
+agent, and the agent sends it on by writing :data:`UNSENT` in a later body, where the marker is
+replaced with the latest draft (channel-registry.md §4.1, §4.2).
 
-Decisions recorded here:
-
-- **No draft to bring back is refused**, not sent: :meth:`DraftBox.expand_unsent` raises
-  :class:`NoUnsentDraft`, so the host bounces that body with a notice instead of posting the
-  literal marker into a channel.
-- Every occurrence of the marker is replaced, in one pass: a draft that itself contains the
-  marker is not expanded again.
-- A draft is kept **expanded**: bouncing ``{{unsent}}`` again keeps the words it stood for
-  (when there were any), so re-bouncing never loses text.
-- Blank text is not kept. The box is bounded: past ``capacity`` the oldest draft is dropped.
-- Expanding does not use a draft up (a failed delivery of the restored words loses nothing);
-  the host calls :meth:`DraftBox.discard` once they were delivered.
-
-What it deliberately does not know: notices and their words, delivery, the clock, and where
-the box is stored (one box per agent is the caller's choice).
+What it deliberately does not know: notices and their words, delivery, the clock.
 """
 
 from __future__ import annotations
@@ -66,7 +50,27 @@ class NoUnsentDraft(ChannelsError, LookupError):
 
 
 class DraftBox:
-    """The bounced drafts of one agent, newest last, at most ``capacity`` of them."""
+    """The bounced drafts of one agent, newest last, at most ``capacity`` of them.
+
+    What it knows (channel-registry.md §4.1, §4.2): text that could not be delivered (unprefixed
+    prose in explicit mode with no target, a target that did not resolve, a delivery the host held
+    back) is not lost. The host keeps it in one :class:`DraftBox` per agent, and the agent can send
+    it on by writing :data:`UNSENT` in a later body; the marker is replaced at delivery, on the
+    outbound wire only (the stored assistant text keeps it as written).
+
+    Decisions recorded here:
+
+    - **No draft to bring back is refused**, not sent: :meth:`DraftBox.expand_unsent` raises
+      :class:`NoUnsentDraft`, so the host bounces that body with a notice instead of posting the
+      literal marker into a channel.
+    - Every occurrence of the marker is replaced, in one pass: a draft that itself contains the
+      marker is not expanded again.
+    - A draft is kept **expanded**: bouncing ``{{unsent}}`` again keeps the words it stood for (when
+      there were any), so re-bouncing never loses text.
+    - Blank text is not kept. The box is bounded: past ``capacity`` the oldest draft is dropped.
+    - Expanding does not use a draft up (a failed delivery of the restored words loses nothing); the
+      host calls :meth:`DraftBox.discard` once they were delivered.
+    """
 
     __slots__ = ("_drafts",)
 

@@ -1,35 +1,11 @@
 """The ``>>`` prose grammar: splitting one block of an agent's text into routed segments.
 
-What this module knows (channel-registry.md §4.2, §4.4):
+:func:`parse_speech` splits text at prefix lines (``>>target`` with no space), keeps quoted
+``>>`` and fenced code as body, and routes each segment by the agent's prose mode and the sticky
+target (channel-registry.md §4.2, §4.4).
 
-- **Prefix line** (explicit mode): a line that starts with ``>>`` immediately followed by a
-  non-whitespace character. ``>> quoted`` (a space after the arrows) and a bare ``>>`` are body
-  text. Its head is ``>>TARGET``, then optionally the continue modifier (spaces or tabs, then
-  ``!``), then any spaces or tabs; the body starts right after, on the same line.
-- **Envelope line** (hybrid mode): the same with ``>>>``, where spaces or tabs may come before
-  the arrows and between the arrows and the target. ``>>target`` lines are body text there.
-- Locus and disabled modes have no prefixes at all: the whole block is one segment.
-- **Segmentation**: the lines before the first prefix line form an unprefixed segment (none when
-  the block starts with a prefix line, none for an empty block); each prefix line starts a
-  segment that runs up to the next prefix line, so a body spans many lines, ``>> quoted`` lines
-  included. The newline before a prefix line belongs to neither body. When a prefix line has
-  nothing after its head and the next line is body, the body starts on that next line (the head
-  takes the newline). So ``"\\n".join(s.prefix + s.text for s in segments)`` is the block again.
-- **Targets**: a target token is a non-empty run of non-whitespace; ``skip_reply`` is not a
-  target but marks private speech. "Whitespace" is the JavaScript ``\\s`` set (ASCII
-  whitespace, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF),
-  so a token ends where the reference's would.
-- Lines end at ``\\n`` only; a ``\\r`` is ordinary whitespace (it ends a token, and is body).
-- The grammar is line-based and knows no Markdown: a ``>>x`` line inside a fenced code block is
-  a prefix line like any other, and a ``>`` quote line is body unless it is a prefix line.
-
-Where each segment goes is decided by :mod:`~switchboard.channels.prose.route`, segment by
-segment in order, with the sticky target carried in and out (:class:`ParseResult.sticky`).
-
-What it deliberately does not know: how a target token becomes a channel (an injected
-:data:`~switchboard.channels.prose.route.TargetCheck`), the locus, delivery, ``{{unsent}}``
-(:mod:`~switchboard.channels.prose.drafts`), and incremental input
-(:mod:`~switchboard.channels.prose.stream` applies this same grammar to a stream).
+What it deliberately does not know: how a target token becomes a channel (an injected check),
+and delivery.
 """
 
 from __future__ import annotations
@@ -189,6 +165,32 @@ def parse_speech(
     resolves: TargetCheck = accept_every_target,
 ) -> ParseResult:
     """Split one block of an agent's text into routed segments.
+
+    What it knows (channel-registry.md §4.2, §4.4):
+
+    - **Prefix line** (explicit mode): a line that starts with ``>>`` immediately followed by a
+      non-whitespace character. ``>> quoted`` (a space after the arrows) and a bare ``>>`` are body
+      text. Its head is ``>>TARGET``, then optionally the continue modifier (spaces or tabs, then
+      ``!``), then any spaces or tabs; the body starts right after, on the same line.
+    - **Envelope line** (hybrid mode): the same with ``>>>``, where spaces or tabs may come before
+      the arrows and between the arrows and the target. ``>>target`` lines are body text there.
+    - Locus and disabled modes have no prefixes at all: the whole block is one segment.
+    - **Segmentation**: the lines before the first prefix line form an unprefixed segment (none when
+      the block starts with a prefix line, none for an empty block); each prefix line starts a
+      segment that runs up to the next prefix line, so a body spans many lines, ``>> quoted`` lines
+      included. The newline before a prefix line belongs to neither body. When a prefix line has
+      nothing after its head and the next line is body, the body starts on that next line (the head
+      takes the newline). So ``"\\n".join(s.prefix + s.text for s in segments)`` is the block again.
+    - **Targets**: a target token is a non-empty run of non-whitespace; ``skip_reply`` is not a
+      target but marks private speech. "Whitespace" is the JavaScript ``\\s`` set (ASCII whitespace,
+      U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000, U+FEFF), so a token
+      ends where the reference's would.
+    - Lines end at ``\\n`` only; a ``\\r`` is ordinary whitespace (it ends a token, and is body).
+    - The grammar is line-based and knows no Markdown: a ``>>x`` line inside a fenced code block is
+      a prefix line like any other, and a ``>`` quote line is body unless it is a prefix line.
+
+    Where each segment goes is decided by :mod:`~switchboard.channels.prose.route`, segment by
+    segment in order, with the sticky target carried in and out (:class:`ParseResult.sticky`).
 
     Args:
         text: The block as the agent wrote it.

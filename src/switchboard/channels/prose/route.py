@@ -1,54 +1,12 @@
 """Where one segment of an agent's prose goes: the per-agent modes and the sticky target.
 
-What this module knows: the decision table that turns "this segment had prefix X, or none" into
-a :class:`Route`, for each :class:`ProseMode` (channel-registry.md §4.1, §4.2), and how the
-sticky target of one turn evolves. Both the batch parser
-(:mod:`~switchboard.channels.prose.grammar`)
-and the streaming router (:mod:`~switchboard.channels.prose.stream`) decide through the two
-functions here, so they cannot disagree.
+The decision table that turns "this segment had prefix X, or none" into a :class:`Route` for
+each :class:`ProseMode` (``locus``, ``explicit``, ``hybrid``, ``disabled``), and how the sticky
+target of one turn evolves (channel-registry.md §4.1, §4.2). The batch parser and the streaming
+router share it, so both route alike.
 
-The modes (unprefixed prose / a prefixed segment):
-
-============  ====================================  =========================================
-Mode          Unprefixed prose                      Prefixed segment
-============  ====================================  =========================================
-``locus``     delivered to the turn's frozen locus  none: ``>>`` lines are plain text
-``explicit``  the sticky target, else **bounced**   ``>>target`` routes the segment
-              (kept as a draft, with a notice)
-``hybrid``    the frozen locus until an envelope;   ``>>>target`` envelope routes the segment;
-              then the sticky target, or bounced    ``>>target`` lines are plain text
-              once the sticky target was cleared
-``disabled``  **withheld**: never delivered, no     none: prefixes are ignored (the explicit
-              bounce, a private receipt             send tools still work)
-============  ====================================  =========================================
-
-A prefixed segment whose target is ``skip_reply`` is private (stays in the agent's context, is
-never delivered and never bounced). Any other target is asked of the injected
-:data:`TargetCheck`: a target that resolves routes the segment there; one that does not (missing,
-ambiguous, refused) bounces it.
-
-The sticky target (:class:`Sticky`), carried by the caller from one text block to the next
-within **one** turn and never across turns:
-
-===============================  ==========================  ================================
-Event                            ``explicit``                ``hybrid``
-===============================  ==========================  ================================
-a target resolves                sticky = that target        sticky = that target
-a target does not resolve        sticky unchanged (the       sticky **blocked**
-                                 latest *resolved* target)
-``skip_reply``                   sticky blocked              sticky blocked
-a delivery fails afterwards      sticky unchanged            sticky blocked
-===============================  ==========================  ================================
-
-A blocked sticky makes later unprefixed prose bounce until a fresh target resolves. In
-explicit mode "blocked" and "nothing chosen yet" route the same way (both bounce); in hybrid
-mode they differ (nothing chosen yet goes to the locus, blocked bounces). Decisions where the
-spec is ambiguous, recorded here: the sticky target is the *latest* resolved one, not the
-first; ``skip_reply`` blocks the sticky target in both modes, so prose after it in a later tool
-round is bounced (never sent, and the words are kept) rather than silently suppressed.
-
-What it deliberately does not know: the grammar (where prefixes are), how a target token is
-resolved to a channel (injected as :data:`TargetCheck`), the locus itself, delivery, notices.
+What it deliberately does not know: the grammar (where prefixes are), and how a target token
+is resolved.
 """
 
 from __future__ import annotations
@@ -85,7 +43,54 @@ def accept_every_target(token: str) -> bool:
 
 
 class ProseMode(StrEnum):
-    """How one agent's plain prose is routed (its ``proseRouting`` setting)."""
+    """How one agent's plain prose is routed (its ``proseRouting`` setting).
+
+    What it knows: the decision table that turns "this segment had prefix X, or none" into a
+    :class:`Route`, for each :class:`ProseMode` (channel-registry.md §4.1, §4.2), and how the sticky
+    target of one turn evolves. Both the batch parser (:mod:`~switchboard.channels.prose.grammar`)
+    and the streaming router (:mod:`~switchboard.channels.prose.stream`) decide through the two
+    functions here, so they cannot disagree.
+
+    The modes (unprefixed prose / a prefixed segment):
+
+    ============  ====================================  =========================================
+    Mode          Unprefixed prose                      Prefixed segment
+    ============  ====================================  =========================================
+    ``locus``     delivered to the turn's frozen locus  none: ``>>`` lines are plain text
+    ``explicit``  the sticky target, else **bounced**   ``>>target`` routes the segment
+                  (kept as a draft, with a notice)
+    ``hybrid``    the frozen locus until an envelope;   ``>>>target`` envelope routes the segment;
+                  then the sticky target, or bounced    ``>>target`` lines are plain text
+                  once the sticky target was cleared
+    ``disabled``  **withheld**: never delivered, no     none: prefixes are ignored (the explicit
+                  bounce, a private receipt             send tools still work)
+    ============  ====================================  =========================================
+
+    A prefixed segment whose target is ``skip_reply`` is private (stays in the agent's context, is
+    never delivered and never bounced). Any other target is asked of the injected
+    :data:`TargetCheck`: a target that resolves routes the segment there; one that does not
+    (missing, ambiguous, refused) bounces it.
+
+    The sticky target (:class:`Sticky`), carried by the caller from one text block to the next
+    within **one** turn and never across turns:
+
+    ===============================  ==========================  ================================
+    Event                            ``explicit``                ``hybrid``
+    ===============================  ==========================  ================================
+    a target resolves                sticky = that target        sticky = that target
+    a target does not resolve        sticky unchanged (the       sticky **blocked**
+                                     latest *resolved* target)
+    ``skip_reply``                   sticky blocked              sticky blocked
+    a delivery fails afterwards      sticky unchanged            sticky blocked
+    ===============================  ==========================  ================================
+
+    A blocked sticky makes later unprefixed prose bounce until a fresh target resolves. In explicit
+    mode "blocked" and "nothing chosen yet" route the same way (both bounce); in hybrid mode they
+    differ (nothing chosen yet goes to the locus, blocked bounces). Decisions where the spec is
+    ambiguous, recorded here: the sticky target is the *latest* resolved one, not the first;
+    ``skip_reply`` blocks the sticky target in both modes, so prose after it in a later tool round
+    is bounced (never sent, and the words are kept) rather than silently suppressed.
+    """
 
     LOCUS = "locus"
     EXPLICIT = "explicit"

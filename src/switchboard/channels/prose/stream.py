@@ -1,42 +1,11 @@
 """The ``>>`` grammar applied incrementally, for speech that is streamed as it is generated.
 
-What this module knows: the same grammar as
-:func:`~switchboard.channels.prose.grammar.parse_speech`,
-run as a state machine over chunks of text, and the rule that **no text leaves before its
-destination is decided** (fail-closed, channel-registry.md §4.3, MCPL §14.3).
+:class:`StreamingRouter` runs the same grammar as
+:func:`~switchboard.channels.prose.grammar.parse_speech` as a state machine over chunks, and no
+text leaves before its destination is decided (fail-closed, channel-registry.md §4.3); fed in
+any chunking, it routes as the batch parser routes the whole text.
 
-Theory of operation. Body text is emitted as soon as it arrives. Only three things are held:
-
-- the start of a line, while it could still be a prefix line (``>``, ``>>``; in hybrid mode also
-  leading spaces, ``>>>`` and the spaces after it). The first character that rules a prefix out
-  releases the held characters as body; the first target character makes it a prefix line.
-- a newline that ended a body line: if the next line is a prefix line that newline belongs to
-  no body and is dropped, otherwise it is body and goes out with the next line.
-- the leading whitespace of a segment: a body that stays blank delivers nothing, so the
-  whitespace goes out only together with the segment's first other character.
-
-A prefix's route is decided when its head ends (at the first body character, at the newline,
-or at :meth:`StreamingRouter.finish`), through the same
-:func:`~switchboard.channels.prose.route.route_prefixed` call the batch parser makes. Text on a
-route that does not deliver (bounced, private, withheld) is never emitted; the author's whole
-text, parsed in batch at the end, is what keeps drafts.
-
-States of the line-start machine (explicit mode uses no ``LEAD``/``GAP``)::
-
-    LINE_START -> [LEAD] -> ARROWS -> [GAP] -> TOKEN -> AFTER_TOKEN -> AFTER_BANG -> BODY
-
-Locus mode holds no line starts (it has no prefixes): it passes text through as it arrives,
-save a segment's leading whitespace. Disabled mode emits nothing. At
-:meth:`~StreamingRouter.finish`, held arrows are released as body and a head with no body
-is routed (it still moves the sticky target) and delivers nothing.
-
-The contract, checked by property tests: for every way of cutting a block into chunks, the
-pieces grouped by :attr:`Piece.segment` are exactly the delivering segments of
-``parse_speech`` on the whole block, with the same route and text, and the sticky state after
-:meth:`~StreamingRouter.finish` is the batch parser's.
-
-What it deliberately does not know: how targets resolve (injected), the locus, delivery,
-streams on the wire, drafts.
+What it deliberately does not know: how targets resolve (injected), the locus, delivery.
 """
 
 from __future__ import annotations
@@ -94,6 +63,40 @@ _HOLDING = frozenset({_Phase.LEAD, _Phase.ARROWS, _Phase.GAP})
 
 class StreamingRouter:
     """Routes one text block fed in chunks; one router per block.
+
+    What it knows: the same grammar as :func:`~switchboard.channels.prose.grammar.parse_speech`, run
+    as a state machine over chunks of text, and the rule that **no text leaves before its
+    destination is decided** (fail-closed, channel-registry.md §4.3, MCPL §14.3).
+
+    Theory of operation. Body text is emitted as soon as it arrives. Only three things are held:
+
+    - the start of a line, while it could still be a prefix line (``>``, ``>>``; in hybrid mode also
+      leading spaces, ``>>>`` and the spaces after it). The first character that rules a prefix out
+      releases the held characters as body; the first target character makes it a prefix line.
+    - a newline that ended a body line: if the next line is a prefix line that newline belongs to no
+      body and is dropped, otherwise it is body and goes out with the next line.
+    - the leading whitespace of a segment: a body that stays blank delivers nothing, so the
+      whitespace goes out only together with the segment's first other character.
+
+    A prefix's route is decided when its head ends (at the first body character, at the newline, or
+    at :meth:`StreamingRouter.finish`), through the same
+    :func:`~switchboard.channels.prose.route.route_prefixed` call the batch parser makes. Text on a
+    route that does not deliver (bounced, private, withheld) is never emitted; the author's whole
+    text, parsed in batch at the end, is what keeps drafts.
+
+    States of the line-start machine (explicit mode uses no ``LEAD``/``GAP``)::
+
+        LINE_START -> [LEAD] -> ARROWS -> [GAP] -> TOKEN -> AFTER_TOKEN -> AFTER_BANG -> BODY
+
+    Locus mode holds no line starts (it has no prefixes): it passes text through as it arrives, save
+    a segment's leading whitespace. Disabled mode emits nothing. At :meth:`~StreamingRouter.finish`,
+    held arrows are released as body and a head with no body is routed (it still moves the sticky
+    target) and delivers nothing.
+
+    The contract, checked by property tests: for every way of cutting a block into chunks, the
+    pieces grouped by :attr:`Piece.segment` are exactly the delivering segments of ``parse_speech``
+    on the whole block, with the same route and text, and the sticky state after
+    :meth:`~StreamingRouter.finish` is the batch parser's.
 
     Call :meth:`feed` for each chunk and :meth:`finish` once at the end; each returns the
     pieces decided by then. Afterwards :attr:`sticky` is the state to carry to the next block

@@ -1,21 +1,8 @@
 """The requirement catalogue: every MCPL requirement ID, and which check covers it.
 
-What this module knows:
-
-- the data file ``conformance/requirements.toml`` at the repository root: one
-  ``[[requirement]]`` table per ID (``H-xx`` host, ``S-xx`` server, ``D-xx`` digest library)
-  with its spec section, level, target, our own one-line statement, and either the ``check`` id
-  that covers it (``planned = true`` while that check is only proposed) or a
-  ``not_checkable`` reason;
-- how to validate that file (pydantic, unknown keys refused, IDs unique) and to look a
-  requirement up by ID in O(1);
-- coverage counts, and the link between the catalogue and the checks that exist
-  (:func:`link_errors`), enforced in both directions.
-
-How a check id maps to code: kit checks register themselves under their id (their registry
-lives with the suites, not here). The ``library.digest.*`` ids are pytest functions; each
-digest test module publishes a ``CHECKS`` dict from check id to test function, and
-``tests/conformance`` feeds those ids to :func:`link_errors`.
+It reads ``conformance/requirements.toml`` (one entry per requirement: its ID, level and the
+check that covers it, or why none can) and holds the registries of both suites to it, so a
+requirement without a check, or a check naming an unknown requirement, is caught.
 
 What it deliberately does not know: how checks run, their results, or any wire traffic.
 """
@@ -104,6 +91,23 @@ class Requirement(BaseModel):
 @dataclass(frozen=True, slots=True)
 class Catalogue:
     """The requirements in file order, with an index by ID.
+
+    What it knows:
+
+    - the data file ``conformance/requirements.toml`` at the repository root: one
+      ``[[requirement]]`` table per ID (``H-xx`` host, ``S-xx`` server, ``D-xx`` digest library)
+      with its spec section, level, target, our own one-line statement, and either the ``check`` id
+      that covers it (``planned = true`` while that check is only proposed) or a ``not_checkable``
+      reason;
+    - how to validate that file (pydantic, unknown keys refused, IDs unique) and to look a
+      requirement up by ID in O(1);
+    - coverage counts, and the link between the catalogue and the checks that exist
+      (:func:`link_errors`), enforced in both directions.
+
+    How a check id maps to code: kit checks register themselves under their id (their registry lives
+    with the suites, not here). The ``library.digest.*`` ids are pytest functions; each digest test
+    module publishes a ``CHECKS`` dict from check id to test function, and ``tests/conformance``
+    feeds those ids to :func:`link_errors`.
 
     Attributes:
         requirements: every requirement, in the order of the file.

@@ -1,23 +1,9 @@
 """What a check concludes, and the records a run keeps: verdicts, frames, results.
 
-What this module knows:
-
-- the four outcomes of a check (:class:`Outcome`): it passed, it failed, the server offered
-  nothing that would exercise it (*not exercised*, never counted as a pass), or it does not
-  apply to this server (*not applicable*, for example a hook check against a server that
-  advertises no hooks);
-- how a check function says so: it returns a :class:`Verdict` (built with :func:`passed`,
-  :func:`failed`, :func:`not_exercised` or :func:`not_applicable`) or raises one of the
-  :class:`CheckStop` exceptions from deep inside a helper;
-- the value types a report is made of: :class:`FrameRecord` (one frame on the wire, in
-  either direction, on one of the check's connections) and :class:`CheckResult`.
-
-Hierarchy of the exceptions a check may raise::
-
-    CheckStop(message)          ends the check with an outcome
-    ├── CheckFailed             the server broke the requirement (outcome fail)
-    ├── NotExercised            nothing the server offers would show it (not exercised)
-    └── NotApplicable           the requirement does not apply (not applicable)
+A check passes, fails, is *not exercised* (nothing the peer offered would show it, never a
+pass) or *not applicable*; it says so by returning a :class:`Verdict` or raising a
+:class:`CheckStop` from deep in a helper. :class:`FrameRecord` and :class:`CheckResult` are what
+a report is made of.
 
 What it deliberately does not know: what any check tests, the wire, or how results are
 printed.
@@ -54,7 +40,27 @@ Direction = Literal["sent", "received"]
 
 
 class Outcome(enum.Enum):
-    """How a check ended. The values are the names used in JSON reports."""
+    """How a check ended. The values are the names used in JSON reports.
+
+    What it knows:
+
+    - the four outcomes of a check (:class:`Outcome`): it passed, it failed, the server offered
+      nothing that would exercise it (*not exercised*, never counted as a pass), or it does not
+      apply to this server (*not applicable*, for example a hook check against a server that
+      advertises no hooks);
+    - how a check function says so: it returns a :class:`Verdict` (built with :func:`passed`,
+      :func:`failed`, :func:`not_exercised` or :func:`not_applicable`) or raises one of the
+      :class:`CheckStop` exceptions from deep inside a helper;
+    - the value types a report is made of: :class:`FrameRecord` (one frame on the wire, in either
+      direction, on one of the check's connections) and :class:`CheckResult`.
+
+    Hierarchy of the exceptions a check may raise::
+
+        CheckStop(message)          ends the check with an outcome
+        ├── CheckFailed             the server broke the requirement (outcome fail)
+        ├── NotExercised            nothing the server offers would show it (not exercised)
+        └── NotApplicable           the requirement does not apply (not applicable)
+    """
 
     PASS = "pass"
     FAIL = "fail"

@@ -1,17 +1,8 @@
 """The runner: each check on its own connections, with a deadline, a few at a time.
 
-What this module knows:
-
-- that every check gets a fresh transcript and a fresh context (so fresh connections), and
-  runs under its own deadline: a server that hangs fails that check, never the run;
-- that a failed result carries the tail of the target's stderr the transcript kept;
-- how a check's ending becomes a :class:`~.outcomes.CheckResult`: a returned verdict, a
-  :class:`~.outcomes.CheckStop` raised from a helper (also from inside a task group, where
-  it arrives wrapped in an exception group), a closed connection (a failure: the server
-  went away), or any other exception (a failure that names it);
-- that a check whose ``applies`` reason is known up front is "not applicable" without any
-  connection;
-- ordering: results come back in the order the checks were given, whatever finished first.
+Every check gets a fresh transcript and a fresh context (so fresh connections) and a deadline;
+an exception escaping a check is its failure, never the run's; checks run concurrently up to
+a bound.
 
 What it deliberately does not know: any suite, context type, or how results are printed.
 """
@@ -102,6 +93,19 @@ async def run_checks(
     concurrency: int,
 ) -> list[CheckResult]:
     """Run ``checks``, at most ``concurrency`` at once, each under ``limit`` seconds.
+
+    What it knows:
+
+    - that every check gets a fresh transcript and a fresh context (so fresh connections), and runs
+      under its own deadline: a server that hangs fails that check, never the run;
+    - that a failed result carries the tail of the target's stderr the transcript kept;
+    - how a check's ending becomes a :class:`~.outcomes.CheckResult`: a returned verdict, a
+      :class:`~.outcomes.CheckStop` raised from a helper (also from inside a task group, where it
+      arrives wrapped in an exception group), a closed connection (a failure: the server went away),
+      or any other exception (a failure that names it);
+    - that a check whose ``applies`` reason is known up front is "not applicable" without any
+      connection;
+    - ordering: results come back in the order the checks were given, whatever finished first.
 
     Args:
         checks: what to run, in report order.

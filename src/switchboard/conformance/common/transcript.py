@@ -1,19 +1,9 @@
 """Recording the wire: every frame a check sends and receives, on every connection it opens.
 
-What this module knows:
+:class:`Transcript` is the ordered record of one check's frames across all of its connections,
+kept as bytes and shown when a check fails.
 
-- :class:`Transcript`, the ordered record of one check's frames across all of its
-  connections, with timestamps relative to the start of the check, and the last
-  :data:`STDERR_TAIL` lines the target wrote to stderr meanwhile; it is the evidence a
-  failed check carries in the report;
-- :class:`RecordingLink`, a :class:`~switchboard.transport.Link` wrapper that records each
-  frame as it passes, numbers the frames it receives (their *wire position*, so a check can
-  ask "did this arrive after that receipt?"), lets an observer see each received frame
-  before the peer decodes it, and lets the kit write raw bytes (malformed JSON on purpose)
-  without interleaving them with the peer's own writes.
-
-What it deliberately does not know: JSON-RPC or MCPL. Frames are bytes; decoding them is the
-observer's business.
+What it deliberately does not know: JSON-RPC or MCPL (decoding frames is the reader's).
 """
 
 from __future__ import annotations
@@ -39,6 +29,17 @@ FrameObserver = Callable[[bytes, int], None]
 
 class Transcript:
     """The frames of one check, in the order they crossed the wire.
+
+    What it knows:
+
+    - :class:`Transcript`, the ordered record of one check's frames across all of its connections,
+      with timestamps relative to the start of the check, and the last :data:`STDERR_TAIL` lines the
+      target wrote to stderr meanwhile; it is the evidence a failed check carries in the report;
+    - :class:`RecordingLink`, a :class:`~switchboard.transport.Link` wrapper that records each frame
+      as it passes, numbers the frames it receives (their *wire position*, so a check can ask "did
+      this arrive after that receipt?"), lets an observer see each received frame before the peer
+      decodes it, and lets the kit write raw bytes (malformed JSON on purpose) without interleaving
+      them with the peer's own writes.
 
     Args:
         started: the ``anyio.current_time()`` at which the check started.

@@ -1,19 +1,8 @@
 """What a host check gets: the host command, a fresh host process, and the kit's connector.
 
-What this module knows:
-
-- :class:`HostTarget`, a host named by a command template in which the element
-  ``{connector}`` stands for the argv of the kit's connector (several elements; an element
-  that merely *contains* ``{connector}`` gets the argv joined by spaces, shell-quoted), or in
-  which ``{url}`` stands for ``tcp://127.0.0.1:PORT``, the kit's own listener, for a host that
-  dials its connectors rather than spawning them (URL mode: no relay in between);
-- how one check launches the host: a TCP listener on 127.0.0.1 (port 0), the host process
-  started in its own session with the relay argv substituted, the first connection the relay
-  makes (within the start timeout), wrapped so every frame lands in the check's transcript,
-  with a :class:`~.session.KitConnector` serving it; every line the host writes to stderr
-  kept in the transcript's stderr tail (a failed check shows it, as the server suite does
-  for a connector: :mod:`..common.stderr`); and on exit the process group ended;
-- the host suite's registry (:data:`HOST_CHECKS`) and its report sections, in order.
+:class:`HostTarget` is a host named by a command template whose ``{connector}`` or ``{url}``
+element the kit fills in; :class:`HostContext` starts that host for one check, with the kit's
+connector on the other end, and stops it afterwards.
 
 What it deliberately does not know: what the check does, or how its verdict is reported.
 """
@@ -137,6 +126,21 @@ async def _end(process: anyio.abc.Process) -> None:
 
 class HostContext:
     """The context a host check runs in.
+
+    What it knows:
+
+    - :class:`HostTarget`, a host named by a command template in which the element ``{connector}``
+      stands for the argv of the kit's connector (several elements; an element that merely
+      *contains* ``{connector}`` gets the argv joined by spaces, shell-quoted), or in which
+      ``{url}`` stands for ``tcp://127.0.0.1:PORT``, the kit's own listener, for a host that dials
+      its connectors rather than spawning them (URL mode: no relay in between);
+    - how one check launches the host: a TCP listener on 127.0.0.1 (port 0), the host process
+      started in its own session with the relay argv substituted, the first connection the relay
+      makes (within the start timeout), wrapped so every frame lands in the check's transcript, with
+      a :class:`~.session.KitConnector` serving it; every line the host writes to stderr kept in the
+      transcript's stderr tail (a failed check shows it, as the server suite does for a connector:
+      :mod:`..common.stderr`); and on exit the process group ended;
+    - the host suite's registry (:data:`HOST_CHECKS`) and its report sections, in order.
 
     Args:
         target: the host under test.

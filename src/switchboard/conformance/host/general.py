@@ -1,18 +1,11 @@
 """Host checks of the grant's edges and of general tolerance (mcpl-protocol.md 1.5, 1.6, 3.2,
 3.5; H-09, H-10, H-11, H-15, H-16, H-66, H-68).
 
-What this module knows:
-
-- how to see a host's grant matcher from outside without configuring its policy: the grant
-  is advertisement ∩ policy (§5.4), so the grant for a nested, partial advertisement must be
-  the grant for the full one restricted to what the partial one advertises (a fixed-depth
-  flatten or a subtree reading of ``*`` breaks that), and what the host then enforces must be
-  what its stated grant means under one-segment ``*`` matching, a bare parent granting
-  nothing;
-- that ``inject.system`` is not granted by default; that a receipt never widens a grant; that
-  a refusing receipt with ``fallback: "mcp-only"`` stops MCPL (closing is also fine);
-- that a host tolerates unknown members in every result, and treats a server without
-  ``experimental.mcpl`` as MCP-only.
+The grant is advertisement ∩ policy, so a host's matcher can be seen from outside: the grant
+for a partial advertisement must be the full one's restricted to it, and what the host enforces
+must be what its stated grant means under one-segment ``*`` matching. Also: ``inject.system``
+is not granted by default, a receipt never widens a grant, ``fallback: "mcp-only"`` stops MCPL,
+unknown members are tolerated, and a server without ``experimental.mcpl`` is MCP-only.
 
 What it deliberately does not know: how the host is started or how results are reported.
 """

@@ -1,19 +1,11 @@
 """Host checks of hooks, the inference lifecycle and inference requests (mcpl-protocol.md
 3.9-3.11; H-04, H-24, H-25, H-29..H-32, H-36).
 
-What this module knows: what a host that runs inference sends around a turn the kit provokes
-(a registered channel, one addressed message): ``context/beforeInference`` only after the
-policy receipt, with ``userMessage`` JSON ``null`` for a connector that may inject but not
-observe and a string for one that observes; ``inference/lifecycle`` carrying metadata only
-(``inferenceId``, ``conversationId``, ``turnIndex``, ``phase``, ``model``, ``usage``), no
-``model`` without ``modelInfo`` granted, ``usage`` only on ``completed``, at most one terminal
-per ``started`` and none without one; that a hook the connector never answers does not
-stop the turn (SHOULD, about 5 s); and that a streamed ``inference/request`` gets
-``inference/chunk`` notifications naming the request's id with indices from 0, then a result
-``{content, model, finishReason, usage}``.
-
-A host that runs no inference (Switchboard hands turns to an outside agent) sends none of
-this, and every check here then reports "not exercised", never a pass.
+What a host that runs inference sends around a turn the kit provokes: ``context/beforeInference``
+only after the policy receipt and with ``userMessage`` only for an observer, lifecycle
+notifications with metadata only, a turn not stopped by an unanswered hook, and streamed
+``inference/request`` chunks. A host that runs no inference (Switchboard hands turns to an
+outside agent) sends none of this, and every check then reports "not exercised", never a pass.
 
 What it deliberately does not know: how the host is started or how results are reported.
 """

@@ -1,17 +1,10 @@
 """Host checks of manifest changes (mcpl-protocol.md 3.15, 3.6; H-57..H-65, H-12, H-13, H-42).
 
-What this module knows: how the kit, as a connector, changes its manifest under a running host
-— it announces ``mcpl/manifestChanged`` and serves the new manifest to ``mcpl/manifest`` — and
-what the host must then do: fetch before acting; revoke a removal at once and tell the
-connector with a Request carrying the complete narrowed grant; never grant an addition; still
-revoke when the new manifest is partly invalid; keep the old manifest when the new one does not
-parse; act on the content whatever the revision says (unchanged or not the digest); and bound
-its fetches under a flood of announcements.
-
-A host may ignore ``mcpl/manifestChanged`` altogether (§17.3), so every check here that needs
-a fetch reports "not exercised", never a pass, when none comes. Revocations are observed by
-probing the host with the revoked method (``channels/incoming``, ``push/event``); a check whose
-probe the host never granted in the first place is not exercised either.
+The kit, as a connector, changes its manifest under a running host; the host must fetch before
+acting, revoke a removal at once and tell the narrowed grant, never grant an addition, act on
+the content whatever the revision says, and bound its fetches. A host may ignore
+``mcpl/manifestChanged`` (§17.3), so a check that needs a fetch reports "not exercised" when
+none comes.
 
 What it deliberately does not know: how the host is started or how results are reported.
 """

@@ -1,23 +1,9 @@
 """The kit as a connector on one connection: what it advertises, answers, and records.
 
-What this module knows:
-
-- the connector's half of the handshake: it answers ``initialize`` with a manifest of the
-  check's choosing (or with none at all, as a plain MCP server), and answers each of the
-  host's ``featureSets/update`` Requests with the check's receipt (accepted by default) — at
-  once, or only when the check releases it (to act *before* the policy, or while a narrowing
-  is still unacknowledged);
-- the connector's half of §17: it announces changes with ``mcpl/manifestChanged`` and answers
-  ``mcpl/manifest`` with whatever the check serves (``-32601`` until it serves something);
-- ``context/beforeInference`` answered with no injections, or never (to see a host's timeout);
-- optionally an unknown member added to every result it sends (to see the host tolerate it);
-- every request and notification the host sends, recorded at the wire with its position and
-  whether it carried an id (:class:`HostMessage`), before anything answers it;
-- that a check needing the policy exchange, when the host never sends the policy Request,
-  is "not exercised" naming that cause (:meth:`KitConnector.require_ready`), so one broken
-  exchange is one failure (of :data:`POLICY_CHECK`), not dozens;
-- calls and notifications to the host that never raise (:class:`~..reply.Reply`),
-  raw frames, and waiting for a host message that matches a predicate.
+:class:`KitConnector` plays the connector's half of the handshake with the manifest and the
+receipts a check chooses (at once, or when the check releases them), announces and serves
+manifest changes, answers hooks (or never, to see a timeout), records every message the host
+sends before answering it, and calls the host without ever raising.
 
 What it deliberately does not know: what any check concludes from the traffic.
 """
@@ -108,6 +94,25 @@ class HostMessage:
 
 class KitConnector:
     """One connection from the host under test, with the kit as its connector.
+
+    What it knows:
+
+    - the connector's half of the handshake: it answers ``initialize`` with a manifest of the
+      check's choosing (or with none at all, as a plain MCP server), and answers each of the host's
+      ``featureSets/update`` Requests with the check's receipt (accepted by default) — at once, or
+      only when the check releases it (to act *before* the policy, or while a narrowing is still
+      unacknowledged);
+    - the connector's half of §17: it announces changes with ``mcpl/manifestChanged`` and answers
+      ``mcpl/manifest`` with whatever the check serves (``-32601`` until it serves something);
+    - ``context/beforeInference`` answered with no injections, or never (to see a host's timeout);
+    - optionally an unknown member added to every result it sends (to see the host tolerate it);
+    - every request and notification the host sends, recorded at the wire with its position and
+      whether it carried an id (:class:`HostMessage`), before anything answers it;
+    - that a check needing the policy exchange, when the host never sends the policy Request, is
+      "not exercised" naming that cause (:meth:`KitConnector.require_ready`), so one broken exchange
+      is one failure (of :data:`POLICY_CHECK`), not dozens;
+    - calls and notifications to the host that never raise (:class:`~..reply.Reply`), raw frames,
+      and waiting for a host message that matches a predicate.
 
     Args:
         link: the recorded link to the host.

@@ -1,18 +1,10 @@
 """Host checks of what a host sends on its own: publishes and streams (mcpl-protocol.md 3.3,
 4.7, 4.9; H-23, H-33, H-44, H-45, H-47..H-50).
 
-What this module knows: how the kit gives a host something to act on (it registers a channel
-and sends a message on it, addressed to the agent), and what whatever the host then sends
-must look like: nothing whose capability is outside the grant; ``channels/publish`` only to a
-channel this connection registered and the host accepted; ``channels/outgoing/chunk`` only
-for such a channel, with ``index`` strictly rising per ``inferenceId`` across channels;
-exactly one ``channels/outgoing/complete`` per ``(inferenceId, channelId)`` that had chunks
-and none for one that had none; and (SHOULD) the complete text equal to that channel's
-deltas in ``index`` order.
-
-A host that sends nothing of the kind while the check watches (no agent attached, no
-reply) leaves these checks "not exercised": absence proves nothing. What the host routes as
-private or skipped (H-51) is invisible from here.
+The kit registers a channel and sends a message on it addressed to the agent, then checks what
+the host sends: nothing outside the grant, publishes and chunks only to channels this
+connection registered, chunk indices rising per inference, one ``complete`` per channel that had
+chunks. A host that sends nothing while the check watches leaves it "not exercised".
 
 What it deliberately does not know: how the host is started or how results are reported.
 """

@@ -1,24 +1,11 @@
 """How the kit, playing the host, answers what a server asks of it.
 
-What this module knows (mcpl-protocol.md 1.3, 2, 3.7, 4.3-4.8): a conforming host's answers
-to every server→host method —
+A conforming host's answers to every server→host method (mcpl-protocol.md 1.3, 2, 3.7,
+4.3-4.8): privileged requests refused until the policy exchange completes, itemized
+registration results (a check may refuse one or reorder them), incoming messages accepted only
+for accepted channels, plausible answers to the rest, and ``-32601`` for anything else.
 
-- before the policy exchange completes, or without the gate in the grant the kit sent, a
-  privileged request gets ``-32002`` with ``data.capability`` (never silence, never a
-  result);
-- ``channels/register`` and the Request form of ``channels/changed`` get one itemized
-  ``{id, accepted, reason?}`` per descriptor; a check can ask the kit to refuse the first
-  valid descriptor (``capability_denied``) to see whether the server honours it, and to
-  list the results in reverse order (they are matched by ``id``, never by position);
-- ``channels/incoming`` gets one ``{messageId, accepted, conversationId?}`` per message,
-  accepting only messages for channels the kit accepted;
-- ``push/event``, ``inference/request``, ``model/info``, ``channels/list`` and ``ping`` get
-  plausible results; anything else gets ``-32601``.
-
-It keeps the host's view of the connection's channels (accepted descriptors, in order).
-
-What it deliberately does not know: the wire, timing, or what a check concludes. It records
-nothing: the session records every frame before the answer is computed.
+What it deliberately does not know: the wire, timing, or what a check concludes.
 """
 
 from __future__ import annotations
@@ -62,7 +49,24 @@ def _object(params: Any, method: str) -> dict[str, Any]:
 
 
 class HostAnswers:
-    """The host side's state for one connection and its default answers."""
+    """The host side's state for one connection and its default answers.
+
+    What it knows (mcpl-protocol.md 1.3, 2, 3.7, 4.3-4.8): a conforming host's answers to every
+    server→host method —
+
+    - before the policy exchange completes, or without the gate in the grant the kit sent, a
+      privileged request gets ``-32002`` with ``data.capability`` (never silence, never a result);
+    - ``channels/register`` and the Request form of ``channels/changed`` get one itemized ``{id,
+      accepted, reason?}`` per descriptor; a check can ask the kit to refuse the first valid
+      descriptor (``capability_denied``) to see whether the server honours it, and to list the
+      results in reverse order (they are matched by ``id``, never by position);
+    - ``channels/incoming`` gets one ``{messageId, accepted, conversationId?}`` per message,
+      accepting only messages for channels the kit accepted;
+    - ``push/event``, ``inference/request``, ``model/info``, ``channels/list`` and ``ping`` get
+      plausible results; anything else gets ``-32601``.
+
+    It keeps the host's view of the connection's channels (accepted descriptors, in order).
+    """
 
     def __init__(self) -> None:
         self.ready = False

@@ -1,23 +1,7 @@
 """Server checks of the channel methods (mcpl-protocol.md 4.2-4.8; S-25 .. S-32).
 
-What this module knows:
-
-- ``server.channels.register_request_form``: ``channels/register`` is a Request with one
-  well-formed descriptor per channel and unique ids;
-- ``server.channels.itemized_rejection_honoured``: when the kit refuses one descriptor
-  (listing the itemized results in reverse order, which a server matching them by ``id``
-  does not notice), the server sends no incoming message for it and answers a publish to
-  it with ``-32023`` or ``-32017``;
-- ``server.channels.changed_request_form``: ``channels/changed``, when sent, is a Request;
-- ``server.channels.incoming_is_request``: ``channels/incoming`` is a Request whose messages
-  carry every required member, and the server goes on after the itemized answer;
-- ``server.channels.publish_delivers``: a publish Request to a registered channel answers
-  ``{delivered: true, messageId}``; the Notification form is taken without an answer;
-- ``server.channels.publish_unknown_channel``: publishing to an unknown channel is
-  ``-32023``;
-- ``server.channels.open`` and ``server.channels.close``: ``{channel}`` (the descriptor of
-  the channel named, not another) and ``{closed: true}`` for a registered channel, errors
-  for an unknown one.
+The kit plays the host and reads what the server sends and how it answers; each check's rule is
+its docstring.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -55,6 +39,9 @@ def _not_request(messages: list[ServerMessage]) -> list[str]:
     applies=needs("channels.register"),
 )
 async def register_request_form(ctx: ServerContext) -> Verdict:
+    """``channels/register`` is a Request with one well-formed descriptor per channel and unique
+    ids.
+    """
     async with ctx.connect() as session:
         await ready(session)
         await wait_channels(session)
@@ -97,6 +84,10 @@ def _incoming_for(session: HostSession, channel_id: str) -> list[ServerMessage]:
     applies=needs("channels.register"),
 )
 async def itemized_rejection_honoured(ctx: ServerContext) -> Verdict:
+    """When the kit refuses one descriptor (listing the itemized results in reverse order, which a
+    server matching them by ``id`` does not notice), the server sends no incoming message for it and
+    answers a publish to it with ``-32023`` or ``-32017``.
+    """
     marker = ctx.marker()
     async with ctx.connect() as session:
         session.host.reject_first = True
@@ -133,6 +124,7 @@ async def itemized_rejection_honoured(ctx: ServerContext) -> Verdict:
     applies=needs("channels.register"),
 )
 async def changed_request_form(ctx: ServerContext) -> Verdict:
+    """``channels/changed``, when sent, is a Request."""
     async with ctx.connect() as session:
         await observe_traffic(session, ctx.marker())
     changes = [m for m in session.messages if m.method == "channels/changed"]
@@ -169,6 +161,9 @@ async def _incoming(session: HostSession, marker: str) -> list[ServerMessage]:
     applies=needs("channels.incoming"),
 )
 async def incoming_is_request(ctx: ServerContext) -> Verdict:
+    """``channels/incoming`` is a Request whose messages carry every required member, and the server
+    goes on after the itemized answer.
+    """
     async with ctx.connect() as session:
         incoming = await _incoming(session, ctx.marker())
         if not incoming:
@@ -205,6 +200,9 @@ async def _publish_channel(session: HostSession) -> str:
     applies=needs("channels.publish"),
 )
 async def publish_delivers(ctx: ServerContext) -> Verdict:
+    """A publish Request to a registered channel answers ``{delivered: true, messageId}``; the
+    Notification form is taken without an answer.
+    """
     marker = ctx.marker()
     async with ctx.connect() as session:
         channel = await _publish_channel(session)
@@ -231,6 +229,7 @@ async def publish_delivers(ctx: ServerContext) -> Verdict:
     applies=needs("channels.publish"),
 )
 async def publish_unknown_channel(ctx: ServerContext) -> Verdict:
+    """Publishing to an unknown channel is ``-32023``."""
     marker = ctx.marker()
     async with ctx.connect() as session:
         await ready(session)
@@ -251,6 +250,9 @@ async def publish_unknown_channel(ctx: ServerContext) -> Verdict:
     applies=needs("channels.lifecycle"),
 )
 async def open_channel(ctx: ServerContext) -> Verdict:
+    """And ``server.channels.close``: ``{channel}`` (the descriptor of the channel named, not
+    another) and ``{closed: true}`` for a registered channel, errors for an unknown one.
+    """
     marker = ctx.marker()
     async with ctx.connect() as session:
         await ready(session)

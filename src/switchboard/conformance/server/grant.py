@@ -1,20 +1,8 @@
 """Server checks of the grant: acting within it, reading it, and following its changes.
 
-What this module knows (mcpl-protocol.md 3.2-3.6; S-10 .. S-14). Two kinds of evidence:
-what the server *sends* (privileged methods outside the grant) and how it *answers* gated
-host→server methods, the probes (``channels/publish``, ``channels/close``,
-``channels/acknowledge``): an ungranted probe must get ``-32002``.
-
-- ``server.grant.acts_within_grant``: granted only ``channels.register``, the server may
-  register but sends nothing else privileged, and refuses every probe;
-- ``server.grant.wildcard_semantics``: a bare ``channels`` grants nothing, while
-  ``channels.*`` covers every channel leaf (and ``contextHooks.*`` no hook leaf);
-- ``server.grant.overlapping_lists_refused``: a policy naming one path as both granted and
-  denied is refused, and the path stays unused;
-- ``server.grant.reduction_respected``: after a narrowing Request, no incoming messages or
-  push events follow, and a removed probe is refused at once;
-- ``server.policy.enabled_disabled_semantics``: a Notification cannot widen the grant;
-  ``enabled`` is an allowlist and a ``disabled`` Notification stops a set (push events).
+Two kinds of evidence (mcpl-protocol.md 3.2-3.6; S-10 .. S-14): what the server *sends*
+(privileged methods outside the grant) and how it *answers* gated host→server methods under
+a grant that leaves them out. Each check's rule is its docstring.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -73,6 +61,9 @@ def _outside_grant(session: HostSession) -> list[str]:
     applies=needs(),
 )
 async def acts_within_grant(ctx: ServerContext) -> Verdict:
+    """Granted only ``channels.register``, the server may register but sends nothing else
+    privileged, and refuses every probe.
+    """
     marker = ctx.marker()
     async with ctx.connect() as session:
         await session.handshake()
@@ -104,6 +95,9 @@ async def acts_within_grant(ctx: ServerContext) -> Verdict:
     applies=needs("channels.register", "channels.publish", "channels.lifecycle"),
 )
 async def wildcard_semantics(ctx: ServerContext) -> Verdict:
+    """A bare ``channels`` grants nothing, while ``channels.*`` covers every channel leaf (and
+    ``contextHooks.*`` no hook leaf).
+    """
     marker = ctx.marker()
     problems: list[str] = []
     async with ctx.connect() as session:
@@ -150,6 +144,7 @@ async def wildcard_semantics(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def overlapping_lists_refused(ctx: ServerContext) -> Verdict:
+    """A policy naming one path as both granted and denied is refused, and the path stays unused."""
     marker = ctx.marker()
     async with ctx.connect() as session:
         await ready(session)
@@ -184,6 +179,9 @@ async def overlapping_lists_refused(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def reduction_respected(ctx: ServerContext) -> Verdict:
+    """After a narrowing Request, no incoming messages or push events follow, and a removed probe is
+    refused at once.
+    """
     marker = ctx.marker()
     async with ctx.connect() as session:
         await ready(session)
@@ -262,6 +260,9 @@ def _set_of(params: object) -> str:
     applies=needs(),
 )
 async def enabled_disabled_semantics(ctx: ServerContext) -> Verdict:
+    """A Notification cannot widen the grant; ``enabled`` is an allowlist and a ``disabled``
+    Notification stops a set (push events).
+    """
     problems: list[str] = []
     async with ctx.connect() as session:
         await session.handshake()

@@ -1,28 +1,10 @@
 """Server checks of the handshake: the advertisement, and silence before the policy Request.
 
-What this module knows (mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04, S-46):
-
-- ``server.handshake.advertisement_shape``: the ``initialize`` result carries
-  ``capabilities.experimental.mcpl`` with ``version`` ``"0.5"``, boolean capability leaves,
-  and ``featureSets`` keyed by name, each with a description and ``uses`` drawn from the 17
-  paths;
-- ``server.policy.idle_before_request``: after ``initialize`` and ``initialized`` the server
-  sends nothing privileged until a policy Request arrives, nor while that Request is still
-  unanswered: the exchange completes with the receipt (mcpl-protocol.md 1.3), so a message
-  that reaches the kit before the receipt was sent too early;
-- ``server.policy.notification_never_ready``: a policy *Notification*, however generous,
-  changes nothing;
-- ``server.transport.stdout_only_messages`` (S-46, the MCP stdio transport): a server
-  spawned over stdio writes nothing on stdout but JSON-RPC messages — no banner, no log
-  line — through a whole session (handshake, full grant, its channels, one provocation).
-  Over TCP or WebSocket it does not apply.
-
-The window before the policy is ``SuiteOptions.policy_silence`` (6 s by default, longer
-than a 5 s registration timer; ``--policy-silence`` on the command line).
-
-Silence proves something only about a server that does speak once ready, so both silence
-checks finish by granting everything: a server that stays silent even then is reported
-"not exercised".
+mcpl-protocol.md 1.2-1.5; S-01, S-03, S-04, S-46; each check's rule is its docstring. The
+window before the policy is ``SuiteOptions.policy_silence`` (6 s by default, longer than a 5 s
+registration timer). Silence proves something only about a server that does speak once
+ready, so both silence checks end by granting everything: a server silent even then is
+reported "not exercised".
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -46,6 +28,10 @@ __all__: list[str] = []
     title="initialize advertises MCPL 0.5 under capabilities.experimental.mcpl, well shaped",
 )
 async def advertisement_shape(ctx: ServerContext) -> Verdict:
+    """The ``initialize`` result carries ``capabilities.experimental.mcpl`` with ``version``
+    ``"0.5"``, boolean capability leaves, and ``featureSets`` keyed by name, each with a description
+    and ``uses`` drawn from the 17 paths.
+    """
     async with ctx.connect() as session:
         reply = await session.initialize()
     if not reply.ok:
@@ -87,6 +73,11 @@ def _before_receipt(session: HostSession, after: int) -> list[str]:
     applies=needs(),
 )
 async def idle_before_request(ctx: ServerContext) -> Verdict:
+    """After ``initialize`` and ``initialized`` the server sends nothing privileged until a policy
+    Request arrives, nor while that Request is still unanswered: the exchange completes with the
+    receipt (mcpl-protocol.md 1.3), so a message that reaches the kit before the receipt was sent
+    too early.
+    """
     async with ctx.connect() as session:
         await session.handshake()
         await session.watch(ctx.options.policy_silence)
@@ -111,6 +102,7 @@ async def idle_before_request(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def notification_never_ready(ctx: ServerContext) -> Verdict:
+    """A policy *Notification*, however generous, changes nothing."""
     async with ctx.connect() as session:
         await session.handshake()
         await session.policy_notification(
@@ -139,6 +131,10 @@ _QUOTED_LINES = 3
     title="over stdio, the server writes nothing but JSON-RPC messages on stdout",
 )
 async def stdout_only_messages(ctx: ServerContext) -> Verdict:
+    """(S-46, the MCP stdio transport): a server spawned over stdio writes nothing on stdout but
+    JSON-RPC messages — no banner, no log line — through a whole session (handshake, full grant, its
+    channels, one provocation). Over TCP or WebSocket it does not apply.
+    """
     if ctx.target.kind != "stdio":
         return not_applicable(f"the server is reached over {ctx.target.kind}, not stdio")
     async with ctx.connect() as session:

@@ -1,26 +1,7 @@
 """Server checks of the manifest (mcpl-protocol.md 3.15, 6; S-36 .. S-43) and rollback (S-44).
 
-What this module knows:
-
-- ``server.manifest.revision_is_digest``: a ``revision`` at ``initialize`` equals the §17.2
-  digest of that manifest, recomputed with the protocol package's digester (which the
-  published vectors check);
-- ``server.manifest.revision_stable_across_restarts``: two fresh connections (two processes
-  for a command) report the same revision;
-- ``server.manifest.fetch_returns_full_manifest``: ``mcpl/manifest``, when implemented,
-  returns the bare manifest, equal to the one at ``initialize`` unless the server announced
-  a change meanwhile, with a revision that is its digest (a server without it is checked by
-  ``every_request_answered``);
-- ``server.manifest.changed_params_exact``: any ``mcpl/manifestChanged`` carries exactly
-  ``{revision, domains}``, and when the manifest can be fetched the announced revision and
-  domains match what changed;
-- ``server.manifest.bursts_coalesced``: announcements do not come in bursts; two less than
-  :data:`BURST_WINDOW` apart are one burst told piecemeal (the spec fixes no window, so the
-  kit's is short and the check is a SHOULD);
-- ``server.manifest.no_redundant_announcement``: nothing re-announces the ``initialize``
-  revision;
-- ``server.state.rollback_unknown_checkpoint``: ``state/rollback`` of an unknown checkpoint
-  is ``-32005`` with ``data.checkpoint`` (only for servers declaring a rollback set).
+The revision digest, its stability, changes announced and served, and the manifest's own
+validity. Each check's rule is its docstring.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -79,6 +60,9 @@ async def _initialize_manifest(ctx: ServerContext) -> dict[str, Any]:
     applies=_with_revision,
 )
 async def revision_is_digest(ctx: ServerContext) -> Verdict:
+    """A ``revision`` at ``initialize`` equals the §17.2 digest of that manifest, recomputed with
+    the protocol package's digester (which the published vectors check).
+    """
     manifest = await _initialize_manifest(ctx)
     problem = _digest_problem(manifest, "initialize")
     if problem is not None:
@@ -95,6 +79,7 @@ async def revision_is_digest(ctx: ServerContext) -> Verdict:
     applies=_with_revision,
 )
 async def revision_stable_across_restarts(ctx: ServerContext) -> Verdict:
+    """Two fresh connections (two processes for a command) report the same revision."""
     first = (await _initialize_manifest(ctx)).get("revision")
     second = (await _initialize_manifest(ctx)).get("revision")
     if first != second:
@@ -111,6 +96,10 @@ async def revision_stable_across_restarts(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def fetch_returns_full_manifest(ctx: ServerContext) -> Verdict:
+    """``mcpl/manifest``, when implemented, returns the bare manifest, equal to the one at
+    ``initialize`` unless the server announced a change meanwhile, with a revision that is its
+    digest (a server without it is checked by ``every_request_answered``).
+    """
     async with ctx.connect() as session:
         await ready(session)
         reply = await session.call("mcpl/manifest", {})
@@ -141,6 +130,9 @@ async def fetch_returns_full_manifest(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def changed_params_exact(ctx: ServerContext) -> Verdict:
+    """Any ``mcpl/manifestChanged`` carries exactly ``{revision, domains}``, and when the manifest
+    can be fetched the announced revision and domains match what changed.
+    """
     async with ctx.connect() as session:
         await observe_traffic(session, ctx.marker())
         changes = [m for m in session.messages if m.method == "mcpl/manifestChanged"]
@@ -182,6 +174,9 @@ def _arrivals(ctx: ServerContext, session: HostSession, method: str) -> list[flo
     applies=needs(),
 )
 async def bursts_coalesced(ctx: ServerContext) -> Verdict:
+    """Announcements do not come in bursts; two less than :data:`BURST_WINDOW` apart are one burst
+    told piecemeal (the spec fixes no window, so the kit's is short and the check is a SHOULD).
+    """
     async with ctx.connect() as session:
         await observe_traffic(session, ctx.marker())
     arrivals = _arrivals(ctx, session, "mcpl/manifestChanged")
@@ -206,6 +201,7 @@ async def bursts_coalesced(ctx: ServerContext) -> Verdict:
     applies=_with_revision,
 )
 async def no_redundant_announcement(ctx: ServerContext) -> Verdict:
+    """Nothing re-announces the ``initialize`` revision."""
     async with ctx.connect() as session:
         await observe_traffic(session, ctx.marker())
     assert session.manifest is not None
@@ -245,6 +241,9 @@ def rollback_set(manifest: Mapping[str, Any] | None) -> str | None:
     applies=rollback_set,
 )
 async def rollback_unknown_checkpoint(ctx: ServerContext) -> Verdict:
+    """``state/rollback`` of an unknown checkpoint is ``-32005`` with ``data.checkpoint`` (only for
+    servers declaring a rollback set).
+    """
     checkpoint = ctx.marker("checkpoint")
     async with ctx.connect() as session:
         await ready(session)

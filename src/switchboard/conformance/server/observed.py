@@ -1,20 +1,8 @@
 """Server checks read off the traffic a fully granted server sends: feature sets, push, tags.
 
-What this module knows (mcpl-protocol.md 3.7, 3.8, 3.14; S-02, S-15, S-16, S-18, S-19).
-Each check opens its own connection, grants everything, lets the server register its
-channels, provokes it once (a question published to one of its channels) and reads what
-arrived. A server that sends none of the messages a check reads is "not exercised".
-
-- ``server.featuresets.uses_complete``: a ``push/event`` names a set whose ``uses`` lists
-  ``pushEvents`` (``inferenceRequest`` for ``inference/request``);
-- ``server.featuresets.declared_and_enabled``: that set is declared and enabled;
-- ``server.push.params_complete``: ``eventId``, an ISO-8601 ``timestamp``, valid content;
-- ``server.tags.namespaced``: every tag on push events and incoming messages is
-  ``ns:value`` (core-vocabulary slips are noted, not failed);
-- ``server.tags.umbrella_core_tags``: ``chat:addressed`` comes with ``chat:mention``,
-  ``chat:reply`` and ``chat:dm`` (SHOULD);
-- ``server.push.stable_event_id_on_retry``: the kit refuses the first ``push/event`` with an
-  error; a retry of the same payload reuses its ``eventId`` (SHOULD).
+mcpl-protocol.md 3.7, 3.8, 3.14; S-02, S-15, S-16, S-18, S-19. Each check opens its own
+connection, grants everything, lets the server register its channels, provokes it once and
+reads what it sends; each check's rule is its docstring.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -60,6 +48,9 @@ def _feature_set(message: ServerMessage) -> Any:
     applies=needs("pushEvents", "inferenceRequest"),
 )
 async def uses_complete(ctx: ServerContext) -> Verdict:
+    """A ``push/event`` names a set whose ``uses`` lists ``pushEvents`` (``inferenceRequest`` for
+    ``inference/request``).
+    """
     session = await _observe(ctx)
     messages = _set_messages(session)
     if not messages:
@@ -85,6 +76,7 @@ async def uses_complete(ctx: ServerContext) -> Verdict:
     applies=needs("pushEvents", "inferenceRequest"),
 )
 async def declared_and_enabled(ctx: ServerContext) -> Verdict:
+    """That set is declared and enabled."""
     session = await _observe(ctx)
     messages = _set_messages(session)
     if not messages:
@@ -113,6 +105,7 @@ async def declared_and_enabled(ctx: ServerContext) -> Verdict:
     applies=needs("pushEvents"),
 )
 async def params_complete(ctx: ServerContext) -> Verdict:
+    """``eventId``, an ISO-8601 ``timestamp``, valid content."""
     session = await _observe(ctx)
     pushes = [m for m in session.messages if m.method == "push/event"]
     if not pushes:
@@ -145,6 +138,9 @@ def _tag_lists(session: HostSession) -> list[Any]:
     applies=needs("pushEvents", "channels.incoming"),
 )
 async def namespaced(ctx: ServerContext) -> Verdict:
+    """Every tag on push events and incoming messages is ``ns:value`` (core-vocabulary slips are
+    noted, not failed).
+    """
     session = await _observe(ctx)
     tag_lists = _tag_lists(session)
     if not tag_lists:
@@ -166,6 +162,7 @@ async def namespaced(ctx: ServerContext) -> Verdict:
     applies=needs("pushEvents", "channels.incoming"),
 )
 async def umbrella_core_tags(ctx: ServerContext) -> Verdict:
+    """``chat:addressed`` comes with ``chat:mention``, ``chat:reply`` and ``chat:dm`` (SHOULD)."""
     session = await _observe(ctx)
     tag_lists = _tag_lists(session)
     if not tag_lists:
@@ -185,6 +182,9 @@ async def umbrella_core_tags(ctx: ServerContext) -> Verdict:
     applies=needs("pushEvents"),
 )
 async def stable_event_id_on_retry(ctx: ServerContext) -> Verdict:
+    """The kit refuses the first ``push/event`` with an error; a retry of the same payload reuses
+    its ``eventId`` (SHOULD).
+    """
     refused: list[Any] = []
 
     async def refuse_once(params: Any) -> Any:

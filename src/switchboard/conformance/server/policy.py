@@ -1,20 +1,8 @@
 """Server checks of the policy exchange: receipts, and a Request that grants nothing.
 
-What this module knows (mcpl-protocol.md 3.3-3.5; S-05 .. S-09):
-
-- ``server.policy.receipt_returned``: the policy Request gets a result whose ``accepted``
-  is a boolean;
-- ``server.policy.receipt_schema``: receipts for a full and an empty grant follow the
-  schema (``fallback`` with ``accepted:false``; ``featureSet``, ``missingCapabilities`` and
-  ``effect`` in every ``unavailableFeatures`` entry);
-- ``server.policy.receipt_mode``: a grant that covers every declared set's ``uses`` gets a
-  receipt without ``mode`` or unavailable features; an empty grant gets ``mode:"degraded"``
-  naming every valid declared set (all of them lost capabilities);
-- ``server.policy.absent_grant_is_empty``: a Request carrying only ``enabled`` grants
-  nothing.
-
-Only ``receipt_returned`` fails when the policy Request gets no receipt at all; the others
-then say "not exercised" and name it (:func:`.scenarios.policy_failed`).
+mcpl-protocol.md 3.3-3.5; S-05 .. S-09; each check's rule is its docstring. Only
+``receipt_returned`` fails when the policy Request gets no receipt at all; the others then say
+"not exercised" and name it (:func:`.scenarios.policy_failed`).
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -41,6 +29,7 @@ __all__: list[str] = []
     applies=needs(),
 )
 async def receipt_returned(ctx: ServerContext) -> Verdict:
+    """The policy Request gets a result whose ``accepted`` is a boolean."""
     async with ctx.connect() as session:
         await session.handshake()
         reply = await session.grant_all()
@@ -61,6 +50,10 @@ async def receipt_returned(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def receipt_schema(ctx: ServerContext) -> Verdict:
+    """Receipts for a full and an empty grant follow the schema (``fallback`` with
+    ``accepted:false``; ``featureSet``, ``missingCapabilities`` and ``effect`` in every
+    ``unavailableFeatures`` entry).
+    """
     async with ctx.connect() as session:
         await session.handshake()
         receipts = [await session.grant_all(), await session.policy([])]
@@ -110,6 +103,10 @@ def _mode_problem(reply: Reply, lost: set[str], what: str) -> str | None:
     applies=needs(),
 )
 async def receipt_mode(ctx: ServerContext) -> Verdict:
+    """A grant that covers every declared set's ``uses`` gets a receipt without ``mode`` or
+    unavailable features; an empty grant gets ``mode:"degraded"`` naming every valid declared set
+    (all of them lost capabilities).
+    """
     async with ctx.connect() as session:
         await session.handshake()
         everything = sorted(session.advertised)
@@ -144,6 +141,7 @@ async def receipt_mode(ctx: ServerContext) -> Verdict:
     applies=needs(),
 )
 async def absent_grant_is_empty(ctx: ServerContext) -> Verdict:
+    """A Request carrying only ``enabled`` grants nothing."""
     async with ctx.connect() as session:
         await session.handshake()
         reply = await session.policy(None, enabled=session.set_names())

@@ -1,18 +1,7 @@
 """Server checks of request handling: every request answered, unknown members and bad input.
 
-What this module knows (mcpl-protocol.md 1.6, 2, and peers.md 14; S-20, S-21, S-39):
-
-- ``server.requests.every_request_answered``: ``mcpl/manifest``, ``state/rollback``,
-  ``channels/list``, ``channels/acknowledge`` and an unknown method each get a result or an
-  error (the unknown method ``-32601``), and a request with a string id is answered with
-  that same string id;
-- ``server.requests.survives_malformed_input``: after truncated JSON, an invalid request,
-  an empty batch and a junk line, the server still answers;
-- ``server.requests.unknown_fields_tolerated``: requests carrying members the server does
-  not know (``initialize``, the policy Request, ``mcpl/manifest``, ``channels/list``,
-  ``channels/publish``, ``tools/list``) are answered exactly as without them. When the
-  policy Request fails without the extra member too, that is S-05's one failure, and this
-  check is "not exercised".
+mcpl-protocol.md 1.6, 2, and peers.md 14; S-20, S-21, S-39. Each check's rule is its
+docstring.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -63,6 +52,10 @@ async def _answers(session: HostSession, requests: list[tuple[str, Any]]) -> lis
     applies=needs(),
 )
 async def every_request_answered(ctx: ServerContext) -> Verdict:
+    """``mcpl/manifest``, ``state/rollback``, ``channels/list``, ``channels/acknowledge`` and an
+    unknown method each get a result or an error (the unknown method ``-32601``), and a request with
+    a string id is answered with that same string id.
+    """
     marker = ctx.marker()
     unknown = f"kit/{marker}"
     async with ctx.connect() as session:
@@ -114,6 +107,9 @@ _MALFORMED: Final = (
     applies=needs(),
 )
 async def survives_malformed_input(ctx: ServerContext) -> Verdict:
+    """After truncated JSON, an invalid request, an empty batch and a junk line, the server still
+    answers.
+    """
     async with ctx.connect() as session:
         await ready(session)
         for frame in _MALFORMED:
@@ -144,6 +140,11 @@ async def _compare(session: HostSession, method: str, params: dict[str, Any]) ->
     applies=needs(),
 )
 async def unknown_fields_tolerated(ctx: ServerContext) -> Verdict:
+    """Requests carrying members the server does not know (``initialize``, the policy Request,
+    ``mcpl/manifest``, ``channels/list``, ``channels/publish``, ``tools/list``) are answered exactly
+    as without them. When the policy Request fails without the extra member too, that is S-05's one
+    failure, and this check is "not exercised".
+    """
     marker = ctx.marker()
     problems: list[str] = []
     async with ctx.connect() as session:

@@ -1,19 +1,8 @@
 """Steps many server checks share: get ready, wait for channels, provoke traffic, probe grants.
 
-What this module knows:
-
-- when a check applies, from the preflight manifest (:func:`needs`);
-- the usual opening: handshake, a full grant, and the channels the server registers once
-  ready (:func:`ready`, :func:`wait_channels`);
-- how the kit provokes a server into acting without a platform of its own: it publishes a
-  question to one of the server's channels, which many connectors answer or echo
-  (:func:`provoke`); a check that still sees nothing says "not exercised";
-- when the policy Request itself failed, the one check that judges it
-  (:data:`POLICY_CHECK`) fails, and every check that needs a completed exchange is "not
-  exercised" naming that cause (:func:`policy_failed`), never a second failure;
-- *probes*: host→server methods behind a gate (``channels/publish``, ``channels/close``,
-  ``channels/acknowledge``), used to see whether the server honours the grant, and what a
-  refusal must look like (``-32002``; :func:`denied_problem`).
+When a check applies (from the preflight manifest, :func:`needs`), how to reach readiness and
+wait for the server's channels, how to provoke it (a question published to one of its
+channels), and how to probe a gated method.
 
 What it deliberately does not know: any particular check's conclusion.
 """

@@ -1,21 +1,9 @@
 """The kit as a host on one connection: the handshake, the policy, calls, and what came back.
 
-What this module knows:
-
-- the host's half of the MCPL handshake (mcpl-protocol.md 1.2): ``initialize`` with the
-  kit's advertisement, ``notifications/initialized``, and ``featureSets/update`` Requests or
-  Notifications with whatever grant a check wants (well-formed or deliberately not);
-- readiness in wire order: the connection is ready, and a new grant in force, the moment
-  the receipt is read, before any later inbound message is answered; a narrowed grant
-  applies before its Request is sent (3.6);
-- every request and notification the server sends, recorded at the wire with its position
-  (the count of frames received so far), whether it was a Request, and whether the kit
-  was ready — before the peer answers it (:class:`ServerMessage`);
-- every frame that is not a JSON-RPC message (a banner, a log line, a bare JSON value),
-  kept with its position (:attr:`HostSession.stray`): the peer skips them, and the MCP
-  stdio rule (S-46) says a server writes nothing else on stdout;
-- waiting: for a message matching a predicate, for the server to go quiet, or just
-  watching for a while; and calls that never raise (:class:`Reply`).
+:class:`HostSession` plays the host's half of the MCPL handshake, sends policy Requests and
+Notifications with whatever grant a check wants (well-formed or deliberately not), records
+every frame, answers the server as :mod:`.answers` says, and calls the server without ever
+raising.
 
 What it deliberately does not know: what any check concludes from the traffic.
 """
@@ -109,7 +97,25 @@ def is_jsonrpc(decoded: Any) -> bool:
 
 
 class HostSession:
-    """One connection to the server under test, with the kit as its host."""
+    """One connection to the server under test, with the kit as its host.
+
+    What it knows:
+
+    - the host's half of the MCPL handshake (mcpl-protocol.md 1.2): ``initialize`` with the kit's
+      advertisement, ``notifications/initialized``, and ``featureSets/update`` Requests or
+      Notifications with whatever grant a check wants (well-formed or deliberately not);
+    - readiness in wire order: the connection is ready, and a new grant in force, the moment the
+      receipt is read, before any later inbound message is answered; a narrowed grant applies before
+      its Request is sent (3.6);
+    - every request and notification the server sends, recorded at the wire with its position (the
+      count of frames received so far), whether it was a Request, and whether the kit was ready —
+      before the peer answers it (:class:`ServerMessage`);
+    - every frame that is not a JSON-RPC message (a banner, a log line, a bare JSON value), kept
+      with its position (:attr:`HostSession.stray`): the peer skips them, and the MCP stdio rule
+      (S-46) says a server writes nothing else on stdout;
+    - waiting: for a message matching a predicate, for the server to go quiet, or just watching for
+      a while; and calls that never raise (:class:`Reply`).
+    """
 
     def __init__(
         self,

@@ -1,23 +1,11 @@
 """Server checks of streaming and delivery: only channels/publish delivers (S-33, S-34, S-35).
 
-What this module knows (mcpl-protocol.md 4.9-4.11): stream chunks, ``complete``, typing and
-lifecycle notifications are advisory; a server must never post content because of them.
-
-The kit cannot look at the server's platform, so it looks for *traces* of delivery on the
-wire: a unique marker inside every streamed delta that later shows up in anything the server
-sends (an echo of its own post as ``channels/incoming``, a ``push/event``, any report), and
-any incoming message the server tags ``chat:from-self`` (its own post) while the kit has
-published nothing. To know whether the server leaves traces at all, the check then
-publishes for real and watches for the publish's marker or its ``messageId`` coming back; a
-server that leaves no trace of a real delivery cannot be judged this way and the check says
-"not exercised".
-
-- ``server.channels.no_delivery_side_effect``: with ``channels.streaming`` granted, typing
-  (when advertised), chunks, ``complete`` (and ``inference/lifecycle`` when advertised)
-  leave no trace; without the streaming grant, stray chunks and ``complete`` leave none
-  either (S-35);
-- ``server.channels.streaming_gaps_tolerated``: chunk indices 0, 5, 9 then ``complete``
-  raise no error and leave the server answering.
+Stream chunks, ``complete``, typing and lifecycle notifications are advisory
+(mcpl-protocol.md 4.9-4.11): a server must never post because of them. The kit cannot see the
+server's platform, so it looks for *traces* of delivery on the wire: a unique marker in every
+streamed delta that later shows up in anything the server sends; it first publishes for real
+to learn whether the server leaves traces at all (if not, "not exercised"). Each check's rule
+is its docstring.
 
 What it deliberately does not know: how the report shows any of it.
 """
@@ -124,6 +112,10 @@ async def _channel(session: HostSession) -> str:
     applies=needs("channels.publish"),
 )
 async def no_delivery_side_effect(ctx: ServerContext) -> Verdict:
+    """With ``channels.streaming`` granted, typing (when advertised), chunks, ``complete`` (and
+    ``inference/lifecycle`` when advertised) leave no trace; without the streaming grant, stray
+    chunks and ``complete`` leave none either (S-35).
+    """
     streamed, stray, published = ctx.marker("stream"), ctx.marker("stray"), ctx.marker("post")
     async with ctx.connect() as session:
         channel = await _channel(session)
@@ -177,6 +169,7 @@ async def no_delivery_side_effect(ctx: ServerContext) -> Verdict:
     applies=needs("channels.streaming"),
 )
 async def streaming_gaps_tolerated(ctx: ServerContext) -> Verdict:
+    """Chunk indices 0, 5, 9 then ``complete`` raise no error and leave the server answering."""
     marker = ctx.marker()
     async with ctx.connect() as session:
         channel = await _channel(session)

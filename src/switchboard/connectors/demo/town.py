@@ -1,22 +1,9 @@
 """The demo connector: Demo Town on the connector SDK, a community with no network at all.
 
-What this module knows: how Demo Town behaves as an MCPL connector —
+Once ready it registers its three rooms, greets, plays its script of townsfolk talking, and
+answers what agents publish in character; every rule of the protocol is the SDK's.
 
-- once ready it registers its three rooms (:mod:`.script`), optionally greets
-  (``--hello``: Alice says "welcome!" in #general), and then, every ``interval`` seconds, one
-  person says a scripted line in an open room (``channels/incoming``), ``count`` times at
-  most;
-- a publish is "delivered" by logging it to stderr and keeping it in :attr:`deliveries`; it
-  gets the message id ``demo-m-<n>``; when its text contains ``?`` someone answers in the
-  same room right after the publish result is on the wire, quoting that message id;
-- typing and acknowledgements are logged (an acknowledgement is shown as a reaction);
-- ``channels/open`` can return the room's recent history;
-- ``fail_after``: after answering that many publishes the connector stops with exit code 3
-  (for crash and restart tests); ``junk``: it writes non-JSON lines on stdout around the
-  handshake, as real connectors do.
-
-What it deliberately does not know: JSON-RPC, grants or readiness rules — the SDK enforces
-those; when it refuses (nothing granted), the town logs it and stays quiet.
+What it deliberately does not know: JSON-RPC, grants or readiness rules.
 """
 
 from __future__ import annotations
@@ -86,7 +73,22 @@ class Delivery:
 
 
 class DemoConnector(Connector):
-    """Demo Town as an MCPL connector (all seven channel capabilities, no push events)."""
+    """Demo Town as an MCPL connector (all seven channel capabilities, no push events).
+
+    What it knows: how Demo Town behaves as an MCPL connector —
+
+    - once ready it registers its three rooms (:mod:`.script`), optionally greets (``--hello``:
+      Alice says "welcome!" in #general), and then, every ``interval`` seconds, one person says a
+      scripted line in an open room (``channels/incoming``), ``count`` times at most;
+    - a publish is "delivered" by logging it to stderr and keeping it in :attr:`deliveries`; it gets
+      the message id ``demo-m-<n>``; when its text contains ``?`` someone answers in the same room
+      right after the publish result is on the wire, quoting that message id;
+    - typing and acknowledgements are logged (an acknowledgement is shown as a reaction);
+    - ``channels/open`` can return the room's recent history;
+    - ``fail_after``: after answering that many publishes the connector stops with exit code 3 (for
+      crash and restart tests); ``junk``: it writes non-JSON lines on stdout around the handshake,
+      as real connectors do.
+    """
 
     def __init__(self, options: DemoOptions | None = None) -> None:
         super().__init__("switchboard-demo", switchboard.__version__, channels=True)

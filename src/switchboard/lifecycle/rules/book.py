@@ -1,37 +1,12 @@
 """The desired lifecycle state of every channel, and the rules that change it.
 
-What this module knows (channel-registry.md §5.2-§5.5):
+:class:`LifecycleBook` holds the desired record of every channel (O(1) per lookup) and decides
+in three steps: :meth:`~LifecycleBook.propose` applies the overwrite rules of
+channel-registry.md §5.2-§5.5 and answers what would be recorded, :meth:`~LifecycleBook.apply`
+changes memory from a committed event, and admission says which newly registered channels a
+subscription policy opens. Pure: no clock, no I/O.
 
-- :class:`LifecycleBook`, the desired record of every channel keyed by
-  :class:`~switchboard.channels.ref.ChannelRef` (O(1) per lookup), and its three verbs:
-  :meth:`~LifecycleBook.propose` decides, :meth:`~LifecycleBook.apply` changes memory, and
-  :meth:`~LifecycleBook.replay` folds a log back into a book.
-- The overwrite rules, exactly:
-
-  1. writing the state a record already has changes nothing, except that
-  2. the agent's open, close or decline writes over an equal-state record some other source
-     made ("the agent decided" must be visible), and
-  3. the latest deliberate close wins: an agent close, a decline or a module close writes over
-     a closed record from any *other* source, including another deliberate close;
-  4. a machine close (``subscription-gc``, ``housekeeping``) never replaces a closed record,
-     and on a channel without a record it records ``default-closed``;
-  5. a machine close of a channel the agent opened or tuned out, or that a tune-out covers, is
-     refused as stated intent unless the caller holds an explicit idle lease;
-  6. a tuned-out record changes only through its tune-out's own events.
-
-- The subscription policy (:class:`SubscriptionPolicy`) and the initial state of an admitted
-  channel (:meth:`~LifecycleBook.ensure_initial`): policy and ``initiallyOpen`` lift a
-  ``default-closed`` record and never override a real decision.
-- The put-back after a speech- or reply-triggered open failed (:meth:`~LifecycleBook.put_back`).
-
-The protocol with the store: ``propose`` never changes memory. It answers :class:`Append`
-(append the event, *then* call ``apply``), :class:`NoChange` or :class:`Vetoed`. If the append
-fails, the caller skips ``apply`` and the decision was not made.
-
-What it deliberately does not know: registrations, transport state and grants (see
-:mod:`~switchboard.lifecycle.rules.speech` and
-:mod:`~switchboard.lifecycle.rules.reconcile`), tune-out epochs beyond the record they make
-(:mod:`~switchboard.tuneouts.rules.epochs`), the store, and the clock (``now`` is an argument).
+What it deliberately does not know: registrations, transport state and grants.
 """
 
 from __future__ import annotations
@@ -159,7 +134,36 @@ def _check_proposal(state: DesiredState, source: Source) -> None:
 
 
 class LifecycleBook:
-    """The desired state of every channel, changed only by applying logged events."""
+    """The desired state of every channel, changed only by applying logged events.
+
+    What it knows (channel-registry.md §5.2-§5.5):
+
+    - :class:`LifecycleBook`, the desired record of every channel keyed by
+      :class:`~switchboard.channels.ref.ChannelRef` (O(1) per lookup), and its three verbs:
+      :meth:`~LifecycleBook.propose` decides, :meth:`~LifecycleBook.apply` changes memory, and
+      :meth:`~LifecycleBook.replay` folds a log back into a book.
+    - The overwrite rules, exactly:
+
+      1. writing the state a record already has changes nothing, except that
+      2. the agent's open, close or decline writes over an equal-state record some other source made
+         ("the agent decided" must be visible), and
+      3. the latest deliberate close wins: an agent close, a decline or a module close writes over a
+         closed record from any *other* source, including another deliberate close;
+      4. a machine close (``subscription-gc``, ``housekeeping``) never replaces a closed record, and
+         on a channel without a record it records ``default-closed``;
+      5. a machine close of a channel the agent opened or tuned out, or that a tune-out covers, is
+         refused as stated intent unless the caller holds an explicit idle lease; 6. a tuned-out
+         record changes only through its tune-out's own events.
+
+    - The subscription policy (:class:`SubscriptionPolicy`) and the initial state of an admitted
+      channel (:meth:`~LifecycleBook.ensure_initial`): policy and ``initiallyOpen`` lift a
+      ``default-closed`` record and never override a real decision.
+    - The put-back after a speech- or reply-triggered open failed (:meth:`~LifecycleBook.put_back`).
+
+    The protocol with the store: ``propose`` never changes memory. It answers :class:`Append`
+    (append the event, *then* call ``apply``), :class:`NoChange` or :class:`Vetoed`. If the append
+    fails, the caller skips ``apply`` and the decision was not made.
+    """
 
     __slots__ = ("_records",)
 

@@ -1,23 +1,11 @@
 """The vocabulary of channel lifecycle decisions, and the values a decision is made of.
 
-What this module knows:
+The closed vocabularies (:class:`DesiredState`, :class:`Source` and its classes), a proposal's
+three answers (:class:`Append`, :class:`NoChange`, :class:`Vetoed`), :class:`DesiredRecord`, the
+tune-out scope and epoch values, and the field readers their JSON codecs share. Channels are
+``serverId``/``channelId`` fields, never one joined string.
 
-- the closed vocabularies: :class:`DesiredState` (``open``, ``closed``, ``tuned-out``) and
-  :class:`Source` (who or what decided, channel-registry.md §2.4), and the classes of sources
-  the overwrite rules read (:data:`AGENT_DECISION_SOURCES`, :data:`MACHINE_CLOSE_SOURCES`,
-  :func:`is_close_decision`) and which sources a proposal may write with which state;
-- :class:`DesiredRecord`, one channel's desired state with its source, its time and who decided;
-- :class:`TuneOutScope` and :class:`TuneOutEpoch`, the terms of one tune-out epoch;
-- the answers of every rule: :class:`Append` (append this event to the log, *then* apply it),
-  :class:`NoChange` and :class:`Vetoed`, each with a reason from a closed vocabulary;
-- the JSON form of these values (camelCase keys, a ref as ``serverId``/``channelId``), with a
-  decoder that raises :class:`DecodeError` on anything malformed.
-
-What it deliberately does not know: the rules that choose between answers (see
-:mod:`~switchboard.lifecycle.rules.book` and :mod:`~switchboard.tuneouts.rules.epochs`), the
-events
-themselves (:mod:`~switchboard.lifecycle.rules.events`), the store, and the clock: every time
-here is a float of seconds the caller passed in.
+What it deliberately does not know: the rules that choose between answers (:mod:`.book`).
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """The events of the channel lifecycle log: one frozen value per decision, with its JSON form.
 
-What this module knows: every kind of record the lifecycle log holds, and its JSON object
-form. Each event has a ``kind`` tag and a ``to_json()``/``from_json()`` pair that round-trips
-exactly; channels appear as separate ``serverId``/``channelId`` fields, never one joined string.
-The store appends exactly the dicts :meth:`to_json` returns, and replay reads them back through
-:func:`decode_event`, which skips junk (non-objects, unknown kinds, missing fields) instead of
-failing: a log written by an older or broken process must not stop the host from starting.
+Each kind (a desired state set, a tune-out started, woken or ended, an invitation declined)
+has a ``kind`` tag and a ``to_json()``/``from_json()`` pair that round-trips exactly; replay
+reads them back through :func:`decode_event`, which skips junk instead of failing start-up.
 
-======================  ==================================================================
-kind                    meaning
-======================  ==================================================================
-``desired-state``       a channel's desired state became ``open`` or ``closed``
-``tune-out-started``    an epoch began (a one-channel epoch also makes its record tuned-out)
-``tune-out-wake``       an epoch's wake count became ``wakeCount``
-``tune-out-ended``      an epoch ended; a one-channel epoch restores the record it displaced
-``invitation-declined`` an audit line for ``channel_decline``; replay changes nothing for it
-======================  ==================================================================
-
-What it deliberately does not know: when an event may be written (the rules in
-:mod:`~switchboard.lifecycle.rules.book` and :mod:`~switchboard.tuneouts.rules.epochs` decide
-that),
-and how it changes memory (their ``apply``).
+What it deliberately does not know: when an event may be written (the rules in :mod:`.book`
+and :mod:`switchboard.tuneouts.rules.epochs` decide that), and how it changes memory.
 """
 
 from __future__ import annotations
@@ -317,6 +302,23 @@ _DECODERS: dict[str, type[DecisionEvent]] = {
 
 def decode_event(data: object) -> DecisionEvent | None:
     """Read one logged record; None for anything that is not a well-formed event.
+
+    What it knows: every kind of record the lifecycle log holds, and its JSON object form. Each
+    event has a ``kind`` tag and a ``to_json()``/``from_json()`` pair that round-trips exactly;
+    channels appear as separate ``serverId``/``channelId`` fields, never one joined string. The
+    store appends exactly the dicts :meth:`to_json` returns, and replay reads them back through
+    :func:`decode_event`, which skips junk (non-objects, unknown kinds, missing fields) instead of
+    failing: a log written by an older or broken process must not stop the host from starting.
+
+    ======================  ==================================================================
+    kind                    meaning
+    ======================  ==================================================================
+    ``desired-state``       a channel's desired state became ``open`` or ``closed``
+    ``tune-out-started``    an epoch began (a one-channel epoch also makes its record tuned-out)
+    ``tune-out-wake``       an epoch's wake count became ``wakeCount``
+    ``tune-out-ended``      an epoch ended; a one-channel epoch restores the record it displaced
+    ``invitation-declined`` an audit line for ``channel_decline``; replay changes nothing for it
+    ======================  ==================================================================
 
     Args:
         data: One record as the store returns it (normally a dict from :meth:`to_json`).

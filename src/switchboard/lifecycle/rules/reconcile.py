@@ -1,27 +1,12 @@
 """Reconciliation planning: which ``channels/open`` and ``channels/close`` bring a connector to
 the recorded desired state, and what each answer means.
 
-What this module knows (channel-registry.md §2.3 marks, §5.6):
+:class:`TransportState` is what the host believes about one registration's transport, with
+the marks that keep it honest; :class:`Convergence` plans the next command of a run and gives
+up after a bounded number of steps; ``judge_open_answer`` and ``judge_close_answer`` say what an
+answer means (channel-registry.md §2.3, §5.6). Pure.
 
-- :class:`TransportState`, what the host believes about one registration's transport: open or
-  not, and the marks that keep it honest. ``unconfirmed``: the channel may be open though no
-  receipt says so (a lost open receipt, a push placeholder, a lost connection, a descriptor
-  that opens itself with ``initiallyOpen``). ``failed_close``: a close failed, so it may still
-  be open. ``answered_elsewhere``: the last open was answered for another channel. Nothing
-  here pretends a channel closed without a close answer.
-- :func:`command_for`: the one command that moves a transport toward a record (open for
-  ``open``/``tuned-out``, close for ``closed`` while the channel may be open, nothing without a
-  record).
-- :class:`Convergence`: bounded retry bookkeeping. Each channel's run counts its commands; when
-  the desired state keeps changing under requests in flight, the run gives up after
-  :data:`MAX_CONVERGE_ATTEMPTS` with a ``converge`` failure instead of chasing it forever.
-- :meth:`Convergence.plan`: the ordered commands of a (re)connect, and the skip of a connector
-  whose grant lacks ``channels.lifecycle`` (it keeps its channels as it chooses).
-- :func:`judge_open_answer` / :func:`judge_close_answer`: the state after an answer, an open
-  answered for another channel (``substituted``), and a decision that overtook a request.
-
-What it deliberately does not know: the wire, queues and awaits (the host runs one queue per
-channel and feeds answers back), names, and time.
+What it deliberately does not know: the wire, queues and awaits.
 """
 
 from __future__ import annotations
@@ -86,7 +71,26 @@ class Op(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TransportState:
-    """What the host believes about one registration's transport (see the module docstring).
+    """What the host believes about one registration's transport.
+
+    What it knows (channel-registry.md §2.3 marks, §5.6):
+
+    - :class:`TransportState`, what the host believes about one registration's transport: open or
+      not, and the marks that keep it honest. ``unconfirmed``: the channel may be open though no
+      receipt says so (a lost open receipt, a push placeholder, a lost connection, a descriptor that
+      opens itself with ``initiallyOpen``). ``failed_close``: a close failed, so it may still be
+      open. ``answered_elsewhere``: the last open was answered for another channel. Nothing here
+      pretends a channel closed without a close answer.
+    - :func:`command_for`: the one command that moves a transport toward a record (open for
+      ``open``/``tuned-out``, close for ``closed`` while the channel may be open, nothing without a
+      record).
+    - :class:`Convergence`: bounded retry bookkeeping. Each channel's run counts its commands; when
+      the desired state keeps changing under requests in flight, the run gives up after
+      :data:`MAX_CONVERGE_ATTEMPTS` with a ``converge`` failure instead of chasing it forever.
+    - :meth:`Convergence.plan`: the ordered commands of a (re)connect, and the skip of a connector
+      whose grant lacks ``channels.lifecycle`` (it keeps its channels as it chooses).
+    - :func:`judge_open_answer` / :func:`judge_close_answer`: the state after an answer, an open
+      answered for another channel (``substituted``), and a decision that overtook a request.
 
     Every method returns a new state; a new registration starts from :meth:`fresh`.
     """

@@ -1,23 +1,11 @@
 """Speech and closed channels: the lifecycle predicates, and what words must wait for.
 
-What this module knows (channel-registry.md §5.1, §5.7, §8.3, §8.6):
+:class:`ChannelFacts` is what the host knows about one channel besides its record;
+:func:`plan_speech` says whether words go now, wait, open the channel first, or are refused,
+and :func:`plan_send_open` the same for an explicit send (channel-registry.md §5.1, §5.7, §8.3,
+§8.6). Pure.
 
-- :class:`ChannelFacts`, what the host knows about one channel besides its desired record:
-  registered or not, transport open or not, whether its connector grants the lifecycle and is
-  up, inbound-only, marked answered-elsewhere, lifecycle work queued.
-- The predicates: :func:`lifecycle_withheld`, :func:`close_stands`, :func:`close_decided`,
-  :func:`speech_leaves_as_it_stands`, :func:`speech_opens`, :func:`speech_leaves_closed`,
-  :func:`closed_by_agent` and :func:`refusal_gives_way`.
-- The rule they add up to: speech opens first a channel only a default or a machine closed;
-  it goes in *as it stands*, with no open, into a channel the agent or a module closed, or
-  whose lifecycle the host does not direct. Words never go into a channel speech would open
-  unless it opened. :func:`plan_speech` returns that decision; :func:`plan_send_open` and
-  :func:`send_open_outcome` return the answers of an explicit send tool (``opened``,
-  ``already-open``, ``stays-closed``, ``open-failed``).
-
-What it deliberately does not know: the publish grant and the connector's reach for sending
-(checked by the caller *before* any of this, so a refused send opens nothing), the wire, the
-queues, and the words of refusals other than the two texts below.
+What it deliberately does not know: the publish grant and the connector's reach for sending.
 """
 
 from __future__ import annotations
@@ -223,6 +211,21 @@ def plan_speech(
     open_source: Source = Source.OPENED_BY_DELIVERY,
 ) -> SpeechPlan:
     """Decide what words bound for a channel do, as far as its lifecycle goes.
+
+    What it knows (channel-registry.md §5.1, §5.7, §8.3, §8.6):
+
+    - :class:`ChannelFacts`, what the host knows about one channel besides its desired record:
+      registered or not, transport open or not, whether its connector grants the lifecycle and is
+      up, inbound-only, marked answered-elsewhere, lifecycle work queued.
+    - The predicates: :func:`lifecycle_withheld`, :func:`close_stands`, :func:`close_decided`,
+      :func:`speech_leaves_as_it_stands`, :func:`speech_opens`, :func:`speech_leaves_closed`,
+      :func:`closed_by_agent` and :func:`refusal_gives_way`.
+    - The rule they add up to: speech opens first a channel only a default or a machine closed; it
+      goes in *as it stands*, with no open, into a channel the agent or a module closed, or whose
+      lifecycle the host does not direct. Words never go into a channel speech would open unless it
+      opened. :func:`plan_speech` returns that decision; :func:`plan_send_open` and
+      :func:`send_open_outcome` return the answers of an explicit send tool (``opened``,
+      ``already-open``, ``stays-closed``, ``open-failed``).
 
     Call it after the reach and publish-grant checks, again after every wait, and with the
     record and facts as they stand *now*.

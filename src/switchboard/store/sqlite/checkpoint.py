@@ -1,20 +1,10 @@
 """Background WAL checkpoints, so that the writer's commits stay short.
 
-What this module knows: one extra SQLite connection and one thread that copies committed pages
-from the write-ahead log into the database file (a ``PASSIVE`` checkpoint: it never blocks the
-writer or readers) whenever enough has been written since the last one.
+One extra connection and one thread copy committed pages from the write-ahead log into the
+database file (a ``PASSIVE`` checkpoint, which never blocks the writer or readers) whenever
+enough has been written since the last one.
 
-What it deliberately does not know: batches, sequence numbers, the event loop, or the writer's
-queue. The writer thread only reports how many bytes it committed.
-
-Why: a checkpoint copies every page of the WAL into the database and syncs both files. Left
-to SQLite's automatic checkpoint, that work happens inside a commit of the writer thread, which
-then stalls every submitter for as long as the copy takes (for a 64 MiB WAL, a good fraction of
-a second on a small machine). Here the copy runs beside the writer, on another core, since
-SQLite releases the GIL. The writer's automatic checkpoint stays on as a backstop with a larger
-threshold: it finds most frames already copied, so it only copies the rest and lets SQLite
-start the WAL file over. Durability is unchanged: a commit is durable (per the ``synchronous``
-setting) when it is in the WAL, checkpointed or not.
+What it deliberately does not know: batches, sequence numbers, the event loop, or the writer.
 """
 
 from __future__ import annotations
@@ -34,6 +24,19 @@ DEFAULT_EVERY_BYTES: Final = 4 * 1024 * 1024
 
 class Checkpointer:
     """Runs a ``PASSIVE`` checkpoint on its own thread after every ``every_bytes`` committed.
+
+    What it knows: one extra SQLite connection and one thread that copies committed pages from the
+    write-ahead log into the database file (a ``PASSIVE`` checkpoint: it never blocks the writer or
+    readers) whenever enough has been written since the last one.
+
+    Why: a checkpoint copies every page of the WAL into the database and syncs both files. Left to
+    SQLite's automatic checkpoint, that work happens inside a commit of the writer thread, which
+    then stalls every submitter for as long as the copy takes (for a 64 MiB WAL, a good fraction of
+    a second on a small machine). Here the copy runs beside the writer, on another core, since
+    SQLite releases the GIL. The writer's automatic checkpoint stays on as a backstop with a larger
+    threshold: it finds most frames already copied, so it only copies the rest and lets SQLite start
+    the WAL file over. Durability is unchanged: a commit is durable (per the ``synchronous``
+    setting) when it is in the WAL, checkpointed or not.
 
     Args:
         conn: a connection to the database, for this object alone; it is closed at the end.

@@ -1,21 +1,10 @@
 """The durable decision event log as the event loop sees it: :class:`DecisionLog`.
 
-What this module knows: the asyncio event loop, futures for appended batches and snapshots,
-and dispatching reads to a worker thread. It lives in the message store's SQLite file (WAL)
-in two tables of its own, but has its own write connection, opened with the same pragmas, and
-its own writer thread (:mod:`switchboard.store.sqlite.eventlog_writer`); SQLite serialises the two
-writers.
+It lives in the message store's SQLite file in two tables of its own, with its own write
+connection and writer thread (:mod:`.eventlog_writer`); appends and snapshots are futures that
+complete once committed, and reads run on a worker thread.
 
-What it deliberately does not know: what a decision means. Events are JSON objects (the
-caller's ``event.to_json()`` output) stored and returned as plain dicts; decoding them and
-replaying them into books is the caller's business, so the store never imports
-:mod:`switchboard.channels`. Likewise a snapshot's state is whatever JSON object the caller
-produced from its books.
-
-The contract the caller builds on: append each decision *before* changing memory; when the
-awaitable raises :class:`StoreError` the decision was not made (nothing of the batch is stored)
-and the caller says so. On start, :meth:`DecisionLog.load` returns the latest snapshot and the
-events after it, which rebuild the desired states, tune-out epochs and wake counts.
+What it deliberately does not know: what a decision means (events are opaque JSON objects).
 """
 
 from __future__ import annotations
@@ -56,6 +45,17 @@ _ENCODE_ERRORS = (orjson.JSONEncodeError, TypeError)
 
 class DecisionLog:
     """An append-only log of decision events in the store's SQLite file, with snapshots.
+
+    What it knows: the asyncio event loop, futures for appended batches and snapshots, and
+    dispatching reads to a worker thread. It lives in the message store's SQLite file (WAL) in two
+    tables of its own, but has its own write connection, opened with the same pragmas, and its own
+    writer thread (:mod:`switchboard.store.sqlite.eventlog_writer`); SQLite serialises the two
+    writers.
+
+    The contract the caller builds on: append each decision *before* changing memory; when the
+    awaitable raises :class:`StoreError` the decision was not made (nothing of the batch is stored)
+    and the caller says so. On start, :meth:`DecisionLog.load` returns the latest snapshot and the
+    events after it, which rebuild the desired states, tune-out epochs and wake counts.
 
     Open it with :meth:`open` and close it with :meth:`aclose`, or use it as an async context
     manager: ``async with await DecisionLog.open(path) as decisions: ...``. Open it after (or

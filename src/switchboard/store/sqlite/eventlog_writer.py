@@ -1,26 +1,10 @@
 """The decision log on disk and its writer thread: sequence numbers, group commit, snapshots.
 
-What this module knows: the log's two tables (created on first open by :func:`ensure_tables`,
-beside the message store's tables of :mod:`switchboard.store.sqlite.schema`), one ``sqlite3``
-connection owned by one thread, a queue of jobs, and how to commit the queued appends of a
-moment as one row in one transaction::
+The log's two tables (created on first open), one connection owned by one thread, and how the
+queued appends of a moment commit as one row in one transaction; a snapshot replaces the last
+one and may compact what it covers.
 
-    decision_batches(first_seq INTEGER PRIMARY KEY, count, body)
-    decision_snapshot(id = 1, upto_seq, body)
-
-A row's ``body`` is the orjson encoding of a JSON array of event objects holding the seqs
-``first_seq .. first_seq + count - 1``; rows cover the retained part of the sequence without
-gaps or overlaps, so the row holding a seq is the one with the largest ``first_seq`` not above
-it (a primary-key range search). The one snapshot row holds the caller's compacted state as of
-``upto_seq``; taking it deletes the rows it covers entirely, in the same transaction.
-
-What it deliberately does not know: what an event means (they are opaque JSON objects), asyncio
-(each job carries an opaque ``waiter``; after every group the writer makes exactly one call to
-``on_group_done`` from its own thread), or the message store's tables.
-
-Failure: a group whose transaction fails is rolled back, then each of its jobs is written alone
-so that one refused append fails only its own waiter; a failed job leaves nothing behind and
-does not move the sequence.
+What it deliberately does not know: what an event means, asyncio.
 """
 
 from __future__ import annotations

@@ -1,23 +1,9 @@
 """Which agents left which channels: :class:`ChannelLeaves`, a small durable table.
 
-What this module knows (docs/agents.md, "Routing"): when one agent closes a channel that another
-agent still wants (its home), the connector is not asked to close it; the closing agent *leaves*
-it instead, and routing stops giving it that channel's traffic until it opens the channel again.
-That state must survive a restart, so it is kept here, one row per (agent, server id, channel
-id), in the store's own SQLite file::
-
-    channel_leaves(agent TEXT, server_id TEXT, channel_id TEXT, left_at REAL,
-                   PRIMARY KEY (agent, server_id, channel_id)) WITHOUT ROWID
-
-The table sits beside the message store's tables and never touches them or their
-``PRAGMA user_version`` (as the decision log and the directory do, it is created with
-``CREATE TABLE IF NOT EXISTS``; a later change to its columns adds an entry to
-``_MIGRATIONS``, applied in order, the way :mod:`switchboard.store.sqlite.schema` upgrades the
-message
-store). Rows are few and each one matters, so the file is opened in WAL mode with
-``synchronous = FULL``; calls are synchronous and short. Every row is also kept in memory, so
-reads never touch the file; :attr:`ChannelLeaves.version` grows with every change, for whoever
-caches what it derives from the rows.
+When one agent closes a channel another agent still wants, it *leaves* it instead, and routing
+stops giving it that channel's traffic until it opens the channel again (docs/agents.md,
+"Routing"). That must survive a restart, so it is one row per (agent, server id, channel id)
+in the store's SQLite file, read into memory once.
 
 What it deliberately does not know: agents, channels and routing (it stores strings).
 """
@@ -58,7 +44,25 @@ _DELETE: Final = "DELETE FROM channel_leaves WHERE agent = ? AND server_id = ? A
 
 
 class ChannelLeaves:
-    """The durable set of channels agents left (see the module docstring).
+    """The durable set of channels agents left.
+
+    What it knows (docs/agents.md, "Routing"): when one agent closes a channel that another
+    agent still wants (its home), the connector is not asked to close it; the closing agent *leaves*
+    it instead, and routing stops giving it that channel's traffic until it opens the channel again.
+    That state must survive a restart, so it is kept here, one row per (agent, server id, channel
+    id), in the store's own SQLite file::
+
+        channel_leaves(agent TEXT, server_id TEXT, channel_id TEXT, left_at REAL, PRIMARY KEY
+        (agent, server_id, channel_id)) WITHOUT ROWID
+
+    The table sits beside the message store's tables and never touches them or their ``PRAGMA
+    user_version`` (as the decision log and the directory do, it is created with ``CREATE TABLE IF
+    NOT EXISTS``; a later change to its columns adds an entry to ``_MIGRATIONS``, applied in order,
+    the way :mod:`switchboard.store.sqlite.schema` upgrades the message store). Rows are few and
+    each one matters, so the file is opened in WAL mode with ``synchronous = FULL``; calls are
+    synchronous and short. Every row is also kept in memory, so reads never touch the file;
+    :attr:`ChannelLeaves.version` grows with every change, for whoever caches what it derives from
+    the rows.
 
     Open with :meth:`open`; close when done.
     """

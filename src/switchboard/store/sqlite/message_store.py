@@ -1,31 +1,11 @@
 """The SQLite message store as the event loop sees it: :class:`MessageStore`.
 
-What this module knows: the asyncio event loop (the application runs anyio on its asyncio
-backend, and this class needs it), futures for submitted batches, waking inbox readers, and
-dispatching reads to a worker thread. It ties together the on-disk format
-(:mod:`switchboard.store.sqlite.schema`), the wire codec (:mod:`switchboard.store.wire`), the writer
-thread (:mod:`switchboard.store.sqlite.writer`) with its duplicate index, and the checkpoint thread.
+Futures for submitted batches, waking inbox readers and head watchers, reads on a worker
+thread, over the on-disk format (:mod:`.schema`), the body codec (:mod:`switchboard.store.wire`),
+the writer thread (:mod:`.writer`) and the checkpoint thread. A lone batch is committed on the
+event loop's thread, a burst as one transaction at the end of the loop's turn.
 
-What it deliberately does not know: MCPL validity, channels, agents' tools, or the host. It
-stores messages and answers with sequence numbers; deciding what to accept is the caller's
-business.
-
-Threads: the event loop thread runs every public method; batches are encoded there. One writer
-thread owns the write connection. Reads run on anyio worker threads, one at a time, over a
-separate read-only connection (WAL lets them proceed while the writer commits). A checkpoint
-thread copies the WAL into the database beside the writer. After each group commit the writer
-makes one ``loop.call_soon_threadsafe`` call; that one callback resolves every future of the
-group, updates ``latest_seq`` and the cursor cache, and wakes :meth:`MessageStore.wait_for_new`.
-
-Visibility: a message is visible to :meth:`MessageStore.read` once its commit has been reported
-on the event loop (``latest_seq`` raised), never earlier. The read-only connection sees a commit
-the moment SQLite makes it, which can be before the callback runs, so every read is bounded by
-the ``latest_seq`` of the moment it was called. Everything a read returns is therefore at or
-below ``latest_seq``, and a cursor set from it is always in range.
-
-Cursors: per agent, the acknowledged position (:meth:`MessageStore.set_cursor`) and the
-delivered mark (:meth:`MessageStore.set_delivered`, the highest seq a read handed out), both
-durable and served from memory.
+What it deliberately does not know: MCPL validity, channels, agents or the host.
 """
 
 from __future__ import annotations
@@ -88,6 +68,30 @@ T = TypeVar("T")
 
 class MessageStore:
     """Durable inboxes in one SQLite file (WAL), written by one thread with group commit.
+
+    What it knows: the asyncio event loop (the application runs anyio on its asyncio backend, and
+    this class needs it), futures for submitted batches, waking inbox readers, and dispatching reads
+    to a worker thread. It ties together the on-disk format
+    (:mod:`switchboard.store.sqlite.schema`), the wire codec (:mod:`switchboard.store.wire`), the
+    writer thread (:mod:`switchboard.store.sqlite.writer`) with its duplicate index, and the
+    checkpoint thread.
+
+    Threads: the event loop thread runs every public method; batches are encoded there. One writer
+    thread owns the write connection. Reads run on anyio worker threads, one at a time, over a
+    separate read-only connection (WAL lets them proceed while the writer commits). A checkpoint
+    thread copies the WAL into the database beside the writer. After each group commit the writer
+    makes one ``loop.call_soon_threadsafe`` call; that one callback resolves every future of the
+    group, updates ``latest_seq`` and the cursor cache, and wakes :meth:`MessageStore.wait_for_new`.
+
+    Visibility: a message is visible to :meth:`MessageStore.read` once its commit has been reported
+    on the event loop (``latest_seq`` raised), never earlier. The read-only connection sees a commit
+    the moment SQLite makes it, which can be before the callback runs, so every read is bounded by
+    the ``latest_seq`` of the moment it was called. Everything a read returns is therefore at or
+    below ``latest_seq``, and a cursor set from it is always in range.
+
+    Cursors: per agent, the acknowledged position (:meth:`MessageStore.set_cursor`) and the
+    delivered mark (:meth:`MessageStore.set_delivered`, the highest seq a read handed out), both
+    durable and served from memory.
 
     Open it with :meth:`open` and close it with :meth:`aclose`, or use it as an async context
     manager: ``async with await MessageStore.open(path) as store: ...``.
@@ -437,7 +441,7 @@ class MessageStore:
         Returns at once, without a thread hop, when nothing newer than ``after_seq`` has been
         committed. Exactly the messages whose commit has been reported when it is called are
         visible: nothing above :attr:`latest_seq` of that moment is returned, even when SQLite
-        already holds it (see the module docstring).
+        already holds it (see :class:`MessageStore`).
 
         Raises:
             ValueError: ``limit`` is less than 1.

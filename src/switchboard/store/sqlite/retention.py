@@ -1,38 +1,12 @@
 """Retention: deleting old, fully acknowledged messages in the background, in small chunks.
 
-What this module knows: the batch rows of the message store
-(:mod:`switchboard.store.sqlite.schema`),
-how to delete a prefix of them in one short transaction, how much of the file is in use, how to
-give free pages back (incremental vacuum), and a small scheduler that runs a pass every
-``interval`` seconds.
+:class:`RetentionTask` runs a pass every ``interval`` seconds under a :class:`RetentionPolicy`
+(an age, a size cap): it deletes a prefix of the batch rows at or below the floor nobody still
+owes, one short transaction at a time through the writer, and gives free pages back
+(docs/operations.md, "Retention").
 
-What it deliberately does not know: agents, tune-outs or mail. Which seqs may go is asked of a
-*floor* the host supplies (:class:`Floor`: the highest seq no one still owes; see
-``switchboard.app.retention``); server ids whose rows are never deleted are given in the
-policy (the host keeps its mail there).
-
-The rules of a pass (docs/operations.md, "Retention"):
-
-* **Eligible** rows are a prefix of the store in seq order: a batch row goes only when its
-  last seq is at or below the floor, below ``latest_seq - keep_newest`` (the newest
-  ``keep_newest`` messages, the duplicate window, always stay, so duplicate detection is the
-  same after a restart), and its server is not kept.
-* **Age** (``retain``): rows received before ``now - retain`` go, oldest first; the scan stops
-  at the first row that is too young (``received_at`` follows commit order, so the rest are
-  younger; a row received out of order is kept until the rows before it go).
-* **Size** (``max_size``): while the pages in use exceed it, the oldest eligible rows go.
-* **Chunks**: each chunk is one transaction of at most ``chunk_rows`` rows and ``chunk_bytes``
-  of bodies, run on the store's writer thread (:meth:`MessageStore.maintain`) between two
-  group commits, so ingest never waits for a lock held by retention, and waits at most one
-  chunk for the thread. After each chunk the pass pauses as long as the chunk took, so it
-  uses at most half of the writer's time.
-* **Pages**: deleted rows' pages go to SQLite's free list and are reused by later writes, so
-  the file stops growing. When the file was created with ``auto_vacuum = INCREMENTAL`` (every
-  file this version creates), free pages are also given back to the file system,
-  ``vacuum_pages`` pages per chunk.
-
-A pass is logged at INFO (``retention_pass``) only when it deleted something, else at DEBUG;
-:meth:`RetentionTask.last_pass` is the summary a status surface reads.
+What it deliberately does not know: agents, tune-outs or mail (the floor is asked of a
+callback).
 """
 
 from __future__ import annotations
@@ -294,6 +268,34 @@ class _Totals:
 
 class RetentionTask:
     """Runs retention passes over ``store`` every ``policy.interval`` seconds.
+
+    What it knows: the batch rows of the message store (:mod:`switchboard.store.sqlite.schema`), how
+    to delete a prefix of them in one short transaction, how much of the file is in use, how to give
+    free pages back (incremental vacuum), and a small scheduler that runs a pass every ``interval``
+    seconds.
+
+    The rules of a pass (docs/operations.md, "Retention"):
+
+    * **Eligible** rows are a prefix of the store in seq order: a batch row goes only when its last
+      seq is at or below the floor, below ``latest_seq - keep_newest`` (the newest ``keep_newest``
+      messages, the duplicate window, always stay, so duplicate detection is the same after a
+      restart), and its server is not kept.
+    * **Age** (``retain``): rows received before ``now - retain`` go, oldest first; the scan stops
+      at the first row that is too young (``received_at`` follows commit order, so the rest are
+      younger; a row received out of order is kept until the rows before it go).
+    * **Size** (``max_size``): while the pages in use exceed it, the oldest eligible rows go.
+    * **Chunks**: each chunk is one transaction of at most ``chunk_rows`` rows and ``chunk_bytes``
+      of bodies, run on the store's writer thread (:meth:`MessageStore.maintain`) between two group
+      commits, so ingest never waits for a lock held by retention, and waits at most one chunk for
+      the thread. After each chunk the pass pauses as long as the chunk took, so it uses at most
+      half of the writer's time.
+    * **Pages**: deleted rows' pages go to SQLite's free list and are reused by later writes, so the
+      file stops growing. When the file was created with ``auto_vacuum = INCREMENTAL`` (every file
+      this version creates), free pages are also given back to the file system, ``vacuum_pages``
+      pages per chunk.
+
+    A pass is logged at INFO (``retention_pass``) only when it deleted something, else at DEBUG;
+    :meth:`RetentionTask.last_pass` is the summary a status surface reads.
 
     Args:
         store: The open message store.

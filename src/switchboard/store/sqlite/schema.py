@@ -1,32 +1,10 @@
 """The on-disk format of the message store: schema, migrations, pragmas, SQL and batch rows.
 
-What this module knows: SQLite and the store file's mode (0600). It creates and upgrades the
-schema (versioned with ``PRAGMA user_version``), opens the writer and reader connections
-with the pragmas the store relies on, holds every SQL statement the store runs, writes batch
-rows, and reads them back (as :class:`StoredMessage` values, or as keys to rebuild the
-duplicate index).
+It creates and upgrades the schema (``PRAGMA user_version``), opens the writer and reader
+connections with the pragmas the store relies on, holds every SQL statement the store runs,
+writes one row per batch and reads rows back. The file is made with mode 0600.
 
-What it deliberately does not know: threads, the event loop, group commit, duplicates, or who
-calls it. Every function here is synchronous and runs on whatever thread calls it.
-
-Schema version 3::
-
-    batches(first_seq INTEGER PRIMARY KEY, count, server_id, received_at, body)
-    cursors(agent TEXT PRIMARY KEY, seq, delivered)
-
-``cursors.seq`` is what the agent acknowledged (every message up to it is done with);
-``cursors.delivered`` is the highest seq any of its reads has handed out (version 2 added it),
-so a message at or below it that is read again is known to be a redelivery.
-
-One row per submitted batch: ``body`` is the orjson encoding of the JSON array of the batch's
-new messages in MCPL wire form (see :mod:`switchboard.store.wire`), compressed with zlib when
-that is smaller and the encoding is at least 2 KiB (version 3 added packed bodies; a body
-starting with ``[`` is plain, one starting with ``0x78`` packed), and they hold the seqs
-``first_seq .. first_seq + count - 1``. Rows cover the sequence without gaps or overlaps, so
-the batch holding a seq is the one with the largest ``first_seq`` not above it (a primary-key
-range search). A batch with no new message has no row. Uniqueness of message keys is not
-enforced here: the writer's in-memory index (:mod:`switchboard.store.dedupe`) decides it. A
-later concern (the event log) adds its tables as a further entry in ``_MIGRATIONS``.
+What it deliberately does not know: threads, the event loop, group commit, or duplicates.
 """
 
 from __future__ import annotations

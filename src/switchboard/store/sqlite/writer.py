@@ -1,34 +1,9 @@
 """The store's single writer thread: sequence numbers, duplicates and group commit.
 
-What this module knows: one ``sqlite3`` connection owned by one thread, a queue of write jobs,
-the duplicate index (:class:`~switchboard.store.dedupe.DedupeIndex`), and how to commit jobs in
-groups. It knows nothing of asyncio: each job carries an opaque ``waiter`` that the writer never
-touches, and after every group the writer makes exactly one call to ``on_group_done`` (from its
-own thread) with the jobs it finished. The caller turns that one call into one event-loop
-wake-up that resolves every waiter.
-
-Theory of operation:
-
-* The thread blocks until a job arrives, then drains everything else already queued (up to
-  ``max_group_rows`` messages) into one group. Each submitted batch becomes at most one row
-  (see :mod:`~switchboard.store.sqlite.schema`); the rows of the whole group are written in one
-  transaction, usually a single multi-row ``INSERT`` (see ``BatchInserter`` there); cursor
-  updates of the group go into a second, small transaction. So N concurrent submitters pay for
-  about one commit, not N.
-* Queue order is commit order: jobs are written in the order they were put, so a caller that
-  puts jobs in arrival order gets sequence numbers in arrival order.
-* Sequence numbers: the writer alone knows ``latest``. The new messages of a group take
-  ``latest + 1 ..`` in job order and message order; a batch row's ``first_seq`` is its first.
-* Duplicates: the index, in memory, says which keys are stored (or were claimed earlier in
-  the group, or earlier in the same batch). A duplicate is answered with its stored seq and not
-  written again. A batch with duplicates is re-encoded here with only its new messages (rare);
-  a batch with no new message writes no row.
-* Failure: a group whose transaction fails is rolled back (``latest`` does not move, and the
-  keys it claimed are forgotten again), then each of its jobs is retried alone so that one bad
-  batch fails only its own waiter. A job that fails alone gets its own :class:`StoreError`.
-  Nothing committed earlier is touched.
-* Stop: :meth:`GroupWriter.stop` queues a sentinel; every job queued before it is still
-  committed and reported, then the thread closes the connection and ends.
+One connection owned by one thread drains every queued job into one transaction and reports
+each group with one call (which the store turns into one event-loop wake-up); sequence numbers
+and the duplicate index live on this thread only. It knows nothing of asyncio: each job carries
+an opaque waiter.
 """
 
 from __future__ import annotations
@@ -116,6 +91,36 @@ def _locked_out(exc: BaseException) -> bool:
 
 class GroupWriter(GroupThread["Job[W]"], Generic[W]):
     """Owns the write connection and the thread that commits queued jobs in groups.
+
+    What it knows: one ``sqlite3`` connection owned by one thread, a queue of write jobs, the
+    duplicate index (:class:`~switchboard.store.dedupe.DedupeIndex`), and how to commit jobs in
+    groups. It knows nothing of asyncio: each job carries an opaque ``waiter`` that the writer never
+    touches, and after every group the writer makes exactly one call to ``on_group_done`` (from its
+    own thread) with the jobs it finished. The caller turns that one call into one event-loop
+    wake-up that resolves every waiter.
+
+    Theory of operation:
+
+    * The thread blocks until a job arrives, then drains everything else already queued (up to
+      ``max_group_rows`` messages) into one group. Each submitted batch becomes at most one row (see
+      :mod:`~switchboard.store.sqlite.schema`); the rows of the whole group are written in one
+      transaction, usually a single multi-row ``INSERT`` (see ``BatchInserter`` there); cursor
+      updates of the group go into a second, small transaction. So N concurrent submitters pay for
+      about one commit, not N.
+    * Queue order is commit order: jobs are written in the order they were put, so a caller that
+      puts jobs in arrival order gets sequence numbers in arrival order.
+    * Sequence numbers: the writer alone knows ``latest``. The new messages of a group take ``latest
+      + 1 ..`` in job order and message order; a batch row's ``first_seq`` is its first.
+    * Duplicates: the index, in memory, says which keys are stored (or were claimed earlier in the
+      group, or earlier in the same batch). A duplicate is answered with its stored seq and not
+      written again. A batch with duplicates is re-encoded here with only its new messages (rare); a
+      batch with no new message writes no row.
+    * Failure: a group whose transaction fails is rolled back (``latest`` does not move, and the
+      keys it claimed are forgotten again), then each of its jobs is retried alone so that one bad
+      batch fails only its own waiter. A job that fails alone gets its own :class:`StoreError`.
+      Nothing committed earlier is touched.
+    * Stop: :meth:`GroupWriter.stop` queues a sentinel; every job queued before it is still
+      committed and reported, then the thread closes the connection and ends.
 
     Args:
         conn: an open, migrated connection in autocommit mode; the writer closes it at the end.

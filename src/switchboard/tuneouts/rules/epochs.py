@@ -1,29 +1,12 @@
 """Tune-out epochs: start, cancel, expire and wake, with wake budgets, and their replay.
 
-What this module knows (channel-registry.md §5.3, §5.4, §6):
-
-- A tune-out is an attention policy epoch for one owner agent. Its scope is one channel, or
-  every channel but one. The channels stay open at the transport; their incoming traffic is
-  diverted (for the owner only) to a backlog, read by an optional reader agent.
-- One channel holds at most one one-channel epoch (its desired record says ``tuned-out`` and
-  names the epoch); one owner holds at most one all-except epoch. A new epoch of the same
-  owner in the same slot replaces the old one (and restarts the wake count); another owner's
-  one-channel epoch holds the channel, so a start there is refused.
-- An epoch ends on a cancel, when its duration runs out (:meth:`TuneOutBook.expire`, or the
-  first wake at or after its deadline), or at the first wake past its wake budget. A
-  one-channel epoch's end restores the record that stood before it began. Every end delivers
-  the backlog (see :mod:`~switchboard.tuneouts.rules.backlogs`).
-- Replay folds the log: epochs, and wake counts taken only from wakes of the epoch in effect
-  (a wake of a stale epoch is ignored).
-
-The protocol with the store is the same as
-:class:`~switchboard.lifecycle.rules.book.LifecycleBook`'s:
-a verb answers :class:`~switchboard.lifecycle.rules.decisions.Append` (append, then ``apply`` the
-event to *both* books), :class:`~switchboard.lifecycle.rules.decisions.NoChange` or
-:class:`~switchboard.lifecycle.rules.decisions.Vetoed`, and changes nothing itself.
+A tune-out is an attention policy of one owner agent over one channel, or every channel but
+one: the channels stay open, their traffic is diverted from the owner to a backlog that an
+optional reader may read, and it ends at its deadline, on cancel, or at the first wake past its
+budget (channel-registry.md §5.3, §5.4, §6). :class:`TuneOutBook` keeps the epochs in effect.
 
 What it deliberately does not know: messages (the host keeps the backlog), agents' turns and
-what a "wake" is for them (the caller reports one), names and texts, and the clock.
+the clock.
 """
 
 from __future__ import annotations
@@ -115,7 +98,30 @@ class ActiveTuneOut:
 
 
 class TuneOutBook:
-    """The tune-out epochs in effect, with O(1) lookups by epoch, channel and owner."""
+    """The tune-out epochs in effect, with O(1) lookups by epoch, channel and owner.
+
+    What it knows (channel-registry.md §5.3, §5.4, §6):
+
+    - A tune-out is an attention policy epoch for one owner agent. Its scope is one channel, or
+      every channel but one. The channels stay open at the transport; their incoming traffic is
+      diverted (for the owner only) to a backlog, read by an optional reader agent.
+    - One channel holds at most one one-channel epoch (its desired record says ``tuned-out`` and
+      names the epoch); one owner holds at most one all-except epoch. A new epoch of the same owner
+      in the same slot replaces the old one (and restarts the wake count); another owner's
+      one-channel epoch holds the channel, so a start there is refused.
+    - An epoch ends on a cancel, when its duration runs out (:meth:`TuneOutBook.expire`, or the
+      first wake at or after its deadline), or at the first wake past its wake budget. A one-channel
+      epoch's end restores the record that stood before it began. Every end delivers the backlog
+      (see :mod:`~switchboard.tuneouts.rules.backlogs`).
+    - Replay folds the log: epochs, and wake counts taken only from wakes of the epoch in effect (a
+      wake of a stale epoch is ignored).
+
+    The protocol with the store is the same as
+    :class:`~switchboard.lifecycle.rules.book.LifecycleBook`'s: a verb answers
+    :class:`~switchboard.lifecycle.rules.decisions.Append` (append, then ``apply`` the event to
+    *both* books), :class:`~switchboard.lifecycle.rules.decisions.NoChange` or
+    :class:`~switchboard.lifecycle.rules.decisions.Vetoed`, and changes nothing itself.
+    """
 
     __slots__ = ("_active", "_all_except", "_deadlines", "_except_counts", "_on_channel")
 
