@@ -89,6 +89,12 @@ def test_every_import_contract_is_kept() -> None:
         ("connections/limits.py", "import switchboard.connections.session", "connections-inside"),
         ("store/wire.py", "import switchboard.store.sqlite.schema", "store-inside"),
         ("app/retention.py", "import switchboard.app.board", "app-inside"),
+        (
+            "agents/inbox/read.py",
+            "import switchboard.store.sqlite",
+            "durable-things-behind-interfaces",
+        ),
+        ("connections/session.py", "import sqlite3", "durable-things-behind-interfaces"),
     ],
 )
 def test_an_added_forbidden_import_breaks_its_contract(
