@@ -177,6 +177,8 @@ class MatrixBridge(Connector):
         self._warned: set[str] = set()
         self._invites: set[str] = set()
         self._typing_at: dict[str, float] = {}
+        self._unannounced: set[str] = set()
+        self._said_not_granted = False
         self._log = log.bind(user=config.user_id)
 
     # -- the connection's life -------------------------------------------------------------------
@@ -350,7 +352,9 @@ class MatrixBridge(Connector):
 
     async def _handle(self, data: Mapping[str, Any], since: str | None, *, first: bool) -> None:
         """One sync batch, in the order described in the module docstring."""
-        touched: dict[str, None] = {}
+        # Rooms whose last announcement failed are offered again with this batch.
+        touched: dict[str, None] = dict.fromkeys(sorted(self._unannounced))
+        self._unannounced.clear()
         for event in _events(data, "account_data"):
             if event.get("type") == "m.direct" and isinstance(event.get("content"), Mapping):
                 touched.update(dict.fromkeys(self.direct.load(event["content"])))
@@ -463,12 +467,25 @@ class MatrixBridge(Connector):
         if not (added or updated or removed):
             return
         if not self.allows("channels.register"):
-            self._log.info("matrix_channels_not_announced", reason="channels.register not granted")
+            # Kept for a later grant; said once, not at every sync.
+            if not self._said_not_granted:
+                self._said_not_granted = True
+                self._log.info(
+                    "matrix_channels_not_announced", reason="channels.register not granted"
+                )
+            self._unannounced.update(d.id for d in [*added, *updated])
             return
-        if first and not removed:
-            answers = await self.register([*added, *updated])
-        else:
-            answers = await self.changed(added=added, updated=updated, removed=removed)
+        try:
+            if first and not removed:
+                answers = await self.register([*added, *updated])
+            else:
+                answers = await self.changed(added=added, updated=updated, removed=removed)
+        except (NotGranted, NotReady, RpcError) as exc:
+            # Not announced now; offered again with the next batch (a removal was applied
+            # locally by the SDK before it asked, and a later batch cannot repeat it).
+            self._unannounced.update(d.id for d in [*added, *updated])
+            self._log.warning("matrix_channels_not_announced", reason=str(exc))
+            return
         for answer in answers:
             if not answer.accepted and answer.id is not None:
                 self._refused.add(answer.id)
@@ -487,7 +504,11 @@ class MatrixBridge(Connector):
             self.rooms.pop(room_id, None)
             self._typing_at.pop(room_id, None)
         if removed and self.allows("channels.register"):
-            await self.changed(removed=removed)
+            try:
+                await self.changed(removed=removed)
+            except (NotGranted, NotReady, RpcError) as exc:
+                self._log.warning("matrix_channels_not_removed", rooms=removed, reason=str(exc))
+                return
             self._log.info("matrix_channels", removed=removed)
 
     # -- messages ------------------------------------------------------------------------------
@@ -608,7 +629,12 @@ class MatrixBridge(Connector):
                     payload: dict[str, Any] = dict(content)
                     await api.set_account_data(EventType.find("m.direct"), payload)
             await api.join_room_by_id(RoomID(room_id))
-        except MatrixError as exc:
+        except Exception as exc:
+            if _transient(exc):
+                self._invites.discard(room_id)  # tried again when the sync is repeated
+                raise
+            if not isinstance(exc, MatrixError):
+                raise
             self._log.warning("matrix_invite_failed", room=room_id, error=str(exc))
             return
         self._log.info("matrix_invite_accepted", room=room_id, inviter=inviter, direct=direct)
