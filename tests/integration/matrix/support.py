@@ -48,6 +48,7 @@ __all__ = [
     "inbox_until",
     "signed_in",
     "switchboard_run",
+    "switchboard_run_config",
 ]
 
 BRIDGE: Final = str(Path(sys.executable).with_name("switchboard-matrix"))
@@ -224,24 +225,54 @@ class Board:
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
 
+    async def wait_log(self, text: str, *, times: int = 1, within: float = 30.0) -> str:
+        """Until the host's stderr (the bridge's log included) holds ``text`` ``times`` times;
+        returns the log. A file has no event to wait on, so it is read every tenth of a
+        second (the host also joins a connector's stderr lines for a moment before logging)."""
+        with anyio.fail_after(within):
+            while True:
+                log = self.log_text()
+                if log.count(text) >= times:
+                    return log
+                await anyio.sleep(0.1)
+
 
 @asynccontextmanager
 async def switchboard_run(
     tmp_path: Path, env: Mapping[str, str], *, store: Path | None = None, name: str = "run"
 ) -> AsyncIterator[Board]:
     """``switchboard run`` with the bridge as connector ``matrix``; the agent over stdio."""
+    async with switchboard_run_config(tmp_path, env, store=store, name=name) as board:
+        yield board
+
+
+@asynccontextmanager
+async def switchboard_run_config(
+    tmp_path: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    command: Sequence[str] = (BRIDGE,),
+    store: Path | None = None,
+    name: str = "run",
+    log_level: str = "INFO",
+) -> AsyncIterator[Board]:
+    """``switchboard run`` with one connector, ``matrix``, spawned as ``command`` with
+    ``env``; the agent over stdio, the host's stderr in ``<name>-stderr.log``."""
+    await anyio.Path(tmp_path).mkdir(parents=True, exist_ok=True)
     config = tmp_path / f"{name}.toml"
+    argv = ", ".join(json.dumps(word) for word in command)
+    env_line = f"env = {_toml_table(env)}" if env else ""
     config.write_text(
         f"""
-log_level = "INFO"
+log_level = {json.dumps(log_level)}
 [store]
 path = {json.dumps(str(store or tmp_path / "switchboard.sqlite"))}
 [agent]
 transport = "stdio"
 [[connectors]]
 id = "matrix"
-command = [{json.dumps(BRIDGE)}]
-env = {_toml_table(env)}
+command = [{argv}]
+{env_line}
 backoff_initial = 0.2
 backoff_max = 1.0
 """
