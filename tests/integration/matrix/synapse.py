@@ -96,6 +96,13 @@ def ensure_synapse() -> tuple[Path, float | None]:
     Raises:
         SynapseUnavailable: the virtualenv or the install failed (pip's output attached).
     """
+    try:
+        return _ensure_synapse()
+    except OSError as exc:
+        raise SynapseUnavailable(f"the cache {cache_root()} cannot be used: {exc}") from exc
+
+
+def _ensure_synapse() -> tuple[Path, float | None]:
     tag = f"synapse-{SYNAPSE_VERSION}-py{sys.version_info.major}{sys.version_info.minor}"
     venv = cache_root() / tag
     python = venv / "bin" / "python"
