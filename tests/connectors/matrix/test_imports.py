@@ -19,7 +19,8 @@ def test_the_bridge_keeps_its_contract_and_an_import_of_the_host_would_break_it(
     source = bridge.read_text(encoding="utf-8")
     assert head in source
     bridge.write_text(
-        source.replace(head, f"{head}\nimport switchboard.conformance  # noqa\n", 1), encoding="utf-8"
+        source.replace(head, f"{head}\nimport switchboard.conformance  # noqa\n", 1),
+        encoding="utf-8",
     )
     broken = _lint_imports(project, project / "src", "matrix-bridge-on-the-sdk")
 
