@@ -111,6 +111,7 @@ _TYPING_REFRESH: Final = 5.0
 _PUBLISH_WITHIN: Final = 20.0
 _INCOMING_BATCH: Final = 100
 _GAP_PAGES: Final = 50
+_HISTORY_PAGES: Final = 10
 _REMEMBERED: Final = 4096
 _E2EE_REASON: Final = "this bridge does not support end-to-end encrypted rooms"
 
@@ -774,30 +775,38 @@ class MatrixBridge(Connector):
         if room is None:
             return channel
         limit = params.history.limit
-        query = {"dir": "b", "limit": str(min(limit, 100))}
-        try:
-            page = await self.api.api.request(
-                Method.GET,
-                Path.v3.rooms[RoomID(channel.id)].messages,
-                query_params=query,
-                retry_count=0,
-            )
-        except MatrixError as exc:
-            self._log.info("matrix_history_failed", room=channel.id, error=str(exc))
-            return channel
-        chunk = page.get("chunk") if isinstance(page, Mapping) else None
-        history: list[IncomingMessage] = []
-        for event in reversed(chunk if isinstance(chunk, list) else []):
-            if not isinstance(event, Mapping) or "state_key" in event:
-                continue
-            context = EventContext(
-                own_user_id=self.own, room=room, partner=self.direct.partner(channel.id)
-            )
-            message = await to_incoming(event, context)
-            if message is not None:
-                history.append(message)
-        kept = history[-limit:]
-        return OpenResult(channel=channel, history=kept, history_truncated=len(history) > limit)
+        context = EventContext(
+            own_user_id=self.own, room=room, partner=self.direct.partner(channel.id)
+        )
+        newest_first: list[IncomingMessage] = []
+        query = {"dir": "b", "limit": str(min(limit + 1, 100))}
+        # Pages back until one message more than asked (to know it was cut), at most
+        # _HISTORY_PAGES pages: state events and the bridge's own messages fill pages too.
+        for _ in range(_HISTORY_PAGES):
+            try:
+                page = await self.api.api.request(
+                    Method.GET,
+                    Path.v3.rooms[RoomID(channel.id)].messages,
+                    query_params=query,
+                    retry_count=0,
+                )
+            except MatrixError as exc:
+                self._log.info("matrix_history_failed", room=channel.id, error=str(exc))
+                break
+            chunk = page.get("chunk") if isinstance(page, Mapping) else None
+            for event in chunk if isinstance(chunk, list) else []:
+                if isinstance(event, Mapping) and "state_key" not in event:
+                    message = await to_incoming(event, context)
+                    if message is not None:
+                        newest_first.append(message)
+            end = page.get("end") if isinstance(page, Mapping) else None
+            if len(newest_first) > limit or not chunk or not isinstance(end, str):
+                break
+            query = {**query, "from": end}
+        kept = list(reversed(newest_first[:limit]))
+        return OpenResult(
+            channel=channel, history=kept, history_truncated=len(newest_first) > limit
+        )
 
 
 class _Redeliver(Exception):
@@ -813,7 +822,13 @@ def _join_target(params: OpenParams) -> str | None:
             params.address.get("alias"),
         ]
     for candidate in candidates:
-        if isinstance(candidate, str) and candidate[:1] in ("!", "#") and ":" in candidate:
+        if not isinstance(candidate, str):
+            continue
+        # A room id is "!" and an opaque string (room version 12 ids have no ":server");
+        # an alias is "#name:server".
+        if (candidate.startswith("!") and len(candidate) > 1) or (
+            candidate.startswith("#") and ":" in candidate
+        ):
             return candidate
     return None
 
