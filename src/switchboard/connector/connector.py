@@ -114,7 +114,7 @@ class Connector(ConnectorHooks):
         self.initialized = False  # the host sent notifications/initialized
         self._peer: Peer | None = None
         self._link: Link | None = None
-        self._replies: ReplyHooks | None = None
+        self._reply_hooks: ReplyHooks | None = None
         self._task_group: TaskGroup | None = None
         self._ready_event: anyio.Event | None = None
         self._on_ready_started = False
@@ -176,7 +176,7 @@ class Connector(ConnectorHooks):
             default_timeout=self.request_timeout,
             read_error=read_error,
         )
-        self._peer, self._link, self._replies = peer, link, replies
+        self._peer, self._link, self._reply_hooks = peer, link, replies
         self._log.info("connector_serving", link=link.description)
         try:
             async with anyio.create_task_group() as tg:
@@ -185,7 +185,7 @@ class Connector(ConnectorHooks):
                 tg.cancel_scope.cancel()
         finally:
             self._task_group = None
-            self._peer = self._link = self._replies = None
+            self._peer = self._link = self._reply_hooks = None
             watch.forget()
             self.policy.reset()
             with anyio.CancelScope(shield=True):
@@ -226,7 +226,7 @@ class Connector(ConnectorHooks):
 
         For a Notification (which has no answer) ``fn`` starts right after the hook.
         """
-        replies = self._replies
+        replies = self._reply_hooks
         if replies is None or replies.current is None:
             raise RuntimeError("after_reply() can only be called from inside a hook")
         replies.current.append(fn)

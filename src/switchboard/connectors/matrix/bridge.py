@@ -1,45 +1,14 @@
 """The Matrix bridge: one Matrix account as an MCPL connector on :mod:`switchboard.connector`.
 
-What this module knows: how the bridge lives beside one host connection (docs/bridges/matrix.md).
+:class:`MatrixBridge` logs in once the host's policy is in force, syncs, registers each joined
+room as a channel and follows joins, renames and leaves; each ``/sync`` is one batch, and the
+sync token is written only once the host answered for every message of it, so a restart
+neither skips nor repeats a message (docs/bridges/matrix.md). Encrypted rooms are refused;
+publishing, typing, receipts, joins and leaves map to the client-server API.
 
-- Once the host's policy is in force (``on_ready``) it logs in (a given access token, or a
-  password login kept in the state directory), checks with ``whoami`` that the token is the
-  configured user's, and syncs. The first ``/sync`` asks for the full state of every joined
-  room, continuing from the saved sync token when there is one; each room becomes a channel
-  (:mod:`.rooms`) in one ``channels/register``, and after that joins, renames and leaves
-  arrive as ``channels/changed`` (added, updated, removed).
-- Each later ``/sync`` (a long poll) is handled as one batch, in this order: account data
-  (``m.direct``), room state and timelines, then channel additions and updates, then the
-  messages as ``channels/incoming`` (:mod:`.events`), then removals, then invitations. Only
-  when the host has answered for every message of the batch is the sync token written to disk
-  (:mod:`.state`): a restart then neither skips nor repeats a message. A timeline the
-  homeserver cut short (``limited``) is filled by paging back to the previous token.
-- The first start of a fresh state directory delivers no history: rooms are registered and
-  what was said before the bridge existed stays in Matrix (``channels/open`` with ``history``
-  fetches it on request).
-- Messages go to the host only while ``channels.incoming`` is granted; what arrives while it is
-  not is dropped (the grant says the host does not want it). A channel the host closed gets
-  only messages addressed to the bridge (a mention, a reply to it, a direct chat).
-- End-to-end encrypted rooms are refused: an invitation to one is declined with a reason, a
-  joined one is never registered, and a room that turns encryption on is removed; each with a
-  warning in the log. The bridge never shows encrypted events as text.
-- When the homeserver cannot be reached the bridge keeps trying, with a pause that doubles up
-  to ``MATRIX_RETRY_MAX_SECONDS``, and continues from its sync token when it is back: nothing
-  said meanwhile is lost. A rejected access token ends the process (exit code 78) unless a
-  password can log in again.
-- Publishing sends ``m.room.message`` (``m.text``) and answers with the event id; a send that
-  fails on the way is retried with the same transaction id, which the homeserver
-  deduplicates, for up to 20 s. A refusal by the homeserver (no permission, too large) is
-  ``-32017`` with the reason: nothing was posted. Typing maps to Matrix typing (on for 20 s,
-  refreshed by the host, and by stream chunks), an acknowledgement to a read receipt.
-- ``channels/open`` of a room the bridge is not in joins it by id or alias (when
-  ``MATRIX_JOIN_ON_OPEN``); ``channels/close`` leaves the bridge in the room.
-
-What it deliberately does not know: the wire or the grant rules (the SDK enforces them), and
-JSON-RPC. Library choice: mautrix's ``ClientAPI`` speaks the client-server API (auth, typed
-errors, transaction ids, HTML rendering); the sync loop is the bridge's own, because mautrix's
-``Syncer`` hands each event to handlers as unordered background tasks and so cannot say when
-a batch has been delivered, which the sync-token rule needs.
+What it deliberately does not know: the wire or the grant rules (the SDK enforces them).
+Library choice: mautrix's ``ClientAPI``; the sync loop is the bridge's own, because mautrix's
+``Syncer`` cannot say when a batch has been delivered, which the sync-token rule needs.
 """
 
 from __future__ import annotations
@@ -155,7 +124,42 @@ class _Backoff:
 
 
 class MatrixBridge(Connector):
-    """The Matrix bridge (see the module docstring).
+    """The Matrix bridge.
+
+    What it knows: how the bridge lives beside one host connection (docs/bridges/matrix.md).
+
+    - Once the host's policy is in force (``on_ready``) it logs in (a given access token, or a
+      password login kept in the state directory), checks with ``whoami`` that the token is the
+      configured user's, and syncs. The first ``/sync`` asks for the full state of every joined
+      room, continuing from the saved sync token when there is one; each room becomes a channel
+      (:mod:`.rooms`) in one ``channels/register``, and after that joins, renames and leaves arrive
+      as ``channels/changed`` (added, updated, removed).
+    - Each later ``/sync`` (a long poll) is handled as one batch, in this order: account data
+      (``m.direct``), room state and timelines, then channel additions and updates, then the
+      messages as ``channels/incoming`` (:mod:`.events`), then removals, then invitations. Only when
+      the host has answered for every message of the batch is the sync token written to disk
+      (:mod:`.state`): a restart then neither skips nor repeats a message. A timeline the homeserver
+      cut short (``limited``) is filled by paging back to the previous token.
+    - The first start of a fresh state directory delivers no history: rooms are registered and what
+      was said before the bridge existed stays in Matrix (``channels/open`` with ``history`` fetches
+      it on request).
+    - Messages go to the host only while ``channels.incoming`` is granted; what arrives while it is
+      not is dropped (the grant says the host does not want it). A channel the host closed gets only
+      messages addressed to the bridge (a mention, a reply to it, a direct chat).
+    - End-to-end encrypted rooms are refused: an invitation to one is declined with a reason, a
+      joined one is never registered, and a room that turns encryption on is removed; each with a
+      warning in the log. The bridge never shows encrypted events as text.
+    - When the homeserver cannot be reached the bridge keeps trying, with a pause that doubles up to
+      ``MATRIX_RETRY_MAX_SECONDS``, and continues from its sync token when it is back: nothing said
+      meanwhile is lost. A rejected access token ends the process (exit code 78) unless a password
+      can log in again.
+    - Publishing sends ``m.room.message`` (``m.text``) and answers with the event id; a send that
+      fails on the way is retried with the same transaction id, which the homeserver deduplicates,
+      for up to 20 s. A refusal by the homeserver (no permission, too large) is ``-32017`` with the
+      reason: nothing was posted. Typing maps to Matrix typing (on for 20 s, refreshed by the host,
+      and by stream chunks), an acknowledgement to a read receipt.
+    - ``channels/open`` of a room the bridge is not in joins it by id or alias (when
+      ``MATRIX_JOIN_ON_OPEN``); ``channels/close`` leaves the bridge in the room.
 
     Args:
         config: the checked configuration.

@@ -1,25 +1,8 @@
 """The Matrix bridge's configuration, read from environment variables.
 
-What this module knows: every ``MATRIX_*`` variable the bridge reads (the names are a
-contract, docs/bridges/matrix.md), their defaults, and what makes a value wrong. Every
-problem is collected, so one run of ``switchboard-matrix --check`` (or a failed start) names
-them all at once, each with the fix.
-
-- ``MATRIX_HOMESERVER`` (an ``http://`` or ``https://`` URL) and ``MATRIX_USER_ID``
-  (``@name:server``) are required;
-- exactly one credential: ``MATRIX_ACCESS_TOKEN``, ``MATRIX_ACCESS_TOKEN_FILE`` (a file only
-  its owner may read: mode 600 or stricter), or ``MATRIX_PASSWORD`` (log in once; the token
-  is kept in the state directory). Two of them at once is refused rather than guessed;
-- ``MATRIX_STATE_DIR``: where the sync token (and a token from a password login) live;
-  default ``$XDG_STATE_HOME/switchboard-matrix/<user id>`` (``~/.local/state`` without it);
-- ``MATRIX_ACCEPT_INVITES``: whose invitations are accepted: ``none``, ``*``, or a comma list
-  of user ids (``@ann:example.org``) and server names (``example.org``); default: users of the
-  bridge's own server;
-- ``MATRIX_JOIN_ON_OPEN`` (``true``): whether ``channels/open`` may join a room by id or alias;
-- ``MATRIX_SYNC_TIMEOUT_MS`` (30000), ``MATRIX_TIMELINE_LIMIT`` (50, events per room per
-  sync; a larger gap is filled by paging back), ``MATRIX_RETRY_MAX_SECONDS`` (30, the longest
-  pause between reconnection attempts), ``MATRIX_DEVICE_NAME`` (``Switchboard``, for a
-  password login), ``MATRIX_LOG_LEVEL`` (``INFO``).
+Every ``MATRIX_*`` variable the bridge reads (the names are a contract, docs/bridges/matrix.md),
+their defaults, and what makes a value wrong. Every problem is collected, so one run of
+``switchboard-matrix --check`` (or a failed start) names them all at once, each with the fix.
 
 What it deliberately does not know: the network, or what the state directory holds
 (:mod:`.state`).
@@ -107,7 +90,7 @@ class InvitePolicy:
 
 @dataclass(frozen=True, slots=True)
 class MatrixConfig:
-    """A complete, checked bridge configuration (see the module docstring)."""
+    """A complete, checked bridge configuration (see :class:`load_config`)."""
 
     homeserver: str
     user_id: str
@@ -209,6 +192,27 @@ def _flag(env: Mapping[str, str], name: str, default: bool, problems: list[str])
 
 def load_config(env: Mapping[str, str] | None = None) -> MatrixConfig:
     """Read and check the configuration from ``env`` (default: the process environment).
+
+    What it knows: every ``MATRIX_*`` variable the bridge reads (the names are a contract,
+    docs/bridges/matrix.md), their defaults, and what makes a value wrong. Every problem is
+    collected, so one run of ``switchboard-matrix --check`` (or a failed start) names them all at
+    once, each with the fix.
+
+    - ``MATRIX_HOMESERVER`` (an ``http://`` or ``https://`` URL) and ``MATRIX_USER_ID``
+      (``@name:server``) are required;
+    - exactly one credential: ``MATRIX_ACCESS_TOKEN``, ``MATRIX_ACCESS_TOKEN_FILE`` (a file only its
+      owner may read: mode 600 or stricter), or ``MATRIX_PASSWORD`` (log in once; the token is kept
+      in the state directory). Two of them at once is refused rather than guessed;
+    - ``MATRIX_STATE_DIR``: where the sync token (and a token from a password login) live; default
+      ``$XDG_STATE_HOME/switchboard-matrix/<user id>`` (``~/.local/state`` without it);
+    - ``MATRIX_ACCEPT_INVITES``: whose invitations are accepted: ``none``, ``*``, or a comma list of
+      user ids (``@ann:example.org``) and server names (``example.org``); default: users of the
+      bridge's own server;
+    - ``MATRIX_JOIN_ON_OPEN`` (``true``): whether ``channels/open`` may join a room by id or alias;
+    - ``MATRIX_SYNC_TIMEOUT_MS`` (30000), ``MATRIX_TIMELINE_LIMIT`` (50, events per room per sync; a
+      larger gap is filled by paging back), ``MATRIX_RETRY_MAX_SECONDS`` (30, the longest pause
+      between reconnection attempts), ``MATRIX_DEVICE_NAME`` (``Switchboard``, for a password
+      login), ``MATRIX_LOG_LEVEL`` (``INFO``).
 
     Raises:
         ConfigProblems: with every problem found, each naming its variable and the fix.

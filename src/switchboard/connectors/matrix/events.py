@@ -1,32 +1,11 @@
 """Matrix room events as MCPL incoming messages.
 
-What this module knows (Matrix client-server spec, "Messaging"; MCPL §14.3 and §16):
+Which timeline events are messages to the host, their content as MCPL blocks, their relations
+(replies, threads, edits, redactions, reactions), mentions, and the tags that say how a message
+addresses the bridge (Matrix client-server spec, "Messaging"; MCPL §14.3, §16). Encrypted events
+are never turned into text.
 
-- which timeline events are messages to the host: ``m.room.message`` (text, notice, emote,
-  image, file, audio, video, location), ``m.sticker``, ``m.reaction`` and
-  ``m.room.redaction``; everything else (state, calls, polls...) is not, and
-  ``m.room.encrypted`` is never turned into text (the bridge refuses encrypted rooms);
-- the content: formatted text (``org.matrix.custom.html``) is rendered to Markdown-like text
-  by mautrix's HTML parser, which also drops the quoted reply fallback; plain text loses its
-  ``> `` reply fallback; media become an ``image``/``audio``/``resource`` block with the
-  ``mxc://`` URI beside a text block with the caption or file name;
-- relations: a reply's target in ``metadata.replyTo``, a thread's root as ``threadId``, an
-  edit (``m.replace``) as a new message whose text is the edit's ``m.new_content``, tagged
-  ``chat:edited`` with ``metadata.edits``, a redaction tagged ``chat:deleted`` with
-  ``metadata.redacts``, a reaction tagged ``chat:reaction`` with ``metadata.reactsTo``;
-- mentions: ``m.mentions.user_ids`` (intentional mentions), or for a client that does not
-  send them, the bridge's user id or a ``matrix.to`` link to it in the text, or its display
-  name as a word; all become ``metadata.mentions``, and a mention of the bridge's own user
-  adds ``chat:mention`` (``@room`` adds ``chat:broadcast``);
-- tags: ``chat:dm``/``chat:private`` in a direct chat, ``chat:group`` elsewhere;
-  ``chat:addressed`` for a direct chat, a mention or a reply to the bridge's own message,
-  ``chat:ambient`` otherwise (never both); ``chat:from-bot`` for a notice,
-  ``chat:from-human`` for the rest; ``chat:has-image``/``has-audio``/``has-file``/``has-link``;
-- the author (the sender's id and the room's display name for them) and the server's
-  timestamp (``origin_server_ts``) in ISO 8601 UTC.
-
-What it deliberately does not know: the network (whether a reply answers the bridge's own
-message is found out by the caller and passed in) or the grant.
+What it deliberately does not know: the network or the grant.
 """
 
 from __future__ import annotations
@@ -170,7 +149,33 @@ def _media(content: Mapping[str, Any], msgtype: str) -> tuple[ContentBlock | Non
 
 
 async def to_incoming(event: Mapping[str, Any], ctx: EventContext) -> IncomingMessage | None:
-    """The incoming message for one timeline event, or ``None`` when it is not a message."""
+    """The incoming message for one timeline event, or ``None`` when it is not a message.
+
+    What it knows (Matrix client-server spec, "Messaging"; MCPL §14.3 and §16):
+
+    - which timeline events are messages to the host: ``m.room.message`` (text, notice, emote,
+      image, file, audio, video, location), ``m.sticker``, ``m.reaction`` and ``m.room.redaction``;
+      everything else (state, calls, polls...) is not, and ``m.room.encrypted`` is never turned into
+      text (the bridge refuses encrypted rooms);
+    - the content: formatted text (``org.matrix.custom.html``) is rendered to Markdown-like text by
+      mautrix's HTML parser, which also drops the quoted reply fallback; plain text loses its ``> ``
+      reply fallback; media become an ``image``/``audio``/``resource`` block with the ``mxc://`` URI
+      beside a text block with the caption or file name;
+    - relations: a reply's target in ``metadata.replyTo``, a thread's root as ``threadId``, an edit
+      (``m.replace``) as a new message whose text is the edit's ``m.new_content``, tagged
+      ``chat:edited`` with ``metadata.edits``, a redaction tagged ``chat:deleted`` with
+      ``metadata.redacts``, a reaction tagged ``chat:reaction`` with ``metadata.reactsTo``;
+    - mentions: ``m.mentions.user_ids`` (intentional mentions), or for a client that does not send
+      them, the bridge's user id or a ``matrix.to`` link to it in the text, or its display name as a
+      word; all become ``metadata.mentions``, and a mention of the bridge's own user adds
+      ``chat:mention`` (``@room`` adds ``chat:broadcast``);
+    - tags: ``chat:dm``/``chat:private`` in a direct chat, ``chat:group`` elsewhere;
+      ``chat:addressed`` for a direct chat, a mention or a reply to the bridge's own message,
+      ``chat:ambient`` otherwise (never both); ``chat:from-bot`` for a notice, ``chat:from-human``
+      for the rest; ``chat:has-image``/``has-audio``/``has-file``/``has-link``;
+    - the author (the sender's id and the room's display name for them) and the server's timestamp
+      (``origin_server_ts``) in ISO 8601 UTC.
+    """
     kind = event.get("type")
     event_id = _string(event.get("event_id"))
     sender = _string(event.get("sender"))

@@ -1,18 +1,8 @@
 """The rooms the bridge is in, as far as it knows them, and each room as an MCPL channel.
 
-What this module knows:
-
-- the state of one joined room that matters to a channel: its name, canonical alias,
-  whether it is end-to-end encrypted (``m.room.encryption``), whether it is a space, and its
-  members' display names (``m.room.member``), kept up to date from state events in the order
-  they arrive;
-- which rooms are direct chats, from the bridge account's ``m.direct`` account data
-  (user id → room ids), turned around to room id → the other person;
-- the channel descriptor of a room: id = the room id, type ``matrix``, label = the room's
-  name, else its canonical alias, else (for a direct chat) ``DM: <the other person>``, else
-  the members it has; ``address.channelId`` carries the room id; ``initiallyOpen`` (the bridge
-  is in the room because someone wanted it there); a DM carries ``metadata.channelType
-  "dm"`` with ``recipientId`` and ``recipientName``, which Switchboard's ``@name`` lookup uses.
+:class:`Room` keeps the state of one joined room that matters to a channel and makes its
+descriptor (the room id, its name or alias or, for a direct chat, the other person);
+:class:`DirectRooms` reads which rooms are direct chats from the account's ``m.direct``.
 
 What it deliberately does not know: the network, the grant, or what was sent to the host.
 """
@@ -45,7 +35,21 @@ def localpart(user_id: str) -> str:
 
 @dataclass(slots=True)
 class Room:
-    """One joined room's state, as it matters to its channel."""
+    """One joined room's state, as it matters to its channel.
+
+    What it knows:
+
+    - the state of one joined room that matters to a channel: its name, canonical alias, whether it
+      is end-to-end encrypted (``m.room.encryption``), whether it is a space, and its members'
+      display names (``m.room.member``), kept up to date from state events in the order they arrive;
+    - which rooms are direct chats, from the bridge account's ``m.direct`` account data (user id →
+      room ids), turned around to room id → the other person;
+    - the channel descriptor of a room: id = the room id, type ``matrix``, label = the room's name,
+      else its canonical alias, else (for a direct chat) ``DM: <the other person>``, else the
+      members it has; ``address.channelId`` carries the room id; ``initiallyOpen`` (the bridge is in
+      the room because someone wanted it there); a DM carries ``metadata.channelType "dm"`` with
+      ``recipientId`` and ``recipientName``, which Switchboard's ``@name`` lookup uses.
+    """
 
     room_id: str
     name: str | None = None
@@ -105,7 +109,7 @@ class Room:
         return sorted(user for user in self.names if user != own_user_id)
 
     def label(self, own_user_id: str, partner: str | None) -> str:
-        """The channel's label (see the module docstring)."""
+        """The channel's label (see :class:`Room`)."""
         if self.name:
             return self.name
         if self.canonical_alias:

@@ -1,19 +1,8 @@
 """What the Matrix bridge keeps on disk: the sync token, and a token from a password login.
 
-What this module knows: the state directory's files and their rules.
-
-- ``sync.json`` holds ``{"userId", "nextBatch"}``: where the next ``/sync`` continues. The
-  bridge writes it only after the host has answered for every message of the batch, so a
-  restart neither skips nor repeats what the host took (the host's dedupe is the second line,
-  for the window between the host's answer and this write). A token of another user is
-  ignored.
-- ``session.json`` holds ``{"userId", "homeserver", "accessToken", "deviceId"}`` after a
-  password login, so the next start does not log in (and make a device) again.
-- Every write replaces the file atomically (a temporary file, ``fsync``, ``rename``, then the
-  directory is synced), files are mode 600 and the directory 700: the token is a secret.
-- ``lock``: one bridge process per directory writes the sync token. A second process on the
-  same directory (a misconfiguration, or the conformance kit's parallel sessions) still
-  serves, but never writes the token, so the two cannot move it back and forth.
+:class:`StateDir` writes each file atomically, mode 600 in a 700 directory; the sync token is
+written only after the host answered for every message of a batch, and only by the one
+process holding the directory's lock.
 
 What it deliberately does not know: Matrix or the network.
 """
@@ -41,7 +30,22 @@ class Session:
 
 
 class StateDir:
-    """The bridge's state directory (created mode 700 on :meth:`open`)."""
+    """The bridge's state directory (created mode 700 on :meth:`open`).
+
+    What it knows: the state directory's files and their rules.
+
+    - ``sync.json`` holds ``{"userId", "nextBatch"}``: where the next ``/sync`` continues. The
+      bridge writes it only after the host has answered for every message of the batch, so a restart
+      neither skips nor repeats what the host took (the host's dedupe is the second line, for the
+      window between the host's answer and this write). A token of another user is ignored.
+    - ``session.json`` holds ``{"userId", "homeserver", "accessToken", "deviceId"}`` after a
+      password login, so the next start does not log in (and make a device) again.
+    - Every write replaces the file atomically (a temporary file, ``fsync``, ``rename``, then the
+      directory is synced), files are mode 600 and the directory 700: the token is a secret.
+    - ``lock``: one bridge process per directory writes the sync token. A second process on the same
+      directory (a misconfiguration, or the conformance kit's parallel sessions) still serves, but
+      never writes the token, so the two cannot move it back and forth.
+    """
 
     def __init__(self, path: Path, user_id: str, homeserver: str) -> None:
         self.path = path
