@@ -5,7 +5,7 @@ Measures, in ONE run, on this machine:
 * incoming messages/s through Switchboard into the durable SQLite store (batches of 50; one
   and sixteen requests in flight), beside a bare JSON-RPC loop over stdio that parses each
   request and answers it without validating or storing anything;
-* confirmed publishes/s (32 in flight) through ``Switchboard.publish``, beside a bare loop
+* confirmed publishes/s (32 in flight) through ``board.publisher.publish``, beside a bare loop
   sending the same ``channels/publish`` requests.
 
 Both sides drive the same connector program (``bench_connector.py``), so the ratio is the cost

@@ -12,7 +12,7 @@ Measures, in ONE run, interleaved round by round (issue #14):
   built by hand, never committed), each round also runs that host on the same connector through
   our driver ``harness_driver.mjs`` (``node`` on PATH, or ``NODE``), and its row and ratios are
   printed too.
-* confirmed publishes/s, 32 in flight: ``Switchboard.publish`` in process (as ``bench_host.py``
+* confirmed publishes/s, 32 in flight: ``board.publisher.publish`` in process (as ``bench_host.py``
   does) against a bare asyncio loop sending the same ``channels/publish`` requests to the same
   connector over the same stdio transport. Each side runs in a fresh child process with the
   collector policy of ``switchboard run`` (see :func:`publishes_in_child`).

@@ -170,3 +170,20 @@ def test_a_module_says_what_it_is_for_and_why_in_fifteen_lines_at_most(path: Pat
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
     assert doc, "no module docstring"
     assert len(doc.strip().splitlines()) <= MAX_DOCSTRING_LINES
+
+
+# -- the map names the whole house ------------------------------------------------------------
+
+ARCHITECTURE: Final = ROOT / "docs" / "architecture.md"
+PACKAGES: Final = sorted(
+    ".".join(p.parent.relative_to(SOURCE.parent).parts)
+    for p in SOURCE.rglob("__init__.py")
+    if p.parent != SOURCE
+)
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_package_is_named_in_the_architecture_doc(package: str) -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    folder = package.removeprefix("switchboard.").replace(".", "/") + "/"
+    assert package in text or folder in text, f"{package} ({folder}) is not in the map"
