@@ -110,8 +110,9 @@ class InboxWatchers:
       ``MessagesAccepted`` or ``PushAccepted`` event, mail through :meth:`InboxWatchers.arrived`),
       so the ingest path reads nothing back. A head that moved with nothing told of it (a commit
       made elsewhere: another instance, a direct append) is read from the store after
-      :data:`SETTLE_SECONDS` and told the same way. Each message is told once and in order: a batch
-      told out of order is read from the store instead.
+      :data:`SETTLE_SECONDS` and told the same way. Each message is told once and in seq order:
+      commits are answered out of seq order at times (a batch committed at once is answered
+      before a group held earlier), so a batch waits for the batches before it to be told.
 
     Args:
         store: The message store (its head, and the messages a catch-up reads).
@@ -137,6 +138,9 @@ class InboxWatchers:
         self._head = self._told
         self._due = False
         self._wake = anyio.Event()
+        #: Batches committed in this process and not yet told, as ``first seq: (last seq,
+        #: tell)``: they wait for the batches before them.
+        self._waiting: dict[int, tuple[int, Callable[[int], None]]] = {}
         #: How many messages were read back from the store rather than told by the committer.
         self.read_back = 0
         store.watch_head(self._moved)
@@ -159,46 +163,69 @@ class InboxWatchers:
         """A batch or a push event committed in this process (a host event listener)."""
         match event:
             case MessagesAccepted(server_id=sid, messages=messages, last_seq=last):
+                channels = event.channels
                 if last is None:
-                    self._tell_batch(sid, messages, event.channels)
+                    self._tell_batch(sid, messages, channels)
                     return
-                skip = self._skip(last - len(messages) + 1, last)
-                if skip is None:
+                if last - len(messages) == self._told and not self._waiting:  # the next one
+                    self._told = last
+                    self._tell_batch(sid, messages, channels)
                     return
-                if skip:
-                    messages = list(messages)[skip:]
-                    self._tell_batch(sid, messages, {m["channelId"] for m in messages})
-                else:
-                    self._tell_batch(sid, messages, event.channels)
+
+                def tell(skip: int) -> None:
+                    if skip:
+                        rest = list(messages)[skip:]
+                        self._tell_batch(sid, rest, {m["channelId"] for m in rest})
+                    else:
+                        self._tell_batch(sid, messages, channels)
+
+                self._in_order(last - len(messages) + 1, last, tell)
             case PushAccepted(server_id=sid, message=message, seq=seq):
-                if seq is not None and self._skip(seq, seq) is None:
-                    return
-                for watch in self._watches:
-                    if self._router.routes_wire(watch.agent, sid, message):
-                        self._call(watch, [_arrival(sid, message)])
+                if seq is None:
+                    self._tell_push(sid, message)
+                else:
+                    self._in_order(seq, seq, lambda _skip: self._tell_push(sid, message))
             case _:
                 return
 
     def arrived(self, messages: Sequence[StoredMessage]) -> None:
         """Messages committed in this process with no host event (mail), in seq order."""
-        if not messages:
-            return
-        skip = self._skip(messages[0].seq, messages[-1].seq)
-        if skip is None:
-            return
-        self._tell_stored(messages[skip:], details=False)
+        if messages:
+            self._in_order(
+                messages[0].seq,
+                messages[-1].seq,
+                lambda skip: self._tell_stored(messages[skip:], details=False),
+            )
 
-    def _skip(self, first: int, last: int) -> int | None:
-        """How many of the messages ``first..last`` were told already; None when all were, or
-        when messages before them were not yet (they are read from the store in order)."""
+    def _in_order(self, first: int, last: int, tell: Callable[[int], None]) -> None:
+        """Tell the messages ``first..last`` with ``tell(skip)`` (``skip``: how many of them
+        were told already) once every message before them was told: at once, or when the
+        batches before them are (commits are answered, and so told, out of seq order: a batch
+        committed at once is told before a group held earlier), or after a catch-up."""
         told = self._told
         if last <= told:
-            return None
+            return
         if first > told + 1:
+            self._waiting[first] = (last, tell)
             self._due_up_to(last)
-            return None
+            return
         self._told = last
-        return told + 1 - first
+        tell(told + 1 - first)
+        if self._waiting:
+            self._tell_waiting()
+
+    def _tell_waiting(self) -> None:
+        """Tell the batches waiting that are next in seq order; drop those told already."""
+        waiting = self._waiting
+        while waiting:
+            first = min(waiting)
+            told = self._told
+            if first > told + 1:
+                return
+            last, tell = waiting.pop(first)
+            if last > told:
+                self._told = last
+                tell(told + 1 - first)
 
     # -- woken by the head ----------------------------------------------------------------
 
@@ -240,6 +267,8 @@ class InboxWatchers:
                 self._told = fresh[-1].seq
                 self.read_back += len(fresh)
                 self._tell_stored(fresh, details=True)
+            if self._waiting:
+                self._tell_waiting()
 
     # -- telling --------------------------------------------------------------------------
 
@@ -256,11 +285,10 @@ class InboxWatchers:
                 if router.routes_every(agent, sid):
                     # No message need be read: one of the batch's channels that no tune-out
                     # diverts says it.
-                    if any(
-                        not cid or book.diverts(ChannelRef(sid, cid), agent) is None
-                        for cid in channels
-                    ):
-                        self._call(watch, ())
+                    for cid in channels:
+                        if not cid or book.diverts(ChannelRef(sid, cid), agent) is None:
+                            self._call(watch, ())
+                            break
                     continue
                 for m in routed:
                     cid = str(m.get("channelId") or "")
@@ -275,6 +303,11 @@ class InboxWatchers:
             ]
             if arrivals:
                 self._call(watch, arrivals)
+
+    def _tell_push(self, sid: str, message: Mapping[str, Any]) -> None:
+        for watch in self._watches:
+            if self._router.routes_wire(watch.agent, sid, message):
+                self._call(watch, [_arrival(sid, message)])
 
     def _tell_stored(self, messages: Sequence[StoredMessage], *, details: bool) -> None:
         """Tell stored ``messages``; ``details``: a watcher that wants no details is told only
