@@ -12,6 +12,12 @@ Switchboard's own events: the root logger's one stderr handler carries a
 its logger's name ``logger``. In JSON mode an exception is rendered into the line
 (``exception``, a string with ``\\n`` escaped), so every line parses as JSON.
 
+A traceback is rendered as Python prints it, in both formats, and never with the frames'
+local variables: structlog's console renderer would otherwise show them (through ``rich``),
+and a frame of an HTTP request holds its ASGI scope, whose headers hold the agent's bearer
+token (``Authorization``). uvicorn's own records (``Exception in ASGI application``) take the
+same renderer, so they cannot carry it either.
+
 Switchboard's own events do not pass through the stdlib: structlog writes each one to stderr
 in a single ``write`` (the hot paths pay only for the renderer). Loggers are not cached on first
 use (tests reconfigure structlog), so even a call filtered out costs a ``bind`` (~5 µs); a hot
@@ -47,7 +53,13 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if json
+        else structlog.dev.ConsoleRenderer(
+            colors=False,
+            # Without locals: a request's frames hold its headers, and so its bearer token.
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     # In JSON mode a traceback becomes a field of the one line; the console renderer prints
     # it below the line itself.
