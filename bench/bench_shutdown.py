@@ -116,6 +116,9 @@ async def _agent(url: str, token: str, outcome: dict[str, str]) -> None:
             httpx2.AsyncClient(timeout=60, headers=headers) as http,
             Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
         ):
+            # The client checks each result against the tool's output schema, which it lists
+            # first: listed now, before the poll, that is no request made while the host stops.
+            await client.list_tools()
             outcome["state"] = "polling"
             started = time.perf_counter()
             result = await client.call_tool("inbox", {"wait_seconds": 20})

@@ -51,9 +51,7 @@ def connector_table(server_id: str, argv: list[str], extra: str = "") -> str:
     )
 
 
-def write_config(
-    folder: Path, *, rate: float = 300.0, more: str = "", level: str = "INFO"
-) -> Path:
+def write_config(folder: Path, *, rate: float = 300.0, more: str = "", level: str = "INFO") -> Path:
     """The config (see the module docstring), logging at ``level``; the connector's report
     goes to ``folder / "connector.json"`` when its link closes."""
     stream = [sys.executable, str(STREAM), str(folder / "connector.json"), "--rate", str(rate)]
@@ -199,3 +197,15 @@ async def long_poll(url: str, token: str, poll: Poll, wait_seconds: float = 30) 
         poll.error = exc
     finally:
         poll.done.set()
+
+
+async def attached(url: str, token: str, ready: anyio.Event) -> None:
+    """An agent that attaches a session (its client opens its stream of server messages) and
+    then does nothing; it ends when its session does, or when cancelled."""
+    try:
+        async with agent(url, token) as client:
+            await client.list_tools()
+            ready.set()
+            await anyio.sleep_forever()
+    except Exception:  # the host ended the session: what the test reads is the host's side
+        ready.set()

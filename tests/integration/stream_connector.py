@@ -7,7 +7,9 @@ Raw asyncio and orjson (no switchboard imports), run as a real stdio child of
 After the policy exchange it registers ``s:room`` and ``s:other``, then sends
 ``channels/incoming`` batches of ``B`` messages on ``s:room`` at ``R`` messages a second, with
 at most ``W`` requests in flight (it waits for an answer before going past ``W``). Every answer
-is counted: accepted, or an error object (kept, one of each ``data.reason``). When its stdin
+is counted: accepted, or an error object (kept, one of each ``data.reason``). An error whose
+``data.reason`` is ``shutting-down`` stops it sending (what was not taken it would send again
+to the next host). When its stdin
 ends (the host closed the link) it writes one JSON object to OUT and exits 0:
 ``{"sent", "accepted_batches", "errors", "reasons", "unanswered"}``, where ``unanswered`` is
 the number of requests still waiting for an answer when the link closed.
@@ -69,6 +71,7 @@ async def main() -> None:
     counts = {"sent": 0, "accepted_batches": 0, "errors": 0}
     reasons: dict[str, dict[str, Any]] = {}
     told = [False]
+    stopped = asyncio.Event()
 
     async def read() -> None:
         while line := await reader.readline():
@@ -86,6 +89,8 @@ async def main() -> None:
                     data = msg["error"].get("data")
                     reason = data.get("reason") if isinstance(data, dict) else None
                     reasons.setdefault(str(reason), msg["error"])
+                    if reason == "shutting-down":
+                        stopped.set()
                 else:
                     counts["accepted_batches"] += 1
                     if not told[0]:
@@ -125,8 +130,10 @@ async def main() -> None:
         interval = args.batch / args.rate
         started = time.perf_counter()
         n = 0
-        while True:
+        while not stopped.is_set():
             await room.acquire()
+            if stopped.is_set():
+                break
             due = started + n * interval
             if (wait := due - time.perf_counter()) > 0:
                 await asyncio.sleep(wait)

@@ -24,6 +24,11 @@ Last it subscribes the parts that follow host events (the log, the default chann
 lifecycle), then the caller's ``listener``: the bus's own registration, in the order listeners
 hear each event.
 
+Stopping (:meth:`Switchboard.begin_stopping`, then the end of :meth:`Switchboard.started`):
+no connector is restarted, every inbox long poll answers at once with what it has, every
+connector's new requests are refused (``shutting-down``) while the ones taken are answered
+(at most :data:`CONNECTOR_GRACE` seconds), and only then are the links closed.
+
 What it deliberately does not know: MCP and tool results (the tools reach it through
 :mod:`switchboard.host.port`), and the rules each part keeps.
 """
@@ -81,6 +86,10 @@ from switchboard.store.retention import RetentionTask
 from switchboard.transport import Link
 
 log = structlog.get_logger(__name__)
+
+CONNECTOR_GRACE = 1.0
+"""Seconds a stopping host waits for the connectors' requests it took (a batch waiting for its
+commit) to be answered before it closes their links."""
 
 
 class Switchboard:
@@ -249,6 +258,22 @@ class Switchboard:
         finally:
             self.registry.remove_server(config.id)
 
+    def begin_stopping(self) -> None:
+        """Stop taking work (idempotent): no connector is restarted, every inbox read waiting
+        for messages answers now and none waits from now on, and each connector's requests are
+        refused ``shutting-down`` from now on (the ones already taken are still answered)."""
+        self.supervisor.stop()
+        self._tuneout_inbox.end_waits()
+        for session in list(self.sessions.values()):
+            session.stop_taking()
+
+    async def _finish_connectors(self) -> None:
+        """Let every connection answer the requests it took (:data:`CONNECTOR_GRACE` at most,
+        all at once), refusing the rest, before their links are closed."""
+        async with anyio.create_task_group() as group:
+            for session in list(self.sessions.values()):
+                group.start_soon(session.finish, CONNECTOR_GRACE)
+
     async def run(self) -> None:
         """Supervise every configured connector until cancelled."""
         async with anyio.create_task_group() as tg:
@@ -291,7 +316,11 @@ class Switchboard:
                 try:
                     yield board
                 finally:
-                    board.supervisor.stop()
+                    board.begin_stopping()
+                    # Shielded and bounded: also when the host is cancelled, the requests its
+                    # connectors sent are answered before their links close.
+                    with anyio.CancelScope(shield=True):
+                        await board._finish_connectors()
                     tg.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):

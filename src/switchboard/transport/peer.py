@@ -40,6 +40,7 @@ from anyio.abc import TaskGroup
 
 from switchboard.ratelog import RateLimitedLog
 from switchboard.transport.errors import (
+    INTERNAL_ERROR,
     FrameTooLargeError,
     LinkClosedError,
     RpcError,
@@ -71,7 +72,14 @@ __all__ = ["Peer", "PeerStatistics"]
 _SHUTDOWN_FLUSH_GRACE = 1.0
 # After EOF, how long the handlers of requests already received may take to answer them.
 _EOF_DRAIN_GRACE = 5.0
-_SHUTTING_DOWN: Final = internal_error("Peer is shutting down").to_wire()
+# The answer to a request still unanswered when the peer shuts down: ``data.reason`` tells a
+# remote it was not handled and may be sent again (the host's other "not taken" answers,
+# such as a rate limit, say why the same way).
+_SHUTTING_DOWN: Final = RpcError(
+    INTERNAL_ERROR,
+    "Peer is shutting down: this request was not handled; send it again later",
+    {"reason": "shutting-down"},
+).to_wire()
 _INTERNAL: Final = internal_error().to_wire()
 
 
@@ -266,6 +274,26 @@ class Peer:
         written = getattr(self._link, "written", None)
         if written is not None and not self._closing:
             await written()
+
+    async def answered(self) -> None:
+        """Return once every request received so far is answered (at once on a closed peer).
+
+        What the caller does meanwhile decides whether more come: a host that is stopping
+        refuses them (their answers come at once) while the ones it took finish.
+        """
+        while (self._inbox or self._unanswered) and not self._closing:
+            await self._next_progress()
+
+    async def quiet(self, seconds: float) -> None:
+        """Return once every request received is answered and no message came for ``seconds``
+        (at once on a closed peer): what the remote sent before it heard an answer that told
+        it to stop is read and answered too."""
+        while not self._closing:
+            await self.answered()
+            with anyio.move_on_after(seconds) as waited:
+                await self._next_progress()
+            if waited.cancelled_caught:
+                return
 
     async def aclose(self) -> None:
         """Answer what is unanswered (best effort), close the link and stop :meth:`run`."""
@@ -490,9 +518,15 @@ class Peer:
         self._pending.fail_all()
         with anyio.move_on_after(_EOF_DRAIN_GRACE):
             while (self._inbox or self._unanswered) and not self._closing:
-                progress = new_event()
-                self._progress = progress
-                await progress.wait()
+                await self._next_progress()
+
+    async def _next_progress(self) -> None:
+        """Wait for the next message handled or answered. Waiters share one event (a new one
+        is made only once the last was set), so two of them never orphan each other's."""
+        progress = self._progress
+        if progress.is_set():
+            progress = self._progress = new_event()
+        await progress.wait()
 
     async def _shutdown(self, reason: str) -> None:
         if self._closing:

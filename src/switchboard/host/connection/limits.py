@@ -22,6 +22,9 @@ What this module knows:
   answer means "not taken, send it again later".
 - :func:`storage_unavailable_error`: the error a batch gets when the store's disk refused the
   write: ``-32603`` with ``data: {"reason": "storage-unavailable", "detail"}``.
+- :func:`shutting_down_error`: the error every request gets once the host is stopping (the
+  requests it took before are still answered): ``-32603`` with
+  ``data: {"reason": "shutting-down"}``.
 
 Every refusal these cause is logged rate-limited with a count by the session's
 :class:`~switchboard.host.connection.diagnostics.RefusalLog` (the reasons here are constant
@@ -42,11 +45,13 @@ __all__ = [
     "CHANNEL_CAP_REASON",
     "RATE_LIMITED",
     "REGISTRATION_RATE_REASON",
+    "SHUTTING_DOWN",
     "STORAGE_UNAVAILABLE",
     "RegistrationBudget",
     "RegistrationLimits",
     "TokenBucket",
     "message_rate_refusal",
+    "shutting_down_error",
     "storage_unavailable_error",
 ]
 
@@ -54,6 +59,8 @@ RATE_LIMITED = "rate-limited"
 """``data.reason`` of a ``channels/incoming`` refused for its rate."""
 STORAGE_UNAVAILABLE = "storage-unavailable"
 """``data.reason`` of a request refused because the store's disk refused the write."""
+SHUTTING_DOWN = "shutting-down"
+"""``data.reason`` of a request refused because the host is stopping."""
 
 CHANNEL_CAP_REASON = (
     "channel limit reached: this connector may have at most {limit} channels registered "
@@ -248,4 +255,14 @@ def storage_unavailable_error(cause: str) -> RpcError:
         "Storage unavailable: the host could not store this batch, so nothing of it was "
         "accepted; send it again later",
         {"reason": STORAGE_UNAVAILABLE, "detail": cause},
+    )
+
+
+def shutting_down_error() -> RpcError:
+    """The error of a request that arrives once the host is stopping (nothing of it taken)."""
+    return RpcError(
+        INTERNAL_ERROR,
+        "Shutting down: the host is stopping, so nothing of this request was taken; send it "
+        "again when the host is back",
+        {"reason": SHUTTING_DOWN},
     )

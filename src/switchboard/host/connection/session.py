@@ -41,6 +41,10 @@ unfinished after ``request_timeout``, with what it is waiting for. The grant nev
 leaf Switchboard cannot serve (:data:`switchboard.config.UNSERVED_LEAVES`), whatever the
 configured patterns match.
 
+When the host stops (:meth:`ConnectorSession.finish`), every request that arrives from then
+on is refused ``-32603`` with ``data.reason = "shutting-down"``, and the requests already taken
+(a batch waiting for its commit) are answered before the link closes.
+
 It knows nothing of supervision (see :mod:`switchboard.host.connection.supervisor`) or of agents.
 """
 
@@ -80,7 +84,11 @@ from switchboard.host.connection.diagnostics import (
     log_disabled,
 )
 from switchboard.host.connection.incoming import IncomingHandler
-from switchboard.host.connection.limits import RegistrationLimits, TokenBucket
+from switchboard.host.connection.limits import (
+    RegistrationLimits,
+    TokenBucket,
+    shutting_down_error,
+)
 from switchboard.host.connection.manifest_diff import Narrowing
 from switchboard.host.connection.manifest_watch import ManifestWatch
 from switchboard.host.connection.publish_request import publish_over
@@ -125,12 +133,16 @@ from switchboard.transport import (
     method_not_found,
 )
 
-__all__ = ["ANSWER_WAIT", "ConnectorSession", "SessionState", "publish_over"]
+__all__ = ["ANSWER_WAIT", "FINISH_QUIET", "ConnectorSession", "SessionState", "publish_over"]
 
 #: Seconds the host waits for an answer to leave before running what waits for it (the
 #: collector after a large ``channels/register``, the admission of its channels) anyway:
 #: a connector that stops reading its stdin holds up nothing for longer.
 ANSWER_WAIT = 5.0
+
+#: Seconds without a message from the connector after which a stopping host closes its link
+#: (once the requests it took are answered).
+FINISH_QUIET = 0.1
 
 log = structlog.get_logger(__name__)
 
@@ -216,6 +228,8 @@ class ConnectorSession:
         #: The connector's MCP tools, fetched once ready and followed (docs/tools.md).
         self.tools = ConnectorTools(self, events=events)
         self._held = HeldMessages(self._judge, self.log)
+        #: The host is stopping: every request is refused (``shutting-down``) from now on.
+        self._stopping = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -248,6 +262,23 @@ class ConnectorSession:
         peer = self._peer
         if peer is not None:
             await peer.written()
+
+    def stop_taking(self) -> None:
+        """The host is stopping: refuse every request from now on, ``-32603`` with
+        ``data.reason = "shutting-down"`` (nothing of it taken, so a connector sends it again
+        to the next host); the requests already taken are still answered."""
+        self._stopping = True
+
+    async def finish(self, grace: float) -> None:
+        """Refuse new requests (:meth:`stop_taking`) and return once every request received is
+        answered and the connector sent nothing for :data:`FINISH_QUIET` seconds (what it sent
+        before it read a refusal is answered too), or after ``grace`` seconds; the caller
+        closes the link after."""
+        self._stopping = True
+        peer = self._peer
+        if peer is not None:
+            with anyio.move_on_after(grace):
+                await peer.quiet(FINISH_QUIET)
 
     @property
     def mcpl_active(self) -> bool:
@@ -578,6 +609,8 @@ class ConnectorSession:
 
     async def _judge_request(self, method: str, params: Any) -> Any:
         try:
+            if self._stopping:
+                raise shutting_down_error()
             # The gate first: an ungranted privileged method (model/info, inference/request
             # ...) is "capability denied" whether or not Switchboard implements it (§12, §5.4).
             self.gate_check(method)

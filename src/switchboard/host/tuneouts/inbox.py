@@ -23,6 +23,8 @@ What this module knows (channel-registry.md §6; docs/tools.md, "tune_out"):
   carried it (:meth:`TuneOutInbox.acknowledge`), never before: until then every read carries
   it again, and if recording fails it stays owed for the next read.
 - **The reader's view**: the messages an epoch in effect has withheld so far, in pages.
+- **Stopping.** :meth:`TuneOutInbox.end_waits` (the host is stopping) answers every read that
+  waits for messages at once, with what it has, and no read waits after it.
 - **Routing.** Given an :class:`InboxRouter`, a message not routed to the reading agent
   (docs/agents.md, "Routing") is skipped before any of this: it is neither shown, withheld nor
   a wake, and the cursor passes it. A backlog holds only what is routed to the epoch's owner.
@@ -39,6 +41,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from logging import DEBUG
 from typing import Protocol, overload
 
 import anyio
@@ -50,6 +53,7 @@ from switchboard.channels.tuneouts.delivery import deliver_backlog
 from switchboard.channels.tuneouts.epochs import ActiveTuneOut
 from switchboard.host.refusal import Refusal
 from switchboard.host.tuneouts.records import Settled, diverts_at_all, is_addressed
+from switchboard.logging import enabled_for
 from switchboard.store import MessageStore, StoredMessage
 
 __all__ = [
@@ -173,6 +177,16 @@ class TuneOutInbox:
         self._host = host
         # Which messages are routed to which agent (docs/agents.md, "Routing"); None: all.
         self._router = router
+        # The scopes of the reads waiting for messages now, and whether waiting has ended.
+        self._waits: set[anyio.CancelScope] = set()
+        self._ended = False
+
+    def end_waits(self) -> None:
+        """The host is stopping: every read waiting for messages returns now with what it has
+        (nothing, or a backlog it carries), and no later read waits."""
+        self._ended = True
+        for scope in list(self._waits):
+            scope.cancel()
 
     async def read(
         self,
@@ -204,9 +218,9 @@ class TuneOutInbox:
         while True:
             if store.latest_seq <= cursor:
                 remaining = deadline - anyio.current_time()
-                if notices or remaining <= 0:
+                if notices or remaining <= 0 or self._ended:
                     break
-                if not await store.wait_for_new(cursor, remaining):
+                if not await self._wait(agent, cursor, remaining):
                     break
             batch = await store.read(cursor, limit)
             if not batch:
@@ -220,6 +234,19 @@ class TuneOutInbox:
             if notices or visible:
                 break
         return InboxPage(notices + visible, cursor, tuple(carried))
+
+    async def _wait(self, agent: str, cursor: int, seconds: float) -> bool:
+        """Wait up to ``seconds`` for a message above ``cursor``; False when none came (the
+        time ran out, or :meth:`end_waits` ended the wait)."""
+        if enabled_for(DEBUG):
+            log.debug("inbox_waiting", agent=agent, seconds=round(seconds, 3))
+        with anyio.CancelScope() as scope:
+            self._waits.add(scope)
+            try:
+                return await self._host.store.wait_for_new(cursor, seconds)
+            finally:
+                self._waits.discard(scope)
+        return False  # ended by end_waits
 
     async def acknowledge(self, agent: str, cursor: int, notices: Iterable[str]) -> None:
         """``agent`` has what a read handed it up to ``cursor``, and the backlogs of the
