@@ -36,7 +36,7 @@ What it deliberately does not know: MCP and tool results (the tools reach it thr
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -459,11 +459,13 @@ class Switchboard:
         wait_seconds: float = 0.0,
         limit: int = 50,
         budget: PageBudget | None = None,
+        request: Hashable | None = None,
     ) -> InboxRead:
         """What is owed to ``agent`` above its acknowledged position (waiting up to
         ``wait_seconds`` for the first), after acknowledging ``after`` or, without it,
         ``reader``'s previous read (see :mod:`switchboard.host.agent.delivery`); cut at a
-        message boundary to ``budget`` when one is given.
+        message boundary to ``budget`` when one is given. ``request`` names the call the read
+        answers (:meth:`take_back_read`).
 
         Owed tune-out backlogs come first; what a tune-out withholds is skipped.
 
@@ -477,4 +479,12 @@ class Switchboard:
             wait_seconds=wait_seconds,
             limit=limit,
             budget=budget,
+            request=request,
         )
+
+    def take_back_read(self, agent: str, reader: object, request: Hashable) -> bool:
+        """``reader``'s call ``request`` was cancelled after its read answered: unless a later
+        read acknowledged it, the read's page comes again (see
+        :meth:`InboxDelivery.take_back <switchboard.host.agent.delivery.InboxDelivery.take_back>`).
+        """
+        return self._delivery.take_back(agent, reader, request)

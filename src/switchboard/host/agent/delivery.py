@@ -17,6 +17,13 @@ What this module knows (docs/tools.md, "Delivery"):
 - **Nothing consumed by a read that did not finish.** A read that is cancelled (its client
   went away, its call was cancelled or timed out) records nothing, so nothing is acknowledged
   on its account.
+- **A read cancelled after it answered is taken back.** A cancel can lose its race with the
+  answer: the read had already handed out its page (a message arrived just before the
+  client's timeout) into a response nobody reads. :meth:`InboxDelivery.take_back`, given the
+  request the read answered (its ``request`` key), forgets the read's record while it is
+  still its reader's latest, so the reader's next read acknowledges nothing on its account and
+  returns the page again, flagged redelivered (the delivered mark stays). A later read of the
+  same reader has already acknowledged it: that cannot be taken back.
 - **Redeliveries are marked.** The highest seq any read of the agent handed out is durable too
   (the store's delivered mark); a message at or below it, or a tune-out backlog carried before,
   is a redelivery, and the answer flags it per message.
@@ -34,7 +41,7 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 import anyio
@@ -102,11 +109,13 @@ class PageBudget:
 class _Handed:
     """What one read handed out: its token, the epochs whose backlogs it carried, and the
     acknowledged position it read from (``base``; equal to ``token`` when it carried only
-    backlogs, so its token is also the token of the read before it)."""
+    backlogs, so its token is also the token of the read before it), and the request it
+    answered (its reader's id for it, or None)."""
 
     token: int
     notices: tuple[str, ...]
     base: int
+    request: Hashable | None = None
 
 
 class _AgentInbox:
@@ -138,9 +147,11 @@ class InboxDelivery:
         wait_seconds: float = 0.0,
         limit: int = 50,
         budget: PageBudget | None = None,
+        request: Hashable | None = None,
     ) -> InboxRead:
         """Acknowledge (``after``, else ``reader``'s previous read), then read what is owed,
-        cut at a message boundary to ``budget`` when one is given.
+        cut at a message boundary to ``budget`` when one is given. ``request`` names the call
+        this read answers, for :meth:`take_back`.
 
         Raises:
             Refusal: ``unknown-cursor`` when ``after`` is negative or beyond the newest stored
@@ -176,13 +187,31 @@ class InboxDelivery:
                 return InboxRead([], page.cursor, store.latest_seq > page.cursor, (), acked)
             if page.cursor > delivered:
                 await store.set_delivered(agent, page.cursor)
-            handed = _Handed(page.cursor, page.notices, acked)
+            handed = _Handed(page.cursor, page.notices, acked, request)
             state.handed[reader] = handed
             if page.notices:
                 state.pending.append(handed)
                 state.carried.update(page.notices)
             more = cut or store.latest_seq > page.cursor
             return InboxRead(page.messages, page.cursor, more, redelivered, acked)
+
+    def take_back(self, agent: str, reader: object, request: Hashable) -> bool:
+        """The call ``request`` of ``reader`` was cancelled after its read answered: forget the
+        read's record if it is still ``reader``'s latest, so the next read acknowledges nothing
+        on its account and hands its page out again (flagged redelivered).
+
+        Synchronous: a cancel is taken back before the reader's next read can acknowledge.
+
+        Returns:
+            Whether a record was taken back.
+        """
+        state = self._agents.get(agent)
+        handed = None if state is None else state.handed.get(reader)
+        if state is None or handed is None or handed.request != request:
+            return False
+        del state.handed[reader]
+        log.info("inbox_read_taken_back", agent=agent, cursor=handed.token)
+        return True
 
     async def _acknowledge(
         self, agent: str, state: _AgentInbox, after: int | None, reader: object

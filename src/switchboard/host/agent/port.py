@@ -57,7 +57,7 @@ What it deliberately does not know: MCP, tool results, and how the parts it call
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from functools import partial
 from typing import Any, ClassVar, cast
 
@@ -213,6 +213,7 @@ class BoardPort:
         wait_seconds: float = 0.0,
         limit: int = 50,
         budget: PageBudget | None = None,
+        request: Hashable | None = None,
     ) -> AgentRead:
         board = self._board
         desk = self._desk
@@ -226,6 +227,7 @@ class BoardPort:
                     wait_seconds=wait_seconds,
                     limit=limit,
                     budget=budget,
+                    request=request,
                 )
             except StorageUnavailableError as exc:  # a cursor or delivered mark not written
                 raise storage_refusal(exc.cause, "this read") from None
@@ -235,6 +237,11 @@ class BoardPort:
                 said = "\n".join(t for t in map(message_text, read.messages) if t)
                 context = await board.before_inference(desk, user_message=said or None)
         return AgentRead(read.messages, read.cursor, read.more, context, read.redelivered)
+
+    def take_back_read(self, reader: object | None, request: Hashable) -> bool:
+        return self._board.take_back_read(
+            self._desk.name, self._reader if reader is None else reader, request
+        )
 
     async def stored_message(self, seq: int) -> StoredMessage | None:
         if seq < 1:
