@@ -51,7 +51,9 @@ from switchboard.channels import (
     LifecycleBook,
     UnknownName,
     qualified_name,
+    server_named,
 )
+from switchboard.channels.names.wording import q
 from switchboard.config import Config, ConnectorConfig
 from switchboard.directory import Directory
 from switchboard.host.agent.context import ContextHooks
@@ -389,26 +391,65 @@ class Switchboard:
                 f"there is no server {server_id!r}; call channel_list to see the servers",
                 server_id=server_id,
             )
-        if session is None or session.state is SessionState.CLOSED:
-            return Refusal(
-                RefusalKind.SERVER_GONE,
-                f"server {server_id!r} is not connected right now; nothing was sent, "
-                "try again later",
-                server_id=server_id,
-            )
-        if session.state is SessionState.CONNECTING:
-            return Refusal(
-                RefusalKind.SERVER_CONNECTING,
-                f"server {server_id!r} is still connecting; nothing was sent, try again shortly",
-                server_id=server_id,
-            )
-        if session.state is SessionState.MCP_ONLY:
+        down = self._server_down(server_id)
+        if down is not None:
+            kind, state = down
+            return Refusal(kind, f"server {server_id!r} {state}", server_id=server_id)
+        if session is not None and session.state is SessionState.MCP_ONLY:
             return Refusal(
                 RefusalKind.NOT_GRANTED,
                 f"server {server_id!r} runs without MCPL, so it has no channels to publish to",
                 server_id=server_id,
             )
         return None
+
+    def _server_down(self, server_id: str) -> tuple[RefusalKind, str] | None:
+        """``server-gone`` or ``server-connecting`` and what the server is doing, when a
+        configured server is not serving: not connected, restarting, or still connecting."""
+        session = self.sessions.get(server_id)
+        if session is None or session.state is SessionState.CLOSED:
+            if self.supervisor.restarting(server_id):
+                return (
+                    RefusalKind.SERVER_CONNECTING,
+                    "is restarting (its connection ended and it is being started again); "
+                    "nothing was sent, try again in a few seconds",
+                )
+            return (
+                RefusalKind.SERVER_GONE,
+                "is not connected right now; nothing was sent, try again later",
+            )
+        if session.state is SessionState.CONNECTING:
+            return (
+                RefusalKind.SERVER_CONNECTING,
+                "is still connecting; nothing was sent, try again shortly",
+            )
+        return None
+
+    def refusal_for_unknown_name(self, name: str) -> Refusal | None:
+        """Why no registered channel answers to ``name`` when it is a channel of a server that
+        is not serving now: ``server-gone``, or ``server-connecting`` while it connects or
+        restarts, naming the server (a server's channels leave the registry when its
+        connection ends). None when it is no such name.
+
+        The server is the one configured server ``name`` is a qualified name of
+        (:func:`~switchboard.channels.server_named`: matched against the configured ids, never
+        by splitting the name at a colon; when several could be meant, none is guessed and the
+        name stays unknown). A connected server that has no such channel is no reason either:
+        the name is simply unknown.
+        """
+        server_id = server_named(name, self._configured)
+        if server_id is None:
+            return None
+        down = self._server_down(server_id)
+        if down is None:
+            return None
+        kind, state = down
+        return Refusal(
+            kind,
+            f"No registered channel answers to {q(name)}: it names a channel of server "
+            f"{server_id!r}, which {state}",
+            server_id=server_id,
+        )
 
     async def publish_to(
         self, entry: ChannelEntry, text: str, *, conversation_id: str = ""

@@ -199,11 +199,19 @@ class BoardPort:
             publish_named=board.publish,
             channel=channel,
             server_id=server_id,
+            unknown=board.refusal_for_unknown_name,
         )
 
     async def speak(self, text: str) -> Speech:
         board = self._board
-        return await speak(board.registry, board.publish_to, self._desk, self._locus(), text)
+        return await speak(
+            board.registry,
+            board.publish_to,
+            self._desk,
+            self._locus(),
+            text,
+            unknown=board.refusal_for_unknown_name,
+        )
 
     async def read_inbox(
         self,

@@ -137,10 +137,15 @@ class Supervisor:
         self._rng = rng or random.Random()
         self._stopping = False
         self.attempts: dict[str, int] = {}
+        self._restarting: set[str] = set()
 
     def stop(self) -> None:
         """Mark the host as stopping: connections that end from now on are not restarted."""
         self._stopping = True
+
+    def restarting(self, server_id: str) -> bool:
+        """Whether ``server_id``'s connection ended and it waits to be started again."""
+        return server_id in self._restarting
 
     @property
     def stopping(self) -> bool:
@@ -202,4 +207,8 @@ class Supervisor:
                 slog.warning(ended[0], retry_in=round(delay, 2), **ended[1])
             failures += 1
             self._events.emit(ConnectorRestartScheduled(config.id, delay, failures))
-            await anyio.sleep(delay)
+            self._restarting.add(config.id)
+            try:
+                await anyio.sleep(delay)
+            finally:
+                self._restarting.discard(config.id)
