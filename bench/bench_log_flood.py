@@ -1,6 +1,6 @@
 """How much log a hostile connector can make a host write: a flood of ``channels/changed``.
 
-Run: ``python bench/bench_log_flood.py [--changes K] [--log-json]``.
+Run: ``python bench/bench_log_flood.py [--changes K] [--log-json] [--lift-rate]``.
 
 It starts a real ``switchboard run`` (its own process, a fresh store in a temporary folder,
 no agent) with one stdio connector, ``tests/integration/hostile_connector.py`` in its
@@ -13,7 +13,10 @@ host has handled everything before it. Once the host's lifecycle work has settle
 for a second), it is stopped with SIGTERM.
 
 It prints the seconds the flood took, the bytes and lines of the host's log in all, and the
-lines and bytes of each event (the ten largest), at the default level (INFO). Linux only.
+lines and bytes of each event (the ten largest), at the default level (INFO). With the
+connector's default limits most of the added channels are refused past
+``max_registrations_per_second``; ``--lift-rate`` takes them all (and so refuses 10,000 opens).
+Linux only.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ HOSTILE = ROOT / "tests" / "integration" / "hostile_connector.py"
 _CONSOLE_EVENT = re.compile(r"^\S+ \[\s*\w+\s*\] (\S+)")
 
 
-def _config(folder: Path, changes: int) -> Path:
+def _config(folder: Path, changes: int, lifted: bool) -> Path:
     command = orjson.dumps(
         [sys.executable, str(HOSTILE), str(folder / "out.jsonl"), "1", "--flood", str(changes)]
     ).decode()
@@ -47,6 +50,7 @@ def _config(folder: Path, changes: int) -> Path:
         '[agent]\ntransport = "none"\n'
         f'[[connectors]]\nid = "h"\ncommand = {command}\nrestart = false\n'
         "request_timeout = 120\n"
+        + ("max_registrations_per_second = 1000000000\n" if lifted else "")
     )
     return path
 
@@ -65,10 +69,17 @@ async def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--changes", type=int, default=100_000)
     p.add_argument("--log-json", action="store_true")
+    p.add_argument(
+        "--lift-rate",
+        action="store_true",
+        help="no registration rate limit: every change is taken (every tenth channel's open "
+        "refused), the most the host can be made to say",
+    )
+    p.add_argument("--keep-log", type=Path, default=None, help="write the host's log here")
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        config = _config(folder, args.changes)
+        config = _config(folder, args.changes, args.lift_rate)
         options = ["--log-json"] if args.log_json else []
         command = [sys.executable, "-m", "switchboard", *options, "run", "--config", str(config)]
         raw = bytearray()
@@ -106,6 +117,8 @@ async def main() -> None:
                 with anyio.fail_after(60):
                     await process.wait()
     text = raw.decode("utf-8", "replace")
+    if args.keep_log is not None:
+        args.keep_log.write_text(text)
     lines = text.splitlines()
     per_event: Counter[str] = Counter()
     per_event_bytes: Counter[str] = Counter()
@@ -114,8 +127,10 @@ async def main() -> None:
         per_event[event] += 1
         per_event_bytes[event] += len(line.encode()) + 1
     fmt = "json" if args.log_json else "console"
+    limits = "no registration rate" if args.lift_rate else "default limits"
     print(
-        f"{args.changes:,} channels/changed and 5,000 stray frames ({fmt} log): the flood took "
+        f"{args.changes:,} channels/changed and 5,000 stray frames ({fmt} log, {limits}): "
+        "the flood took "
         f"{flooded[0] if flooded else float('nan'):.1f} s; the log: {len(raw):,} bytes, "
         f"{len(lines):,} lines"
     )

@@ -38,6 +38,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable, Hashable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -69,7 +70,7 @@ from switchboard.host.agents.roster import Roster
 from switchboard.host.agents.routing import Router
 from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
 from switchboard.host.connection.supervisor import SessionFactory, Supervisor
-from switchboard.host.events import EventBus, Listener, Published, log_event
+from switchboard.host.events import ConnectorLogs, EventBus, Listener, Published, log_event
 from switchboard.host.lifecycle.book_state import LifecycleBookPart
 from switchboard.host.lifecycle.host import LifecycleHost
 from switchboard.host.lifecycle.journal import DecisionJournal
@@ -122,8 +123,15 @@ class Switchboard:
         self.sessions: dict[str, ConnectorSession] = {}
         #: The host event bus: every part that reports what happened emits here.
         self.events = events = EventBus()
+        #: What each connector causes the log to say, rate-limited and counted per server.
+        self.connector_logs = connector_logs = ConnectorLogs()
         self._session_factory = SessionFactory(
-            sessions=self.sessions, registry=registry, store=store, events=events, clock=clock
+            sessions=self.sessions,
+            registry=registry,
+            store=store,
+            events=events,
+            clock=clock,
+            logs=connector_logs,
         )
         self._configured = frozenset(c.id for c in config.connectors)
         self._desks: dict[str, AgentDesk] = {}
@@ -223,9 +231,10 @@ class Switchboard:
             store_path=str(config.store.path),
             clock=clock,
             retention=self.retention.last_pass,
+            logs=connector_logs,
         )
         # -- who follows host events, in this order (see switchboard.host.events)
-        self.events.subscribe(log_event)
+        self.events.subscribe(partial(log_event, logs=connector_logs))
         self.events.subscribe(self.default_channel.observe, takes=DefaultChannel.OBSERVES)
         self.events.subscribe(self.typing.observe, takes=TypingKeeper.OBSERVES)
         self.events.subscribe(self.lifecycle.observe, takes=LifecycleHost.OBSERVES)

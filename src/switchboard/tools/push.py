@@ -59,6 +59,7 @@ from pydantic import BaseModel
 from switchboard.channels import ChannelRef
 from switchboard.host import AgentPort
 from switchboard.host.port import Arrival, message_text
+from switchboard.ratelog import RateLimitedLog
 
 __all__ = [
     "CHANNEL_CAPABILITY",
@@ -132,6 +133,9 @@ class InboxPush:
         self._wake: anyio.Event | None = None
         self._changed = False
         """Arrivals came while no connection took channel notifications."""
+        # Every incoming batch may overflow a queue an agent's client does not drain: the
+        # line that says so is rate-limited, with the drops summed.
+        self._overflow = RateLimitedLog(log)
         port.watch_inbox(self.arrived, self._wants_messages)
 
     # -- the host side (never blocks) -----------------------------------------------------
@@ -154,7 +158,13 @@ class InboxPush:
         if dropped > 0:
             for _ in range(dropped):
                 self._queue.popleft()
-            log.warning("push_dropped_oldest", agent=self._port.agent, dropped=dropped)
+            self._overflow.note(
+                "push_dropped_oldest",
+                "push_dropped_oldest",
+                summed=("dropped",),
+                agent=self._port.agent,
+                dropped=dropped,
+            )
         if self._wake is not None:
             self._wake.set()
             self._wake = None

@@ -135,7 +135,8 @@ class Peer:
         self._name = name
         self._default_timeout = default_timeout
         self._log = structlog.get_logger(__name__).bind(peer=name, link=link.description)
-        # What the remote sent that is not a message (a banner on stdout ...): rate-limited.
+        # What the remote may send again and again (a banner on stdout, an error that answers
+        # nothing, a message a handler fails on ...): rate-limited, per kind.
         self._dropped = RateLimitedLog(self._log)
         self._pending = PendingRequests(link.description, read_error)
         self._outbox = Outbox(link)
@@ -417,8 +418,8 @@ class Peer:
                 self._outbox.wake()
             try:
                 deferred.run_after(done)
-            except Exception:
-                self._log.exception("after_answer_failed", method=call.method)
+            except Exception as exc:
+                self._failed("after_answer_failed", call.method, exc)
 
     async def _complete_deferred(self, call: InboundCall, deferred: Deferred) -> None:
         self._not_started.discard(deferred)
@@ -436,8 +437,8 @@ class Peer:
             return
         try:
             await handler(note.method, note.params)
-        except Exception:
-            self._log.exception("notification_handler_failed", method=note.method)
+        except Exception as exc:
+            self._failed("notification_handler_failed", note.method, exc)
 
     def _answer_result(self, call: InboundCall, result: Any, *, wake: bool = True) -> None:
         try:
@@ -450,7 +451,7 @@ class Peer:
     def _answer_exception(self, call: InboundCall, exc: Exception, *, wake: bool = True) -> None:
         error, unexpected = wire_error(exc)
         if unexpected:
-            self._log.error("request_handler_failed", method=call.method, exc_info=exc)
+            self._failed("request_handler_failed", call.method, exc)
         try:
             frame = encode_error(call.id, error)
         except TypeError:
@@ -475,10 +476,17 @@ class Peer:
             frame = whole
         self._outbox.put(frame, wake=wake)
 
+    def _failed(self, event: str, method: str, exc: Exception) -> None:
+        """A handler failed on what the remote sent: an ERROR with the traceback, rate-limited
+        per kind and method (a remote could repeat what makes it fail)."""
+        self._dropped.note((event, method), event, level="error", method=method, exc_info=exc)
+
     def _unmatched(self, response: InboundResponse) -> None:
         if response.id is None and response.error is not None:
             # The remote could not make sense of something we sent.
-            self._log.warning("remote_reported_error", error=response.error)
+            self._dropped.note(
+                "remote_reported_error", "remote_reported_error", error=response.error
+            )
         else:
             self._log.debug("late_response_dropped", id=response.id)
 

@@ -22,6 +22,7 @@ from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.host import SessionState, Switchboard
 from switchboard.host.connection.compat import HeldMessages, legacy_reading, pre05_reason
 from switchboard.protocol import parse_manifest
+from switchboard.ratelog import RateLimitedLog
 from switchboard.store import MessageStore
 from switchboard.transport import MemoryLink, RpcError, memory_link_pair
 from tests.host.fake import FakeConnector, board_with, descriptor, message
@@ -317,7 +318,7 @@ async def test_a_full_hold_queue_judges_further_messages_at_once() -> None:
         def warning(self, *args: Any, **kw: Any) -> None: ...
         def info(self, *args: Any, **kw: Any) -> None: ...
 
-    held = HeldMessages(judge, Log(), limit=2)
+    held = HeldMessages(judge, RateLimitedLog(Log()), limit=2)
     first = held.hold("channels/register", "one", notification=False)
     second = held.hold("channels/register", "two", notification=False)
     assert first is not None

@@ -42,6 +42,7 @@ from switchboard.host.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import CheckedMessages, accepted_results, incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
+from switchboard.ratelog import RateLimitedLog
 from switchboard.store import (
     AppendResult,
     FreshResults,
@@ -80,8 +81,11 @@ class IncomingHandler:
         permits: Callable[[str], bool] | None,
         refusals: RefusalLog | None = None,
         rate: TokenBucket | None = None,
+        noted: RateLimitedLog | None = None,
     ) -> None:
         self._rate = rate
+        # What a connector may repeat (an ambiguous push origin), logged rate-limited.
+        self._noted = noted if noted is not None else RateLimitedLog(log.bind(server_id=server_id))
         self._refusals = refusals
         self._server_id = server_id
         self._registry = registry
@@ -306,7 +310,13 @@ class IncomingHandler:
         if len(found) == 1:
             return found[0]
         if found:
-            log.info("push_origin_ambiguous", server_id=sid, native_id=native, candidates=found)
+            self._noted.note(
+                ("push_origin_ambiguous",),
+                "push_origin_ambiguous",
+                level="info",
+                native_id=native,
+                candidates=found,
+            )
         return ""
 
 

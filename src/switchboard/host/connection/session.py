@@ -121,6 +121,7 @@ from switchboard.protocol import (
     read_error,
     register_channels,
 )
+from switchboard.ratelog import RateLimitedLog
 from switchboard.store import MessageStore
 from switchboard.transport import (
     METHOD_NOT_FOUND,
@@ -165,6 +166,7 @@ class ConnectorSession:
         store: MessageStore,
         events: EventBus,
         clock: Callable[[], float] = time.time,
+        noted: RateLimitedLog | None = None,
     ) -> None:
         self.config = config
         self.server_id = config.id
@@ -181,6 +183,10 @@ class ConnectorSession:
         self.disabled_feature_sets: tuple[DisabledFeatureSet, ...] = ()
         self.log = log.bind(server_id=self.server_id)
         self.refusals = RefusalLog(self.log, notify=self._tell_refused)
+        #: What this connector may cause again and again (a log notification, a malformed
+        #: announcement, a tool it lists badly ...), logged rate-limited and counted: the
+        #: host's per-server log (``ConnectorLogs``), restarted when the connection ends.
+        self.noted = noted if noted is not None else RateLimitedLog(self.log)
         self._waiting_for = "the link to open"
         self._registry = registry
         self._store = store
@@ -199,6 +205,7 @@ class ConnectorSession:
             clock=clock,
             permits=None if config.channels is None else self.channel_permitted,
             refusals=self.refusals,
+            noted=self.noted,
             rate=(
                 None
                 if config.max_messages_per_second is None
@@ -215,6 +222,7 @@ class ConnectorSession:
             permits=None if config.channels is None else self.channel_permitted,
             limits=RegistrationLimits(config.max_channels, config.max_registrations_per_second),
             after_answer=self._after_answer,
+            noted=self.noted,
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
@@ -227,7 +235,7 @@ class ConnectorSession:
         self.manifest_watch = ManifestWatch(self, min_interval=config.manifest_fetch_interval)
         #: The connector's MCP tools, fetched once ready and followed (docs/tools.md).
         self.tools = ConnectorTools(self, events=events)
-        self._held = HeldMessages(self._judge, self.log)
+        self._held = HeldMessages(self._judge, self.noted)
         #: The host is stopping: every request is refused (``shutting-down``) from now on.
         self._stopping = False
 
@@ -346,6 +354,7 @@ class ConnectorSession:
         finally:
             self._task_group = None
             self.refusals.flush()
+            self.noted.restart()
             self.state = SessionState.CLOSED
             self.grant = Grant.empty()
             self._peer = None
@@ -381,7 +390,9 @@ class ConnectorSession:
         else:
             self._held.release()  # a 0.5 connector is never held (H-05)
         for note in manifest.diagnostics:
-            self.log.info("manifest_diagnostic", note=note)
+            self.noted.note(
+                ("manifest_diagnostic",), "manifest_diagnostic", level="info", note=note
+            )
         pending = self._plan(manifest)
         params = _policy_params(manifest, *pending)
 
@@ -567,7 +578,8 @@ class ConnectorSession:
             if not receipt.accepted:
                 self.state = SessionState.MCP_ONLY
                 self.grant = Grant.empty()
-                self.log.warning(
+                self.noted.note(
+                    ("policy_change_refused",),
                     "policy_change_refused",
                     fallback=receipt.fallback,
                     reason=receipt.raw.get("reason"),
@@ -576,7 +588,9 @@ class ConnectorSession:
         try:
             await peer.request("featureSets/update", params, on_response=receipt_read)
         except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
-            self.log.warning("policy_change_unacknowledged", error=str(exc))
+            self.noted.note(
+                ("policy_change_unacknowledged",), "policy_change_unacknowledged", error=str(exc)
+            )
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -666,7 +680,7 @@ class ConnectorSession:
         elif method == "notifications/tools/list_changed":
             self.tools.announce()
         elif method == "notifications/message":
-            self.log.info("connector_log", params=params)
+            self.noted.note(("connector_log",), "connector_log", level="info", params=params)
         else:
             self.log.debug("notification_ignored", method=method)
 
@@ -734,7 +748,12 @@ class ConnectorSession:
                 # did not declare what they push.
                 return
             # Declaration mismatch (MCPL §6): the set does not declare what it uses.
-            self.log.warning("feature_set_declaration_mismatch", feature_set=name, needs=needs)
+            self.noted.note(
+                ("feature_set_declaration_mismatch", name),
+                "feature_set_declaration_mismatch",
+                feature_set=name,
+                needs=needs,
+            )
             raise CapabilityDenied(needs)
 
     # -- outbound ----------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from switchboard.host.connection.session import ConnectorSession
 from switchboard.host.events import (
     ConnectorExited,
     ConnectorFailed,
+    ConnectorLogs,
     ConnectorRestartScheduled,
     ConnectorStarted,
     EventBus,
@@ -88,9 +89,11 @@ class SessionFactory:
         store: The message store every session writes accepted messages to.
         events: Where every session tells what happened.
         clock: The host clock.
+        logs: The host's per-server rate-limited log of what connectors cause; None: each
+            session keeps its own.
     """
 
-    __slots__ = ("_clock", "_events", "_registry", "_sessions", "_store")
+    __slots__ = ("_clock", "_events", "_logs", "_registry", "_sessions", "_store")
 
     def __init__(
         self,
@@ -100,8 +103,10 @@ class SessionFactory:
         store: MessageStore,
         events: EventBus,
         clock: Callable[[], float] = time.time,
+        logs: ConnectorLogs | None = None,
     ) -> None:
         self._sessions = sessions
+        self._logs = logs
         self._registry = registry
         self._store = store
         self._events = events
@@ -115,6 +120,7 @@ class SessionFactory:
             store=self._store,
             events=self._events,
             clock=self._clock,
+            noted=None if self._logs is None else self._logs.of(config.id),
         )
         self._sessions[config.id] = session
         return session
