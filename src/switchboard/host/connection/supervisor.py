@@ -74,6 +74,14 @@ def exit_status(link: object) -> tuple[int | None, str | None]:
         return None, f"signal {-code}"
 
 
+def _failure_text(exc: BaseException) -> str:
+    """What went wrong, said once: the one failure of a task group is that failure (not
+    "unhandled errors in a TaskGroup")."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return str(exc) or repr(exc)
+
+
 def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Random) -> float:
     """The delay before attempt ``failures + 1``: exponential, capped, with 50-100 % jitter."""
     base: float = min(maximum, initial * float(2 ** min(failures, 30)))
@@ -183,7 +191,7 @@ class Supervisor:
                     await session.run(link)
                 ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", {})
             except Exception as exc:  # a failed spawn/dial or a broken handshake
-                ended = ("connector_failed", {"error": str(exc) or repr(exc)})
+                ended = ("connector_failed", {"error": _failure_text(exc)})
                 if permanent_failure(exc):
                     ended = None
                     if not self.stopping:
