@@ -70,7 +70,15 @@ from switchboard.host.agents.roster import Roster
 from switchboard.host.agents.routing import Router
 from switchboard.host.connection.session import ConnectorSession, SessionState, publish_over
 from switchboard.host.connection.supervisor import SessionFactory, Supervisor
-from switchboard.host.events import ConnectorLogs, EventBus, Listener, Published, log_event
+from switchboard.host.events import (
+    OTHER_EVENTS,
+    TRAFFIC_EVENTS,
+    ConnectorLogs,
+    EventBus,
+    Listener,
+    Published,
+    log_event,
+)
 from switchboard.host.lifecycle.book_state import LifecycleBookPart
 from switchboard.host.lifecycle.host import LifecycleHost
 from switchboard.host.lifecycle.journal import DecisionJournal
@@ -234,7 +242,9 @@ class Switchboard:
             logs=connector_logs,
         )
         # -- who follows host events, in this order (see switchboard.host.events)
-        self.events.subscribe(partial(log_event, logs=connector_logs))
+        # Traffic on its own (one call per batch, as before); the rest with the connectors' logs.
+        self.events.subscribe(log_event, takes=TRAFFIC_EVENTS)
+        self.events.subscribe(partial(log_event, logs=connector_logs), takes=OTHER_EVENTS)
         self.events.subscribe(self.default_channel.observe, takes=DefaultChannel.OBSERVES)
         self.events.subscribe(self.typing.observe, takes=TypingKeeper.OBSERVES)
         self.events.subscribe(self.lifecycle.observe, takes=LifecycleHost.OBSERVES)

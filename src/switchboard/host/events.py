@@ -50,7 +50,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from logging import DEBUG
-from typing import Any, Final, assert_never
+from typing import Any, Final, assert_never, get_args
 
 import structlog
 
@@ -61,6 +61,8 @@ from switchboard.protocol.fastpath import CheckedMessage
 from switchboard.ratelog import DEFAULT_LOG_INTERVAL, RateLimitedLog
 
 __all__ = [
+    "OTHER_EVENTS",
+    "TRAFFIC_EVENTS",
     "ChannelsChanged",
     "ChannelsRegistered",
     "ChannelsRemoved",
@@ -451,6 +453,14 @@ class EventBus:
 
 
 _TRAFFIC: Final = frozenset({MessagesAccepted, PushAccepted, Published})
+
+TRAFFIC_EVENTS: Final[tuple[type, ...]] = (MessagesAccepted, PushAccepted, Published)
+"""The events :func:`log_event` logs at DEBUG, one line per batch, and never rate-limits."""
+OTHER_EVENTS: Final[tuple[type, ...]] = tuple(
+    cls for cls in get_args(HostEvent) if cls not in TRAFFIC_EVENTS
+)
+"""Every other event: the host subscribes :func:`log_event` for these with its
+:class:`ConnectorLogs`, and for the traffic without, so a batch costs no more than before."""
 
 
 class ConnectorLogs:
