@@ -21,7 +21,9 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from switchboard.agents.http import MCP_PATH, bind_endpoint, plan_endpoint
+from switchboard.agents.http import MCP_PATH, bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.app import build_server
+from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig, Config, ConfigError, StoreConfig, load_config
 from tests.helpers import serving
 
@@ -288,3 +290,47 @@ async def test_switchboard_run_prints_the_url_and_auth_mode_and_serves_there(
             with anyio.fail_after(30):
                 await process.wait()
     assert TOKEN not in seen
+
+
+async def test_a_stopping_endpoint_refuses_new_requests_answers_the_open_ones_and_then_stops(
+    tmp_path: Path,
+) -> None:
+    """Told to stop, the endpoint refuses a new request with 503 while a long poll is still in
+    flight; the poll, ended by the stopping host, is answered (empty), and then the endpoint
+    ends its sessions and stops, by itself."""
+    config = _config(tmp_path, token=TOKEN)
+    plan = plan_endpoint(config.agent)
+    sock = bind_endpoint(plan)
+    url = plan.url(sock.getsockname()[1])
+    stop = anyio.Event()
+    polled: list[dict[str, Any]] = []
+    served = anyio.Event()
+    with anyio.fail_after(60):
+        async with Switchboard.started(config) as board, anyio.create_task_group() as group:
+
+            async def endpoint() -> None:
+                server = build_server(board, agent=config.agent.name)
+                await serve_endpoint(server, plan, sock, stop=stop, stop_grace=60)
+                served.set()
+
+            async def poll(client: Client) -> None:
+                result = await client.call_tool("inbox", {"wait_seconds": 60})
+                polled.append({"is_error": result.is_error, **(result.structured_content or {})})
+
+            group.start_soon(endpoint)
+            async with (
+                httpx2.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as h,
+                Client(streamable_http_client(url, http_client=h), mode="legacy") as client,
+            ):
+                await client.list_tools()
+                async with anyio.create_task_group() as polls:
+                    polls.start_soon(poll, client)
+                    while not board.store.waiting:
+                        await anyio.lowlevel.checkpoint()
+                    stop.set()  # the endpoint waits for the poll, which the host has not ended
+                    refused = await _initialize(url, {"Authorization": f"Bearer {TOKEN}"})
+                    board.begin_stopping()  # the host ends its long polls: the poll answers
+            await served.wait()
+    assert refused.status_code == 503
+    assert refused.json()["error"] == "shutting_down"
+    assert polled == [{**polled[0], "is_error": False, "messages": []}]

@@ -23,6 +23,7 @@ from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.connections.compat import HeldMessages, legacy_reading, pre05_reason
 from switchboard.connections.session import SessionState
 from switchboard.protocol import parse_manifest
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.store.sqlite import MessageStore
 from switchboard.transport import MemoryLink, RpcError, memory_link_pair
 from tests.fake import FakeConnector, board_with, descriptor, message
@@ -318,7 +319,7 @@ async def test_a_full_hold_queue_judges_further_messages_at_once() -> None:
         def warning(self, *args: Any, **kw: Any) -> None: ...
         def info(self, *args: Any, **kw: Any) -> None: ...
 
-    held = HeldMessages(judge, Log(), limit=2)
+    held = HeldMessages(judge, RateLimitedLog(Log()), limit=2)
     first = held.hold("channels/register", "one", notification=False)
     second = held.hold("channels/register", "two", notification=False)
     assert first is not None

@@ -18,6 +18,14 @@ per step, ``{"step": ..., "answer": ...}``:
 * then it sends ``m-done`` for ``h:0`` (retrying while it is rate-limited), prints ``done`` on
   stderr, and writes ``opens`` again every half second until it is stopped.
 
+``python hostile_connector.py OUT N --flood K``: after registering, it sends ``K``
+``channels/changed`` Notifications one after another, each adding one channel ``f:<i>`` (every
+tenth ``initiallyOpen``, its open answered with an error) and removing the one before, then a
+thousand each of what a host should never answer: an error with ``id: null``, a response to an
+id it never used, a malformed ``mcpl/manifestChanged``, a ``notifications/message`` and a
+notification no one knows. Then it sends ``m-done`` for ``h:0`` and, once that is answered
+(the host handled everything before it, in order), prints ``flooded`` on stderr.
+
 ``python hostile_connector.py OUT 1 --steady``: a well-behaved connector for the storage
 tests. After registering ``h:0`` it sends ``s-1``, ``s-2``, ... one at a time, 20 ms apart,
 for ever. A message is sent again (20 ms later) until it is acknowledged: every error answer is
@@ -77,6 +85,38 @@ def message(mid: str, channel: str = "h:0", text: str = "") -> dict[str, Any]:
     }
 
 
+def flooded_channel(i: int) -> dict[str, Any]:
+    """Channel ``f:<i>`` of the flood: every tenth ``initiallyOpen``."""
+    return {
+        "id": f"f:{i}",
+        "type": "hostile",
+        "label": f"#flood-{i}",
+        "direction": "bidirectional",
+        "initiallyOpen": i % 10 == 0,
+    }
+
+
+async def flood(raw: Any, drain: Any, count: int) -> None:
+    """``count`` ``channels/changed`` Notifications, then stray frames (see the docstring)."""
+    for i in range(count):
+        params: dict[str, Any] = {"added": [flooded_channel(i)]}
+        if i:
+            params["removed"] = [f"f:{i - 1}"]
+        raw(orjson.dumps({"jsonrpc": "2.0", "method": "channels/changed", "params": params}))
+        if i % 500 == 499:
+            await drain()
+    for n in range(1000):
+        error = {"code": -32600, "message": f"I did not understand frame {n}"}
+        raw(orjson.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
+        raw(orjson.dumps({"jsonrpc": "2.0", "id": f"never-{n}", "result": {}}))
+        raw(orjson.dumps({"jsonrpc": "2.0", "method": "mcpl/manifestChanged", "params": [n]}))
+        note = {"level": "info", "data": f"connector note {n}"}
+        raw(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": note}))
+        raw(orjson.dumps({"jsonrpc": "2.0", "method": "x/unknown", "params": {"n": n}}))
+        if n % 100 == 99:
+            await drain()
+
+
 async def main() -> None:
     out, count = sys.argv[1], int(sys.argv[2])
     probe = "--probe" in sys.argv[3:]
@@ -117,6 +157,10 @@ async def main() -> None:
             elif method == "channels/open":
                 opens += 1
                 cid = msg["params"].get("channelId", "")
+                if cid.startswith("f:"):  # the flood's channels cannot be opened
+                    error = {"code": -32000, "message": "this room cannot be opened"}
+                    raw(orjson.dumps({"jsonrpc": "2.0", "id": mid, "error": error}))
+                    continue
                 result = {"channel": descriptor(int(cid.split(":")[1]))}
             elif mid is not None:
                 raw(
@@ -162,6 +206,14 @@ async def main() -> None:
         else:
             results.extend(answer["result"]["results"])
     record("register", {"result": {"results": results}, "errors": errors})
+    if "--flood" in sys.argv[3:]:
+        await flood(raw, writer.drain, int(sys.argv[sys.argv.index("--flood") + 1]))
+        answer = await until_taken([message("m-done")])
+        record("done", answer)
+        sys.stderr.write("flooded\n")
+        sys.stderr.flush()
+        await reading
+        return
     if "--steady" in sys.argv[3:]:
         for n in itertools.count(1):
             mid = f"s-{n}"

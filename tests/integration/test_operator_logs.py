@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import orjson
 import pytest
 from anyio.abc import Process
@@ -177,7 +178,7 @@ async def test_with_log_json_every_line_is_json_and_the_connectors_life_is_told_
     assert "channels.register" in connected["grant"]
     assert {"enabled", "disabled"} <= connected.keys()
     [registered] = _events(entries, "channels_registered", server_id="crasher")
-    assert registered["count"] == 1
+    assert registered["channels"] == 1
     [crashed] = _events(entries, "connector_exited", server_id="crasher")
     assert (crashed["exit_code"], crashed["channels_dropped"]) == (3, 1)
     assert not _events(entries, "connector_restart_scheduled", server_id="crasher")
@@ -241,3 +242,63 @@ async def test_a_connector_flooding_stdout_and_stderr_leaves_a_bounded_log_with_
     assert other_bytes < 8_000, other_bytes
     # The stderr budget: a 64 KiB burst and 8 KiB/s (the flood lasts a few seconds at most).
     assert chatter_bytes < 200_000, chatter_bytes
+
+
+HOSTILE = str(Path(__file__).with_name("hostile_connector.py"))
+
+
+async def test_a_flood_of_100000_channel_changes_leaves_under_1_mb_of_log_with_every_one_counted(
+    tmp_path: Path,
+) -> None:
+    """Issue #26, item 4: a connector sends 100,000 ``channels/changed`` (each adds a channel
+    and removes the one before; its registration rate is lifted, so every one is taken), then
+    a thousand each of an error with ``id: null``, a malformed ``mcpl/manifestChanged`` and a
+    ``notifications/message``. Each kind of line is written once in full, then counted into
+    summaries: the whole log stays under 1 MB, the summaries' totals add up to every event,
+    and ``/status`` counts them for the connector."""
+    argv = [sys.executable, HOSTILE, str(tmp_path / "out.jsonl"), "1", "--flood", "100000"]
+    config = _config(
+        tmp_path,
+        _connector(
+            "h",
+            argv,
+            "restart = false\nrequest_timeout = 120\nmax_registrations_per_second = 1000000000\n",
+        )
+        + "[status]\nport = 0\n",
+        http=False,
+    )
+    with anyio.fail_after(300):
+        async with await _spawn(config, "--log-json") as process:
+            assert process.stderr is not None
+            raw, marker, searched = bytearray(), b'"line": "flooded"', 0
+            while raw.find(marker, searched) < 0:
+                searched = max(0, len(raw) - len(marker))
+                raw.extend(await process.stderr.receive())
+            url = json.loads(
+                next(line for line in raw.split(b"\n") if b'"status_endpoint"' in line)
+            )["url"]
+            async with httpx2.AsyncClient(timeout=30) as http:
+                status = (await http.get(url)).json()
+            stderr = _Stderr(process)
+            stderr.raw.extend(raw)
+            await _stop(process, stderr)
+
+    entries = stderr.entries()  # every line parsed as JSON
+    assert len(stderr.raw) < 1_000_000, len(stderr.raw)
+
+    def counted(event: str, **fields: Any) -> int:
+        found = _events(entries, event, **fields)
+        assert len(found) <= 3, found  # the first in full, then summaries
+        assert sum(e["count"] for e in found) == found[-1]["total"]
+        return int(found[-1]["total"])
+
+    assert counted("channels_changed", server_id="h") == 100_000
+    changed = _events(entries, "channels_changed", server_id="h")
+    assert sum(e["added"] for e in changed) == 100_000  # summaries sum what they cover
+    assert counted("remote_reported_error") == 1000
+    assert counted("manifest_changed_malformed", server_id="h") == 1000
+    assert counted("connector_log", server_id="h") == 1000
+    assert counted("channel_lifecycle", server_id="h", lifecycle="reconciled") >= 100_000
+    (row,) = [c for c in status["connectors"] if c["id"] == "h"]
+    assert row["log_events"] > 100_000
+    assert row["log_lines"] < 30

@@ -13,11 +13,15 @@ from typing import Any
 
 import anyio
 import pytest
+from mcp import Client
 
+from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.channels import ChannelRef
+from switchboard.events import ConnectorRestartScheduled, ConnectorStarted
 from switchboard.lifecycle.answers import Origin
 from switchboard.lifecycle.rules.decisions import DesiredState, Source
+from tests.agents.tools.channel_support import call
 from tests.fake import lifecycle_event
 from tests.helpers import Recorder, connector, running_board
 
@@ -111,3 +115,38 @@ async def test_after_switchboard_restarts_the_record_is_back_and_reconciled(
     }
     assert _ops(folder, 1) == {"open": ["a", "b"], "close": ["a"]}
     assert _ops(folder, 2) == {"open": ["b"], "close": ["a"]}
+
+
+async def test_a_restarting_connectors_channels_are_refused_server_connecting_naming_it(
+    tmp_path: Path,
+) -> None:
+    """Issue #26, item 5: the echo connector (a real stdio child, its channel ``echo:room``) is
+    killed; while the host waits to restart it, a publish to its channel by its id or its
+    qualified name (``echo:echo:room``), without a server id, is refused ``server-connecting``
+    naming the server, as is the same call with the server id."""
+    echo = str(Path(__file__).with_name("echo_connector.py"))
+    recorder = Recorder()
+    slow = connector("echo", [sys.executable, echo], backoff_initial=60.0, backoff_max=60.0)
+    async with running_board(tmp_path, slow, recorder=recorder) as board:
+        started = await recorder.wait_kind(ConnectorStarted)
+        with anyio.fail_after(30):
+            while "echo:room" not in board.registry.server_channels("echo"):
+                await recorder.wait_for(lambda e: True, after=len(recorder.events))
+        assert started.pid is not None
+        os.kill(started.pid, signal.SIGKILL)
+        await recorder.wait_kind(ConnectorRestartScheduled)
+        async with Client(build_server(board, agent="a"), mode="legacy") as client:
+            by_id = await call(client, "channel_publish", {"channel": "echo:room", "text": "x"})
+            qualified = await call(
+                client, "channel_publish", {"channel": "echo:echo:room", "text": "x"}
+            )
+            with_id = await call(
+                client,
+                "channel_publish",
+                {"channel": "echo:room", "server_id": "echo", "text": "x"},
+            )
+    for refused in (by_id, qualified, with_id):
+        assert refused["refusal"] == "server-connecting", refused
+        assert refused["server_id"] == "echo"
+        assert "server 'echo'" in refused["message"]
+        assert "is restarting" in refused["message"]

@@ -1,4 +1,5 @@
-"""``switchboard run`` stops cleanly on SIGINT and SIGTERM, and keeps its store private (#13, 2).
+"""``switchboard run`` stops cleanly on SIGINT and SIGTERM, and keeps its store private (#13, 2),
+and stops in order, at once, with agents attached and a connector streaming (#26, 3).
 
 Switchboard runs as a real process with a real stdio connector (echo_connector.py) and a real
 SQLite store; the test signals the host's pid only, as a service manager or ``kill`` does. It
@@ -27,6 +28,8 @@ from tests.integration.crash_support import (
     spawn_switchboard,
     write_config,
 )
+from tests.integration.loaded_host import SECRETS, attached, open_long_poll, running
+from tests.integration.loaded_host import write_config as loaded_config
 
 pytestmark = pytest.mark.anyio
 
@@ -199,3 +202,40 @@ async def test_sigterm_during_a_stream_of_messages_loses_none_the_connector_saw_
     async with await MessageStore.open(store) as opened:
         stored = {m.message_id for m in await opened.read(0, 10_000)}
     assert set(accepted) <= stored, "a message the connector saw acknowledged was lost"
+
+
+async def test_sigterm_with_agents_attached_answers_the_poll_and_the_connector_and_exits_in_3_s(
+    tmp_path: Path,
+) -> None:
+    """Agents attached over streamable HTTP (one long-polling an empty inbox, one with only its
+    session's stream open) and a connector with requests in flight: SIGTERM ends the long poll
+    with an empty answer, answers every request the connector sent (the ones not taken
+    ``-32603`` with ``data.reason = "shutting-down"``, after which the connector stops
+    sending), logs no ERROR and no traceback, and the process exits within 3 s."""
+    config = loaded_config(tmp_path, rate=300.0, level="DEBUG")
+    with anyio.fail_after(120):
+        async with running(config) as (host, group):
+            ready = anyio.Event()
+            group.start_soon(attached, host.url, SECRETS["BUSY_TOKEN"], ready)
+            await ready.wait()
+            poll = await open_long_poll(group, host.url, SECRETS["IDLE_TOKEN"])
+            await host.until("inbox_waiting")  # the poll waits on the host's store
+            stopped_at = len(host.raw)
+            code, seconds = await host.stop()
+            await poll.done.wait()
+    log = host.log
+    after = host.raw[stopped_at:].decode("utf-8", "replace")
+    assert code == 0, log[-3000:]
+    assert seconds < 3.0, (seconds, after)
+    assert poll.error is None, repr(poll.error)
+    assert poll.answer is not None
+    assert (poll.answer["is_error"], poll.answer["messages"]) == (False, [])
+    assert "[error" not in after, after
+    assert "Traceback" not in log, after
+    assert "shutdown_complete" in after
+    told = orjson.loads((tmp_path / "connector.json").read_bytes())
+    assert told["accepted_batches"] > 0
+    assert told["unanswered"] == 0, told
+    for reason, error in told["reasons"].items():
+        assert reason == "shutting-down", told
+        assert error["code"] == -32603, error

@@ -294,7 +294,7 @@ def test_the_log_listener_says_the_connectors_life_in_one_line_per_event(
         ["chat"],
         ["voice"],
     )
-    assert registered["count"] == 500
+    assert registered["channels"] == 500
     assert "channel_ids" not in registered  # a count at INFO, never the list
     assert (exited["signal"], exited["channels_dropped"]) == ("SIGKILL", 2)
     assert "exit_code" not in exited

@@ -95,3 +95,37 @@ def test_a_junk_line_flood_from_a_peer_is_one_line_until_the_peer_stops() -> Non
         log.note("junk_line_skipped", "junk_line_skipped", detail="x")
     log.flush()
     assert [f["count"] for _, _, f in lines.lines] == [1, 999]
+
+
+def test_summed_fields_add_up_over_the_occurrences_a_summary_covers() -> None:
+    lines, clock = _Lines(), _Clock()
+    log = RateLimitedLog(lines, interval=60, clock=clock)
+    for n in range(1, 5):
+        log.note("c", "channels_changed", level="info", summed=("added",), added=n, removed=0)
+    clock.now = 61
+    log.note("c", "channels_changed", level="info", summed=("added",), added=10, removed=0)
+    assert lines.lines == [
+        ("info", "channels_changed", {"count": 1, "total": 1, "added": 1, "removed": 0}),
+        (
+            "info",
+            "channels_changed",
+            {"count": 4, "total": 5, "repeated": True, "added": 2 + 3 + 4 + 10, "removed": 0},
+        ),
+    ]
+    assert (log.noted, log.lines) == (5, 2)
+
+
+def test_a_restart_writes_what_is_owed_then_tells_the_next_connection_in_full() -> None:
+    lines, clock = _Lines(), _Clock()
+    log = RateLimitedLog(lines, interval=60, clock=clock)
+    log.note("k", "connector_log", level="info")
+    log.note("k", "connector_log", level="info")
+    log.restart()  # the connection ended: its owed summary is written
+    log.note("k", "connector_log", level="info")  # a new connection: in full again
+    assert [fields for _, _, fields in lines.lines] == [
+        {"count": 1, "total": 1},
+        {"count": 1, "total": 2, "repeated": True},
+        {"count": 1, "total": 1},
+    ]
+    assert log.totals() == {"k": 3}  # counting goes on across connections
+    assert (log.noted, log.lines) == (3, 3)

@@ -7,7 +7,8 @@ passes the Host/Origin check (a DNS-rebinding defence), then the bearer check (4
 token proves an agent), then goes to that agent's own MCP server and session manager, so one
 agent's session id is unknown to every other. Sessions are counted per agent; an agent that
 leaves the roster is refused and its server stopped. What a session costs is kept small
-(docs/operations.md, "Many agents").
+(docs/operations.md, "Many agents"). Told to stop, :func:`serve_endpoint` refuses new requests
+(503), lets those in flight be answered and ends every session before uvicorn stops.
 
 It knows nothing of the tools or the host: it is given :class:`AgentServers` or one built
 ``MCPServer``. The stdio transport is not here and has no authentication: the parent process is
@@ -22,6 +23,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final, Literal, Protocol
 
 import anyio
@@ -63,6 +65,7 @@ __all__ = [
     "MCP_PATH",
     "RETIRE_CHECK_EVERY",
     "RETIRE_GRACE",
+    "STOP_GRACE",
     "AgentServers",
     "AgentTokenVerifier",
     "AuthMode",
@@ -87,8 +90,14 @@ RETIRE_CHECK_EVERY: Final = 1.0
 #: Seconds a leaving agent's server waits for its requests in flight before it is stopped.
 RETIRE_GRACE: Final = 10.0
 
-#: Seconds uvicorn waits for open requests (a long poll, an SSE stream) when it stops.
+#: Seconds uvicorn waits for open requests (a long poll, an SSE stream) when it stops. Told to
+#: stop (``serve_endpoint(stop=...)``), the endpoint first answers what it serves and ends its
+#: sessions' streams (:meth:`_AgentApps.close`), so uvicorn finds nothing open.
 _GRACEFUL_SHUTDOWN: Final = 5
+
+#: Seconds a stopping endpoint waits for the requests in flight (a long poll answering now that
+#: the host stops) before it ends the agents' sessions anyway.
+STOP_GRACE: Final = 1.0
 
 AuthMode = Literal["bearer", "none"]
 
@@ -359,6 +368,8 @@ class _Served:
     incarnation: int
     manager: _CountedSessions
     stop: anyio.CancelScope
+    #: Set once the manager stopped (its sessions and their streams ended).
+    stopped: anyio.Event
     #: Requests in flight other than GET streams: a leaving server waits for them.
     busy: int = 0
     #: When the agent left (``anyio.current_time``), or None while it is served.
@@ -376,6 +387,11 @@ class _AgentApps:
         self._leaving: list[_Served] = []
         self._lock = anyio.Lock()
         self._group: anyio.abc.TaskGroup | None = None
+        #: The endpoint is stopping: new requests are refused (503).
+        self.closing = False
+        #: Requests in flight other than GET streams, over every agent.
+        self._in_flight = 0
+        self._quiet = anyio.Event()
 
     @asynccontextmanager
     async def running(self, _app: object) -> AsyncIterator[None]:
@@ -400,14 +416,33 @@ class _AgentApps:
             self._servers.sessions.touch(name)
         counted = scope.get("method") != "GET"
         served.busy += counted
+        self._in_flight += counted
         try:
             await served.manager.handle_request(scope, receive, send)
         finally:
             served.busy -= counted
+            self._in_flight -= counted
+            if self.closing and not self._in_flight:
+                self._quiet.set()
         if scope.get("method") == "POST":
             session_id = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
             await served.manager.release(session_id)
         return True
+
+    async def close(self, grace: float = STOP_GRACE) -> None:
+        """Stop serving: refuse new requests, wait (at most ``grace`` seconds) for the ones in
+        flight to be answered, then stop every agent's server, which ends its sessions and
+        their streams; return once they stopped (at most ``grace`` more)."""
+        self.closing = True
+        with anyio.move_on_after(grace):
+            if self._in_flight:
+                await self._quiet.wait()
+        servers = [*self._served.values(), *self._leaving]
+        for served in servers:
+            served.stop.cancel()
+        with anyio.move_on_after(grace):
+            for served in servers:
+                await served.stopped.wait()
 
     async def _for(self, name: str) -> _Served | None:
         identity = self._servers.identities.get(name)
@@ -430,8 +465,9 @@ class _AgentApps:
                     hooks=self._servers.sessions,
                     security=self._security,
                 )
-                stop = await self._group.start(_run_manager, manager)
-                served = _Served(name, identity.incarnation, manager, stop)
+                stopped = anyio.Event()
+                stop = await self._group.start(_run_manager, manager, stopped)
+                served = _Served(name, identity.incarnation, manager, stop, stopped)
                 self._served[name] = served
                 log.debug("agent_server_started", agent=name, incarnation=identity.incarnation)
             return served
@@ -467,6 +503,7 @@ class _AgentApps:
 
 async def _run_manager(
     manager: _CountedSessions,
+    stopped: anyio.Event,
     *,
     task_status: anyio.abc.TaskStatus[anyio.CancelScope] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
@@ -477,6 +514,7 @@ async def _run_manager(
                 await anyio.sleep_forever()
     finally:
         manager.forget_all()
+        stopped.set()
 
 
 class _Dispatch:
@@ -486,6 +524,18 @@ class _Dispatch:
         self._apps = apps
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._apps.closing:
+            stopping = JSONResponse(
+                {
+                    "error": "shutting_down",
+                    "error_description": "Switchboard is stopping: nothing was done; send the "
+                    "request again when it is back",
+                },
+                status_code=503,
+                headers={"Retry-After": "5", "Connection": "close"},
+            )
+            await stopping(scope, receive, send)
+            return
         user = scope.get("user")
         name = user.access_token.client_id if isinstance(user, AuthenticatedUser) else None
         if name is None:
@@ -625,6 +675,13 @@ def endpoint_app(servers: AgentServers | MCPServer[Any], plan: EndpointPlan) -> 
 
     ``servers`` may be one built ``MCPServer`` for the plan's one agent.
     """
+    return _endpoint(servers, plan)[0]
+
+
+def _endpoint(
+    servers: AgentServers | MCPServer[Any], plan: EndpointPlan
+) -> tuple[ASGIApp, _AgentApps]:
+    """The endpoint's app and the agents' servers behind it (what a stop drains)."""
     if isinstance(servers, MCPServer):
         servers = AgentServers.single(servers, plan)
     security = TransportSecuritySettings(
@@ -634,7 +691,7 @@ def endpoint_app(servers: AgentServers | MCPServer[Any], plan: EndpointPlan) -> 
     )
     apps = _AgentApps(servers, security)
     inner = Starlette(routes=[Route(MCP_PATH, endpoint=_Dispatch(apps))], lifespan=apps.running)
-    return _Refusals(plan, servers.identities, inner)
+    return _Refusals(plan, servers.identities, inner), apps
 
 
 def bind_endpoint(plan: EndpointPlan) -> socket.socket:
@@ -653,15 +710,21 @@ async def serve_endpoint(
     *,
     log_level: str = "info",
     wrap: Callable[[ASGIApp], ASGIApp] | None = None,
+    stop: anyio.Event | None = None,
+    stop_grace: float = STOP_GRACE,
 ) -> None:
-    """Serve ``servers`` on ``sock`` until cancelled, then stop uvicorn gracefully.
+    """Serve ``servers`` on ``sock`` until cancelled, or until ``stop`` is set, then stop
+    uvicorn gracefully.
 
     ``wrap``, when given, wraps the endpoint's app (``serve`` mounts the status surface so).
+    Once ``stop`` is set, new requests are refused (503), the ones in flight are answered
+    (``stop_grace`` seconds at most: a long poll the host ended answers at once), every
+    agent's sessions end with their streams, and uvicorn then stops with nothing left open.
 
     Raises:
         RuntimeError: the app did not start (uvicorn has logged why).
     """
-    app = endpoint_app(servers, plan)
+    app, apps = _endpoint(servers, plan)
     config = uvicorn.Config(
         app if wrap is None else wrap(app),
         log_config=None,
@@ -674,9 +737,9 @@ async def serve_endpoint(
         timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN,
     )
     try:
-        started = await serve_on(config, sock)
+        started = await serve_on(config, sock, stop=stop, drain=partial(apps.close, stop_grace))
     finally:
         sock.close()
-    # Here only when uvicorn stopped by itself: a failed start.
+    # Here after a stop, or when uvicorn stopped by itself: a failed start.
     if not started:
         raise RuntimeError("the agent's HTTP endpoint stopped at start-up; the log above says why")

@@ -6,6 +6,11 @@ it subscribes the parts that follow host events, in the order they hear them, th
 caller's ``listener``. :meth:`Switchboard.started` opens the durable things (:mod:`.stores`),
 restores what the decision log holds, and runs the connectors. The tools reach the host
 through one agent's port (``board.agents.port(agent)``); :func:`build_server` serves it.
+
+Stopping (:meth:`Switchboard.begin_stopping`, then the end of :meth:`Switchboard.started`): no
+connector is restarted, every inbox long poll answers at once, every connector's new requests
+are refused ``shutting-down`` while the ones taken are answered (at most
+:data:`CONNECTOR_GRACE` seconds), and only then are the links closed.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -42,7 +48,14 @@ from switchboard.config import Config, ConnectorConfig
 from switchboard.connections.session import ConnectorSession
 from switchboard.connections.supervisor import SessionFactory, Supervisor
 from switchboard.directory import Directory, DirectoryStore
-from switchboard.events import EventBus, Listener, log_event
+from switchboard.events import (
+    OTHER_EVENTS,
+    TRAFFIC_EVENTS,
+    ConnectorLogs,
+    EventBus,
+    Listener,
+    log_event,
+)
 from switchboard.events.storage import StorageWatch
 from switchboard.lifecycle.book import LifecycleBookPart
 from switchboard.lifecycle.host import LifecycleHost
@@ -61,6 +74,10 @@ from switchboard.tuneouts.state import TuneOutState
 
 log = structlog.get_logger(__name__)
 
+CONNECTOR_GRACE = 1.0
+"""Seconds a stopping host waits for the connectors' requests it took (a batch waiting for its
+commit) to be answered before it closes their links."""
+
 
 class Switchboard:
     """The host: builds every part and runs them.
@@ -69,7 +86,8 @@ class Switchboard:
     argument, only what it uses; nothing is wired onto a part after it is built:
 
     1. the registry, the owners of the connectors (the session map), the host's
-       :class:`~switchboard.events.EventBus` and the session factory;
+       :class:`~switchboard.events.EventBus`, the connectors' rate-limited logs, the session
+       factory and the supervisor;
     2. the agent side's lower parts: the roster, routing, the directory, attachments, mail, desks,
        lifetimes, the default channel, typing, streams and context hooks;
     3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
@@ -78,7 +96,7 @@ class Switchboard:
        :class:`~switchboard.tuneouts.host.TuneOutHost` over the lifecycle's reconciler;
     5. the agent side's upper parts: the publisher, the inbox reader, delivery and watchers, and the
        :class:`~switchboard.agents.port.service.AgentSide` every agent's port works over; 6.
-       retention, the supervisor and the operator's status.
+       retention and the operator's status.
 
     Last it subscribes the parts that follow host events (the log, the default channel, typing,
     lifecycle, routing, status), then the caller's ``listener``. The tools reach the host through
@@ -115,8 +133,18 @@ class Switchboard:
         owners = self.sessions
         #: The host event bus: every part that reports what happened emits here.
         self.events = events = EventBus()
+        #: What each connector causes the log to say, rate-limited and counted per server.
+        self.connector_logs = connector_logs = ConnectorLogs()
         self._session_factory = SessionFactory(
-            sessions=self.sessions, registry=registry, store=store, events=events, clock=clock
+            sessions=self.sessions,
+            registry=registry,
+            store=store,
+            events=events,
+            clock=clock,
+            logs=connector_logs,
+        )
+        self.supervisor = Supervisor(
+            registry=registry, sessions=self._session_factory, events=events
         )
         # -- the agent side's lower parts
         #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
@@ -208,6 +236,7 @@ class Switchboard:
             configured=[c.id for c in config.connectors],
             speech=self.lifecycle.speech,
             events=events,
+            restarts=self.supervisor,
         )
         #: The agent side's shared parts; ``agents.port(name)`` is one agent's port.
         self.agents = AgentSide(
@@ -243,9 +272,6 @@ class Switchboard:
             ),
             clock=clock,
         )
-        self.supervisor = Supervisor(
-            registry=registry, sessions=self._session_factory, events=events
-        )
         #: What an operator sees (``/status``, ``/metrics``, the live page), kept from events.
         self.status = HostStatus(
             configs=config.connectors,
@@ -258,9 +284,12 @@ class Switchboard:
             store_path=str(config.store.path),
             clock=clock,
             retention=self.retention.last_pass,
+            logs=connector_logs,
         )
         # -- who follows host events, in this order (see switchboard.events)
-        self.events.subscribe(log_event)
+        # Traffic on its own (one call per batch, as before); the rest with the connectors' logs.
+        self.events.subscribe(log_event, takes=TRAFFIC_EVENTS)
+        self.events.subscribe(partial(log_event, logs=connector_logs), takes=OTHER_EVENTS)
         self.events.subscribe(self.default_channel.observe, takes=DefaultChannel.OBSERVES)
         self.events.subscribe(self.typing.observe, takes=TypingKeeper.OBSERVES)
         self.events.subscribe(self.lifecycle.observe, takes=LifecycleHost.OBSERVES)
@@ -283,6 +312,22 @@ class Switchboard:
                 await session.run(link)
         finally:
             self.registry.remove_server(config.id)
+
+    def begin_stopping(self) -> None:
+        """Stop taking work (idempotent): no connector is restarted, every inbox read waiting
+        for messages answers now and none waits from now on, and each connector's requests are
+        refused ``shutting-down`` from now on (the ones already taken are still answered)."""
+        self.supervisor.stop()
+        self.inboxes.end_waits()
+        for session in list(self.sessions.values()):
+            session.stop_taking()
+
+    async def _finish_connectors(self) -> None:
+        """Let every connection answer the requests it took (:data:`CONNECTOR_GRACE` at most,
+        all at once), refusing the rest, before their links are closed."""
+        async with anyio.create_task_group() as group:
+            for session in list(self.sessions.values()):
+                group.start_soon(session.finish, CONNECTOR_GRACE)
 
     async def run(self) -> None:
         """Supervise every configured connector until cancelled."""
@@ -321,7 +366,11 @@ class Switchboard:
                 try:
                     yield board
                 finally:
-                    board.supervisor.stop()
+                    board.begin_stopping()
+                    # Shielded and bounded: also when the host is cancelled, the requests its
+                    # connectors sent are answered before their links close.
+                    with anyio.CancelScope(shield=True):
+                        await board._finish_connectors()
                     tg.cancel_scope.cancel()
 
     async def restore(self) -> None:

@@ -4,8 +4,10 @@ Over HTTP it plans the endpoint and binds its socket before any connector starts
 token file or a port in use stops it at once), then serves every agent of the roster, each
 with its own MCP server; over stdio the parent process is the one agent. The status surface is
 served beside them or on its own listener. :func:`serve_until_signalled` runs it under SIGINT
-and SIGTERM handlers that stop the listener, let the store commit what it queued, and stop
-every connector.
+and SIGTERM handlers that stop it in order: no more work taken, the agents' requests in flight
+answered and their streams ended, the connectors' requests taken answered, the store's queue
+committed, every connector stopped (see :func:`serve`). Why: a signal must lose nothing that
+was already taken, and leave uvicorn nothing to cancel.
 
 It knows nothing of what the tools do.
 """
@@ -52,6 +54,9 @@ __all__ = ["agent_servers", "pick_stdio_agent", "serve", "serve_until_signalled"
 log = structlog.get_logger(__name__)
 
 _UVICORN_LEVELS = frozenset({"critical", "error", "warning", "info", "debug"})
+
+STOP_DEADLINE = 10.0
+"""Seconds after a signal by which whatever has not stopped in order is cancelled."""
 
 
 def agent_servers(board: Switchboard) -> AgentServers:
@@ -173,8 +178,10 @@ async def serve(
     *,
     on_listening: Callable[[str], object] | None = None,
     agent: str | None = None,
+    stopping: anyio.Event | None = None,
 ) -> None:
-    """Run connectors and the MCP servers until the agent leaves (stdio) or we are cancelled.
+    """Run connectors and the MCP servers until the agent leaves (stdio), ``stopping`` is set
+    (then the host stops in order, see below), or we are cancelled.
 
     For ``transport = "http"`` it plans the endpoint (reading every agent's token) and binds its
     socket before any connector starts (so a refused token file or a port in use stops it at once),
@@ -189,10 +196,20 @@ async def serve(
     the event loop, so a signal stops the session at once. It knows nothing of what the tools do.
 
     :func:`serve_until_signalled` is what the command line runs: :func:`serve` under SIGINT and
-    SIGTERM handlers that cancel it. Cancelling stops the HTTP listener (requests in flight get
-    uvicorn's grace period), lets the store commit what it queued, and stops every connector (a
-    stdio child's stdin is closed, then SIGTERM, then SIGKILL); then one ``shutdown_complete`` line
-    is logged.
+    SIGTERM handlers that stop it. A signal sets ``stopping``, and the host stops in order:
+
+    1. it takes no more work (:meth:`Switchboard.begin_stopping
+       <switchboard.app.board.Switchboard.begin_stopping>`): every inbox long poll answers at
+       once (empty), no connector is restarted, and a connector's new requests are refused
+       ``-32603`` with ``data.reason = "shutting-down"``;
+    2. the agents' endpoint refuses new requests (503), lets the ones in flight be answered, and
+       ends every agent's MCP sessions with their streams (as do the status surface's event
+       streams), so uvicorn stops with nothing left to cancel;
+    3. the connectors' requests already taken are answered (a batch waiting for its commit), the
+       store commits what it queued, and every connector stops (a stdio child's stdin is closed,
+       then SIGTERM, then SIGKILL); then one ``shutdown_complete`` line is logged.
+
+    Should that take longer than :data:`STOP_DEADLINE`, what still runs is cancelled.
 
     Args:
         config: the whole configuration; ``config.agent`` says which transport.
@@ -200,6 +217,7 @@ async def serve(
             port actually bound, when ``port = 0``).
         agent: which agent a stdio session is (``--agent @name``); None: the default-delivery
             agent.
+        stopping: set to stop; None: only cancellation stops the host.
 
     Raises:
         ConfigError: the HTTP endpoint cannot be set up (a token file, its address), or
@@ -209,13 +227,39 @@ async def serve(
     status_plan = plan_status(config)
     status_sock = None if status_plan.own is None else bind_status(*status_plan.own)
     try:
-        await _serve(config, status_plan, status_sock, on_listening, agent, handles)
+        await _serve(config, status_plan, status_sock, on_listening, agent, handles, stopping)
     finally:
         if status_sock is not None:
             status_sock.close()
 
 
-def _status_beside(board: Switchboard, status: StatusPlan, plan: EndpointPlan) -> Any:
+@asynccontextmanager
+async def _stopping_in_order(
+    board: Switchboard, stopping: anyio.Event | None
+) -> AsyncIterator[anyio.Event]:
+    """While inside: once ``stopping`` is set, the board takes no more work; then the event
+    yielded is set, for the listeners to drain (never set when ``stopping`` is None)."""
+    drained = anyio.Event()
+    if stopping is None:
+        yield drained
+        return
+
+    async def stop_when_asked() -> None:
+        await stopping.wait()
+        board.begin_stopping()
+        drained.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(stop_when_asked)
+        try:
+            yield drained
+        finally:
+            group.cancel_scope.cancel()
+
+
+def _status_beside(
+    board: Switchboard, status: StatusPlan, plan: EndpointPlan, until: anyio.Event
+) -> Any:
     """The wrap that mounts the status surface on the agents' listener."""
     closed = None
     if status.token is None and not status.agents_loopback:
@@ -224,20 +268,23 @@ def _status_beside(board: Switchboard, status: StatusPlan, plan: EndpointPlan) -
             'has no token; set token = "${SWITCHBOARD_STATUS_TOKEN}" in [status]'
         )
         log.warning("status_endpoint_closed", why=closed)
-    app = status_app(board.status, token=status.token, hosts=plan.allowed_hosts, closed=closed)
+    app = status_app(
+        board.status, token=status.token, hosts=plan.allowed_hosts, closed=closed, until=until
+    )
     return beside(app)
 
 
 @asynccontextmanager
 async def _own_status(
-    board: Switchboard, status: StatusPlan, sock: socket.socket | None
+    board: Switchboard, status: StatusPlan, sock: socket.socket | None, until: anyio.Event
 ) -> AsyncIterator[None]:
-    """Serve the status surface on its own listener (``[status] port``) while inside."""
+    """Serve the status surface on its own listener (``[status] port``) while inside; its
+    event streams end once ``until`` is set."""
     if sock is None or status.own is None:
         yield
         return
     host = status.own[0]
-    app = status_app(board.status, token=status.token, hosts=status_hosts(host))
+    app = status_app(board.status, token=status.token, hosts=status_hosts(host), until=until)
     bare = host[1:-1] if host.startswith("[") else host
     shown = f"[{bare}]" if ":" in bare else bare
     log.info(
@@ -260,6 +307,7 @@ async def _serve(
     on_listening: Callable[[str], object] | None,
     agent: str | None,
     handles: list[str],
+    stopping: anyio.Event | None,
 ) -> None:
     endpoint = config.agent
     if endpoint.transport == "http":
@@ -282,7 +330,8 @@ async def _serve(
             level = config.log_level.lower()
             async with (
                 Switchboard.started(config) as board,
-                _own_status(board, status_plan, status_sock),
+                _stopping_in_order(board, stopping) as drained,
+                _own_status(board, status_plan, status_sock, drained),
             ):
                 _prove_tokens(board, plan.tokens)
                 log.info("status_endpoint", url=url.rsplit("/", 1)[0] + "/status")
@@ -291,7 +340,8 @@ async def _serve(
                     plan,
                     sock,
                     log_level=level if level in _UVICORN_LEVELS else "info",
-                    wrap=_status_beside(board, status_plan, plan),
+                    wrap=_status_beside(board, status_plan, plan, drained),
+                    stop=drained,
                 )
         finally:
             sock.close()
@@ -299,18 +349,30 @@ async def _serve(
     name = pick_stdio_agent(config, agent)
     async with (
         Switchboard.started(config) as board,
-        _own_status(board, status_plan, status_sock),
+        _stopping_in_order(board, stopping) as drained,
+        _own_status(board, status_plan, status_sock, drained),
+        anyio.create_task_group() as group,
     ):
         server = build_server(board, agent=name)
         if endpoint.transport == "stdio":
             log.info("agent_endpoint", transport="stdio", auth="none", agent=f"@{name}")
+            # Stopping ends the stdio session: the agent's stream ends cleanly.
+            group.start_soon(_cancel_when_set, drained, group.cancel_scope)
             await _serve_stdio(board, server, name)
         else:
-            await anyio.sleep_forever()
+            await drained.wait()
+        group.cancel_scope.cancel()
+
+
+async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 async def serve_until_signalled(config: Config, *, agent: str | None = None) -> str | None:
-    """Run :func:`serve` until it ends or SIGINT or SIGTERM arrives, then stop it cleanly.
+    """Run :func:`serve` until it ends or SIGINT or SIGTERM arrives, then stop it in order
+    (see :func:`serve`; what has not stopped after :data:`STOP_DEADLINE` seconds is
+    cancelled). A second signal is ignored.
 
     Applies the collector's server policy first (:mod:`switchboard.runtime.gcpolicy`).
 
@@ -325,20 +387,32 @@ async def serve_until_signalled(config: Config, *, agent: str | None = None) -> 
         ConfigError: as :func:`serve`.
     """
     received: list[str] = []
+    stopping = anyio.Event()
     apply_server_policy()  # a long-running server's collector: freeze start-up, fewer runs
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         try:
             async with anyio.create_task_group() as group:
 
+                async def overdue() -> None:
+                    await anyio.sleep(STOP_DEADLINE)
+                    log.warning(
+                        "shutdown_overdue",
+                        seconds=STOP_DEADLINE,
+                        action="what has not stopped is cancelled",
+                    )
+                    group.cancel_scope.cancel()
+
                 async def watch() -> None:
                     async for signum in signals:
+                        if received:
+                            continue  # a second signal is ignored; SIGKILL still works
                         received.append(signal.Signals(signum).name)
                         log.info("shutdown_started", signal=received[0])
-                        group.cancel_scope.cancel()
-                        return
+                        stopping.set()
+                        group.start_soon(overdue)
 
                 group.start_soon(watch)
-                await serve(config, agent=agent)
+                await serve(config, agent=agent, stopping=stopping)
                 group.cancel_scope.cancel()
         except BaseExceptionGroup as failed:
             # The host's own error (a ConfigError, say) reaches the caller as itself.

@@ -23,6 +23,7 @@ from switchboard.channels.names.errors import (
 from switchboard.channels.names.history import DmMeta, LabelHistory, LabelSighting, extract_dm_meta
 from switchboard.channels.names.naming import ChannelNames
 from switchboard.channels.names.picking import NO_OWN, Own
+from switchboard.channels.names.resolve import server_named
 from switchboard.channels.names.tiers import Match, Tier
 from switchboard.channels.names.wording import DELIVER, LOOKUP, POST, RUN, SPEECH, Caller, Choice
 from switchboard.channels.prose.drafts import UNSENT, Draft, DraftBox, NoUnsentDraft
@@ -107,4 +108,5 @@ __all__ = [
     "is_prose_target_token",
     "parse_speech",
     "qualified_name",
+    "server_named",
 ]

@@ -145,7 +145,8 @@ class ConnectorConfig(Strict):
     id: str = Field(min_length=1, description="The server id; channels are keyed by it.")
     command: list[str] | None = Field(default=None, description="argv to spawn over stdio")
     url: str | None = Field(default=None, description="tcp://host:port or ws(s)://... to dial")
-    env: dict[str, str] = Field(default_factory=dict)
+    # Often a connector's platform secrets: never shown in a repr (a log line, a traceback).
+    env: dict[str, str] = Field(default_factory=dict, repr=False)
     cwd: str | None = None
     grant: list[str] = Field(default_factory=lambda: list(DEFAULT_GRANT))
     channels: list[str] | None = Field(

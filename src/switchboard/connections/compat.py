@@ -20,6 +20,7 @@ import anyio
 
 from switchboard.protocol import CAPABILITY_PATHS, Manifest
 from switchboard.protocol.featuresets import FeatureSetDecl
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.transport import Deferred
 
 __all__ = [
@@ -153,11 +154,12 @@ class HeldMessages:
     Args:
         judge: handles one message as if it arrived now (gate, handler, refusal logging). For a
             notification its value is ignored and it must not raise for a refusal.
-        log: the connection's bound logger.
+        log: the connection's rate-limited log (a connector may send held messages without
+            end).
         limit: most messages held at once.
     """
 
-    def __init__(self, judge: Judge, log: Any, *, limit: int = HOLD_LIMIT) -> None:
+    def __init__(self, judge: Judge, log: RateLimitedLog, *, limit: int = HOLD_LIMIT) -> None:
         self._judge = judge
         self._log = log
         self._limit = limit
@@ -184,8 +186,12 @@ class HeldMessages:
         Returns None when the queue is full: the caller judges the message at once.
         """
         if len(self._queue) >= self._limit:
-            self._log.warning(
-                "held_before_policy_limit", method=method, limit=self._limit, action="judged now"
+            self._log.note(
+                ("held_before_policy_limit",),
+                "held_before_policy_limit",
+                method=method,
+                limit=self._limit,
+                action="judged now",
             )
             return None
         item = _Held(method, params, notification)
@@ -193,7 +199,13 @@ class HeldMessages:
         self.held_total += 1
         self.first_held.set()
         if not self._released.is_set():
-            self._log.info("held_until_policy", method=method, held=len(self._queue))
+            self._log.note(
+                ("held_until_policy",),
+                "held_until_policy",
+                level="info",
+                method=method,
+                held=len(self._queue),
+            )
         self._wake.set()
 
         async def answer() -> Any:
@@ -208,7 +220,9 @@ class HeldMessages:
         """The policy exchange is over (ready, refused or failed): judge what is held."""
         if not self._released.is_set():
             if self._queue:
-                self._log.info("held_released", count=len(self._queue))
+                self._log.note(
+                    ("held_released",), "held_released", level="info", held=len(self._queue)
+                )
             self._released.set()
             self._wake.set()
 

@@ -21,6 +21,7 @@ import structlog
 
 from switchboard.events import ConnectorToolsChanged, EventBus
 from switchboard.protocol import Grant
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.transport import LinkClosedError, Peer, RequestTimeoutError, RpcError
 
 __all__ = ["MAX_PAGES", "MAX_TOOLS", "ConnectorTool", "ConnectorTools", "read_tool"]
@@ -33,6 +34,7 @@ class ToolsSession(Protocol):
 
     server_id: str
     grant: Grant
+    noted: RateLimitedLog
 
     @property
     def peer(self) -> Peer | None: ...
@@ -141,6 +143,9 @@ class ConnectorTools:
         self.fetches = 0
         self.announcements = 0
         self.log = log.bind(server_id=session.server_id)
+        # A connector may list its tools badly again and again: what that makes the host say
+        # is the session's rate-limited log, per kind.
+        self._noted = session.noted
 
     @property
     def granted(self) -> bool:
@@ -192,21 +197,35 @@ class ConnectorTools:
             try:
                 page = await peer.request("tools/list", params)
             except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
-                self.log.warning("connector_tools_fetch_failed_previous_kept", error=str(exc))
+                self._noted.note(
+                    ("connector_tools_fetch_failed_previous_kept",),
+                    "connector_tools_fetch_failed_previous_kept",
+                    error=str(exc),
+                )
                 return
             if not isinstance(page, Mapping) or not isinstance(page.get("tools"), list):
-                self.log.warning(
-                    "connector_tools_list_malformed_previous_kept", got=type(page).__name__
+                self._noted.note(
+                    ("connector_tools_list_malformed_previous_kept",),
+                    "connector_tools_list_malformed_previous_kept",
+                    got=type(page).__name__,
                 )
                 return
             for raw in page["tools"]:
                 tool = read_tool(self._session.server_id, raw)
                 if isinstance(tool, str):
-                    self.log.warning("connector_tool_skipped", reason=tool)
+                    self._noted.note(
+                        ("connector_tool_skipped",), "connector_tool_skipped", reason=tool
+                    )
                 elif tool.name in seen_names:
-                    self.log.warning("connector_tool_skipped", reason=f"{tool.name!r} listed twice")
+                    self._noted.note(
+                        ("connector_tool_skipped",),
+                        "connector_tool_skipped",
+                        reason=f"{tool.name!r} listed twice",
+                    )
                 elif len(found) >= MAX_TOOLS:
-                    self.log.warning("connector_tools_truncated", kept=MAX_TOOLS)
+                    self._noted.note(
+                        ("connector_tools_truncated",), "connector_tools_truncated", kept=MAX_TOOLS
+                    )
                     break
                 else:
                     seen_names.add(tool.name)
@@ -215,16 +234,30 @@ class ConnectorTools:
             if not isinstance(nxt, str) or not nxt or len(found) >= MAX_TOOLS:
                 break
             if nxt in cursors:
-                self.log.warning("connector_tools_cursor_repeated", cursor=nxt)
+                self._noted.note(
+                    ("connector_tools_cursor_repeated",),
+                    "connector_tools_cursor_repeated",
+                    cursor=nxt,
+                )
                 break
             cursors.add(nxt)
             cursor = nxt
         else:
-            self.log.warning("connector_tools_pages_truncated", pages=MAX_PAGES, kept=len(found))
+            self._noted.note(
+                ("connector_tools_pages_truncated",),
+                "connector_tools_pages_truncated",
+                pages=MAX_PAGES,
+                kept=len(found),
+            )
         fetched = tuple(found)
         if fetched != self._held:
             self._held = fetched
-            self.log.info("connector_tools_listed", tools=[t.name for t in fetched])
+            self._noted.note(
+                ("connector_tools_listed",),
+                "connector_tools_listed",
+                level="info",
+                tools=[t.name for t in fetched],
+            )
             self._events.emit(
                 ConnectorToolsChanged(self._session.server_id, tuple(t.name for t in fetched))
             )

@@ -32,6 +32,7 @@ from switchboard.events import EventBus, MessagesAccepted, PushAccepted
 from switchboard.protocol import PushEventParams, validate_incoming
 from switchboard.protocol.fastpath import CheckedMessages, accepted_results, incoming_is_valid
 from switchboard.protocol.messages import MessageProblem
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.store import (
     AppendResult,
     FreshResults,
@@ -90,8 +91,11 @@ class IncomingHandler:
         permits: Callable[[str], bool] | None,
         refusals: RefusalLog | None = None,
         rate: TokenBucket | None = None,
+        noted: RateLimitedLog | None = None,
     ) -> None:
         self._rate = rate
+        # What a connector may repeat (an ambiguous push origin), logged rate-limited.
+        self._noted = noted if noted is not None else RateLimitedLog(log.bind(server_id=server_id))
         self._refusals = refusals
         self._server_id = server_id
         self._registry = registry
@@ -319,7 +323,13 @@ class IncomingHandler:
         if len(found) == 1:
             return found[0]
         if found:
-            log.info("push_origin_ambiguous", server_id=sid, native_id=native, candidates=found)
+            self._noted.note(
+                ("push_origin_ambiguous",),
+                "push_origin_ambiguous",
+                level="info",
+                native_id=native,
+                candidates=found,
+            )
         return ""
 
 

@@ -3,9 +3,9 @@
 
 :class:`TokenBucket` (a rate with a burst, O(1) for a whole batch), :class:`RegistrationLimits`
 (a cap on channels and a rate of new registrations, refused item by item), and the errors a
-refused batch gets: ``-32603`` with a machine-readable ``data.reason`` (``rate-limited``,
-``storage-unavailable``), so a connector needs one rule: an error answer means "not taken, send
-it again later".
+refused request gets: ``-32603`` with a machine-readable ``data.reason`` (``rate-limited``,
+``storage-unavailable``, and ``shutting-down`` once the host is stopping), so a connector needs
+one rule: an error answer means "not taken, send it again later".
 
 What it deliberately does not know: the wire forms of the methods, the registry, the store.
 """
@@ -22,11 +22,13 @@ __all__ = [
     "CHANNEL_CAP_REASON",
     "RATE_LIMITED",
     "REGISTRATION_RATE_REASON",
+    "SHUTTING_DOWN",
     "STORAGE_UNAVAILABLE",
     "RegistrationBudget",
     "RegistrationLimits",
     "TokenBucket",
     "message_rate_refusal",
+    "shutting_down_error",
     "storage_unavailable_error",
 ]
 
@@ -34,6 +36,8 @@ RATE_LIMITED = "rate-limited"
 """``data.reason`` of a ``channels/incoming`` refused for its rate."""
 STORAGE_UNAVAILABLE = "storage-unavailable"
 """``data.reason`` of a request refused because the store's disk refused the write."""
+SHUTTING_DOWN = "shutting-down"
+"""``data.reason`` of a request refused because the host is stopping."""
 
 CHANNEL_CAP_REASON = (
     "channel limit reached: this connector may have at most {limit} channels registered "
@@ -254,4 +258,14 @@ def storage_unavailable_error(cause: str) -> RpcError:
         "Storage unavailable: the host could not store this batch, so nothing of it was "
         "accepted; send it again later",
         {"reason": STORAGE_UNAVAILABLE, "detail": cause},
+    )
+
+
+def shutting_down_error() -> RpcError:
+    """The error of a request that arrives once the host is stopping (nothing of it taken)."""
+    return RpcError(
+        INTERNAL_ERROR,
+        "Shutting down: the host is stopping, so nothing of this request was taken; send it "
+        "again when the host is back",
+        {"reason": SHUTTING_DOWN},
     )

@@ -25,6 +25,7 @@ from switchboard.protocol.manifest_diff import (
     narrow,
     read_fetched_manifest,
 )
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.transport import LinkClosedError, Peer, RequestTimeoutError, RpcError
 
 __all__ = ["ManifestWatch"]
@@ -40,6 +41,7 @@ class WatchedSession(Protocol):
     manifest: Manifest | None
     grant: Grant
     enabled_feature_sets: frozenset[str]
+    noted: RateLimitedLog
 
     @property
     def peer(self) -> Peer | None: ...
@@ -101,6 +103,9 @@ class ManifestWatch:
         self.applied = 0
         self._fetching = False
         self.log = log.bind(server_id=session.server_id)
+        # A connector may announce and change its manifest without end: what that makes the
+        # host say is the session's rate-limited log, per kind.
+        self._noted = session.noted
 
     @property
     def pending(self) -> bool:
@@ -116,7 +121,12 @@ class ManifestWatch:
         """Take an ``mcpl/manifestChanged``; never blocks (it runs in the dispatcher)."""
         self.announcements += 1
         if not (isinstance(params, Mapping) and isinstance(params.get("revision"), str)):
-            self.log.info("manifest_changed_malformed", params=params)
+            self._noted.note(
+                ("manifest_changed_malformed",),
+                "manifest_changed_malformed",
+                level="info",
+                params=params,
+            )
         self._waiting += 1
         self._wanted.set()
 
@@ -135,7 +145,8 @@ class ManifestWatch:
             asked, self._waiting = self._waiting, 0
             if asked > 1:
                 self.dropped += asked - 1
-                self.log.warning(
+                self._noted.note(
+                    ("manifest_changed_flood_coalesced",),
                     "manifest_changed_flood_coalesced",
                     announcements=asked,
                     dropped_total=self.dropped,
@@ -162,17 +173,27 @@ class ManifestWatch:
             try:
                 narrowed.append(self._apply(result))
             except Exception:
-                self.log.exception("manifest_apply_failed")
+                self._noted.note(
+                    ("manifest_apply_failed",),
+                    "manifest_apply_failed",
+                    level="error",
+                    exc_info=True,
+                )
 
         try:
             await peer.request("mcpl/manifest", {}, on_response=read)
         except RpcError as exc:
-            self.log.warning(
-                "manifest_announced_but_not_queryable", code=exc.code, message=exc.message
+            self._noted.note(
+                ("manifest_announced_but_not_queryable",),
+                "manifest_announced_but_not_queryable",
+                code=exc.code,
+                message=exc.message,
             )
             return
         except (RequestTimeoutError, LinkClosedError) as exc:
-            self.log.warning("manifest_fetch_unanswered", error=str(exc))
+            self._noted.note(
+                ("manifest_fetch_unanswered",), "manifest_fetch_unanswered", error=str(exc)
+            )
             return
         if narrowed and narrowed[0]:
             await session.tell_policy()
@@ -186,7 +207,8 @@ class ManifestWatch:
         new = read_fetched_manifest(result, tools="tools" in old.advertised)
         if new is None:
             self.parse_failures += 1
-            self.log.warning(
+            self._noted.note(
+                ("manifest_unparseable_previous_kept",),
                 "manifest_unparseable_previous_kept",
                 got=type(result).__name__,
                 failures_in_a_row=self.parse_failures,
@@ -195,7 +217,9 @@ class ManifestWatch:
         self.parse_failures = 0
         self._check_revision(result)
         for note in new.diagnostics:
-            self.log.info("manifest_diagnostic", note=note)
+            self._noted.note(
+                ("manifest_diagnostic",), "manifest_diagnostic", level="info", note=note
+            )
         change = diff_manifests(old, new)
         if change.empty:
             session.manifest = new
@@ -213,8 +237,10 @@ class ManifestWatch:
         tell = narrowing.narrows(session.grant, session.enabled_feature_sets)
         session.adopt_manifest(new, narrowing)
         self.applied += 1
-        self.log.info(
+        self._noted.note(
+            ("manifest_change_receipt",),
             "manifest_change_receipt",
+            level="info",
             revision=new.revision,
             impacts=[impact.to_json() for impact in narrowing.impacts],
         )
@@ -227,8 +253,18 @@ class ManifestWatch:
         try:
             digest = manifest_digest(dict(result))
         except (DigestError, TypeError, ValueError) as exc:
-            self.log.info("manifest_digest_unavailable", error=str(exc))
+            self._noted.note(
+                ("manifest_digest_unavailable",),
+                "manifest_digest_unavailable",
+                level="info",
+                error=str(exc),
+            )
             return
         if revision != digest:
             # A conformance defect of the connector, never a reason to refuse the content.
-            self.log.warning("manifest_revision_mismatch", revision=revision, digest=digest)
+            self._noted.note(
+                ("manifest_revision_mismatch",),
+                "manifest_revision_mismatch",
+                revision=revision,
+                digest=digest,
+            )

@@ -26,6 +26,7 @@ from switchboard.connections.connector_tools import ConnectorTool
 from switchboard.connections.diagnostics import DisabledFeatureSet
 from switchboard.protocol import Grant
 from switchboard.refusals.outcome import PublishOutcome
+from switchboard.runtime.ratelog import RateLimitedLog
 
 __all__ = ["ANSWER_WAIT", "ConnectorOwner", "OwnedTools", "Owners", "SessionState", "ready_for"]
 
@@ -94,6 +95,11 @@ class ConnectorOwner(Protocol):
     @property
     def log(self) -> FilteringBoundLogger:
         """The connector's logger (lines carry its ``server_id``)."""
+        ...
+
+    @property
+    def noted(self) -> RateLimitedLog:
+        """The connector's rate-limited log: what it may cause again and again, counted."""
         ...
 
     @property

@@ -43,6 +43,7 @@ from switchboard.protocol import (
 )
 from switchboard.protocol.messages import DescriptorProblem
 from switchboard.runtime.gcpause import pause_collector
+from switchboard.runtime.ratelog import RateLimitedLog
 
 __all__ = ["RegistrationHandler"]
 
@@ -75,6 +76,7 @@ class RegistrationHandler:
         permits: Callable[[str], bool] | None,
         limits: RegistrationLimits | None = None,
         after_answer: Callable[[Callable[[], None]], None] | None = None,
+        noted: RateLimitedLog | None = None,
     ) -> None:
         self._limits = limits
         self._after_answer = after_answer or _call
@@ -84,6 +86,8 @@ class RegistrationHandler:
         self._allows = allows
         self._permits = permits
         self._log = log.bind(server_id=server_id)
+        # What a connector may repeat (a declaration an open answer carried that is not taken).
+        self._noted = noted if noted is not None else RateLimitedLog(self._log)
 
     def _authorize(self, descriptor: DescriptorLike) -> str | None:
         if not self._allows("channels.register"):
@@ -260,8 +264,10 @@ class RegistrationHandler:
         )
         taken = bool(change.updated)
         if not taken:
-            self._log.info(
+            self._noted.note(
+                ("open_declaration_ignored",),
                 "open_declaration_ignored",
+                level="info",
                 reason=change.results[0].reason if change.results else None,
             )
         return taken

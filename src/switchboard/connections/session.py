@@ -7,6 +7,9 @@ and says out loud what it refuses. It is also the connector's owner
 (:class:`~switchboard.connections.owner.ConnectorOwner`): every request agents and the
 lifecycle make of the connector goes out over its link.
 
+When the host stops (:meth:`ConnectorSession.finish`), every request that arrives from then on
+is refused ``shutting-down`` and the requests already taken are answered before the link closes.
+
 It knows nothing of supervision (:mod:`.supervisor`) or of agents.
 """
 
@@ -45,7 +48,7 @@ from switchboard.connections.diagnostics import (
     log_disabled,
 )
 from switchboard.connections.incoming import IncomingHandler
-from switchboard.connections.limits import RegistrationLimits, TokenBucket
+from switchboard.connections.limits import RegistrationLimits, TokenBucket, shutting_down_error
 from switchboard.connections.manifest_watch import ManifestWatch
 from switchboard.connections.owner import ANSWER_WAIT, SessionState
 from switchboard.connections.publish_request import publish_over
@@ -80,6 +83,7 @@ from switchboard.protocol import (
 )
 from switchboard.protocol.manifest_diff import Narrowing
 from switchboard.refusals.outcome import PublishOutcome
+from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.store import MessageStoreProtocol
 from switchboard.transport import (
     METHOD_NOT_FOUND,
@@ -92,8 +96,12 @@ from switchboard.transport import (
     method_not_found,
 )
 
-__all__ = ["ANSWER_WAIT", "ConnectorSession", "SessionState", "publish_over"]
+__all__ = ["ANSWER_WAIT", "FINISH_QUIET", "ConnectorSession", "SessionState", "publish_over"]
 
+
+#: Seconds without a message from the connector after which a stopping host closes its link
+#: (once the requests it took are answered).
+FINISH_QUIET = 0.1
 
 log = structlog.get_logger(__name__)
 
@@ -150,6 +158,7 @@ class ConnectorSession:
         store: MessageStoreProtocol,
         events: EventBus,
         clock: Callable[[], float] = time.time,
+        noted: RateLimitedLog | None = None,
     ) -> None:
         self.config = config
         self.server_id = config.id
@@ -166,6 +175,10 @@ class ConnectorSession:
         self.disabled_feature_sets: tuple[DisabledFeatureSet, ...] = ()
         self.log = log.bind(server_id=self.server_id)
         self.refusals = RefusalLog(self.log, notify=self._tell_refused)
+        #: What this connector may cause again and again (a log notification, a malformed
+        #: announcement, a tool it lists badly ...), logged rate-limited and counted: the
+        #: host's per-server log (``ConnectorLogs``), restarted when the connection ends.
+        self.noted = noted if noted is not None else RateLimitedLog(self.log)
         self._waiting_for = "the link to open"
         self._registry = registry
         self._store = store
@@ -184,6 +197,7 @@ class ConnectorSession:
             clock=clock,
             permits=None if config.channels is None else self.channel_permitted,
             refusals=self.refusals,
+            noted=self.noted,
             rate=(
                 None
                 if config.max_messages_per_second is None
@@ -200,6 +214,7 @@ class ConnectorSession:
             permits=None if config.channels is None else self.channel_permitted,
             limits=RegistrationLimits(config.max_channels, config.max_registrations_per_second),
             after_answer=self._after_answer,
+            noted=self.noted,
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
@@ -212,7 +227,9 @@ class ConnectorSession:
         self.manifest_watch = ManifestWatch(self, min_interval=config.manifest_fetch_interval)
         #: The connector's MCP tools, fetched once ready and followed (docs/tools.md).
         self.tools = ConnectorTools(self, events=events)
-        self._held = HeldMessages(self._judge, self.log)
+        self._held = HeldMessages(self._judge, self.noted)
+        #: The host is stopping: every request is refused (``shutting-down``) from now on.
+        self._stopping = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -290,6 +307,23 @@ class ConnectorSession:
         if peer is not None:
             await peer.written()
 
+    def stop_taking(self) -> None:
+        """The host is stopping: refuse every request from now on, ``-32603`` with
+        ``data.reason = "shutting-down"`` (nothing of it taken, so a connector sends it again
+        to the next host); the requests already taken are still answered."""
+        self._stopping = True
+
+    async def finish(self, grace: float) -> None:
+        """Refuse new requests (:meth:`stop_taking`) and return once every request received is
+        answered and the connector sent nothing for :data:`FINISH_QUIET` seconds (what it sent
+        before it read a refusal is answered too), or after ``grace`` seconds; the caller
+        closes the link after."""
+        self._stopping = True
+        peer = self._peer
+        if peer is not None:
+            with anyio.move_on_after(grace):
+                await peer.quiet(FINISH_QUIET)
+
     @property
     def mcpl_active(self) -> bool:
         """Whether MCPL is in force on this connection (ready, not MCP-only, not closed)."""
@@ -356,6 +390,7 @@ class ConnectorSession:
         finally:
             self._task_group = None
             self.refusals.flush()
+            self.noted.restart()
             self.state = SessionState.CLOSED
             self.grant = Grant.empty()
             self._peer = None
@@ -391,7 +426,9 @@ class ConnectorSession:
         else:
             self._held.release()  # a 0.5 connector is never held (H-05)
         for note in manifest.diagnostics:
-            self.log.info("manifest_diagnostic", note=note)
+            self.noted.note(
+                ("manifest_diagnostic",), "manifest_diagnostic", level="info", note=note
+            )
         pending = self._plan(manifest)
         params = _policy_params(manifest, *pending)
 
@@ -577,7 +614,8 @@ class ConnectorSession:
             if not receipt.accepted:
                 self.state = SessionState.MCP_ONLY
                 self.grant = Grant.empty()
-                self.log.warning(
+                self.noted.note(
+                    ("policy_change_refused",),
                     "policy_change_refused",
                     fallback=receipt.fallback,
                     reason=receipt.raw.get("reason"),
@@ -586,7 +624,9 @@ class ConnectorSession:
         try:
             await peer.request("featureSets/update", params, on_response=receipt_read)
         except (RpcError, RequestTimeoutError, LinkClosedError) as exc:
-            self.log.warning("policy_change_unacknowledged", error=str(exc))
+            self.noted.note(
+                ("policy_change_unacknowledged",), "policy_change_unacknowledged", error=str(exc)
+            )
 
     # -- dispatch ----------------------------------------------------------------------------
 
@@ -619,6 +659,8 @@ class ConnectorSession:
 
     async def _judge_request(self, method: str, params: Any) -> Any:
         try:
+            if self._stopping:
+                raise shutting_down_error()
             # The gate first: an ungranted privileged method (model/info, inference/request
             # ...) is "capability denied" whether or not Switchboard implements it (§12, §5.4).
             self.gate_check(method)
@@ -674,7 +716,7 @@ class ConnectorSession:
         elif method == "notifications/tools/list_changed":
             self.tools.announce()
         elif method == "notifications/message":
-            self.log.info("connector_log", params=params)
+            self.noted.note(("connector_log",), "connector_log", level="info", params=params)
         else:
             self.log.debug("notification_ignored", method=method)
 
@@ -742,7 +784,12 @@ class ConnectorSession:
                 # did not declare what they push.
                 return
             # Declaration mismatch (MCPL §6): the set does not declare what it uses.
-            self.log.warning("feature_set_declaration_mismatch", feature_set=name, needs=needs)
+            self.noted.note(
+                ("feature_set_declaration_mismatch", name),
+                "feature_set_declaration_mismatch",
+                feature_set=name,
+                needs=needs,
+            )
             raise CapabilityDenied(needs)
 
     # -- outbound ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from switchboard.connections.session import ConnectorSession
 from switchboard.events import (
     ConnectorExited,
     ConnectorFailed,
+    ConnectorLogs,
     ConnectorRestartScheduled,
     ConnectorStarted,
     EventBus,
@@ -59,6 +60,14 @@ def exit_status(link: object) -> tuple[int | None, str | None]:
         return None, f"signal {-code}"
 
 
+def _failure_text(exc: BaseException) -> str:
+    """What went wrong, said once: the one failure of a task group is that failure (not
+    "unhandled errors in a TaskGroup")."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return str(exc) or repr(exc)
+
+
 def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Random) -> float:
     """The delay before attempt ``failures + 1``: exponential, capped, with 50-100 % jitter."""
     base: float = min(maximum, initial * float(2 ** min(failures, 30)))
@@ -74,9 +83,11 @@ class SessionFactory:
         store: The message store every session writes accepted messages to.
         events: Where every session tells what happened.
         clock: The host clock.
+        logs: The host's per-server rate-limited log of what connectors cause; None: each
+            session keeps its own.
     """
 
-    __slots__ = ("_clock", "_events", "_registry", "_sessions", "_store")
+    __slots__ = ("_clock", "_events", "_logs", "_registry", "_sessions", "_store")
 
     def __init__(
         self,
@@ -86,8 +97,10 @@ class SessionFactory:
         store: MessageStoreProtocol,
         events: EventBus,
         clock: Callable[[], float] = time.time,
+        logs: ConnectorLogs | None = None,
     ) -> None:
         self._sessions = sessions
+        self._logs = logs
         self._registry = registry
         self._store = store
         self._events = events
@@ -101,6 +114,7 @@ class SessionFactory:
             store=self._store,
             events=self._events,
             clock=self._clock,
+            noted=None if self._logs is None else self._logs.of(config.id),
         )
         self._sessions[config.id] = session
         return session
@@ -144,10 +158,15 @@ class Supervisor:
         self._rng = rng or random.Random()
         self._stopping = False
         self.attempts: dict[str, int] = {}
+        self._restarting: set[str] = set()
 
     def stop(self) -> None:
         """Mark the host as stopping: connections that end from now on are not restarted."""
         self._stopping = True
+
+    def restarting(self, server_id: str) -> bool:
+        """Whether ``server_id``'s connection ended and it waits to be started again."""
+        return server_id in self._restarting
 
     @property
     def stopping(self) -> bool:
@@ -179,7 +198,7 @@ class Supervisor:
                     await session.run(link)
                 ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", {})
             except Exception as exc:  # a failed spawn/dial or a broken handshake
-                ended = ("connector_failed", {"error": str(exc) or repr(exc)})
+                ended = ("connector_failed", {"error": _failure_text(exc)})
                 if permanent_failure(exc):
                     ended = None
                     if not self.stopping:
@@ -209,4 +228,8 @@ class Supervisor:
                 slog.warning(ended[0], retry_in=round(delay, 2), **ended[1])
             failures += 1
             self._events.emit(ConnectorRestartScheduled(config.id, delay, failures))
-            await anyio.sleep(delay)
+            self._restarting.add(config.id)
+            try:
+                await anyio.sleep(delay)
+            finally:
+                self._restarting.discard(config.id)

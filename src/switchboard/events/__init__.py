@@ -29,6 +29,9 @@ from switchboard.events.kinds import (
     StorageRecovered,
 )
 from switchboard.events.logline import (
+    OTHER_EVENTS,
+    TRAFFIC_EVENTS,
+    ConnectorLogs,
     log_event,
 )
 from switchboard.events.storage import (
@@ -36,11 +39,14 @@ from switchboard.events.storage import (
 )
 
 __all__ = [
+    "OTHER_EVENTS",
+    "TRAFFIC_EVENTS",
     "ChannelsChanged",
     "ChannelsRegistered",
     "ChannelsRemoved",
     "ConnectorExited",
     "ConnectorFailed",
+    "ConnectorLogs",
     "ConnectorMcpOnly",
     "ConnectorReady",
     "ConnectorRefused",

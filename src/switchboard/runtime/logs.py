@@ -3,7 +3,9 @@
 stdout belongs to the MCP stdio transport (and, in a connector, to the MCPL wire).
 :func:`configure` is idempotent and renders the stdlib's records (uvicorn, the MCP SDK) with the
 same renderer as Switchboard's own events, as ``console`` lines or ``json`` objects; a hot path
-asks :func:`enabled_for` before building a line.
+asks :func:`enabled_for` before building a line. A traceback is rendered as Python prints it,
+never with the frames' local variables: a request's frames hold its headers, and so the agent's
+bearer token.
 """
 
 from __future__ import annotations
@@ -52,7 +54,13 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     timestamper = structlog.processors.TimeStamper(fmt="iso", utc=True)
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer()
+        if json
+        else structlog.dev.ConsoleRenderer(
+            colors=False,
+            # Without locals: a request's frames hold its headers, and so its bearer token.
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     # In JSON mode a traceback becomes a field of the one line; the console renderer prints
     # it below the line itself.

@@ -1,9 +1,10 @@
 """Logging what a peer may repeat or spill without end: counted summaries, budgets, joined lines.
 
-:class:`RateLimitedLog` logs a key's first occurrence and then one counted summary per interval;
-:class:`VolumeBudget` bounds the bytes a peer may have logged; :class:`LineJoiner` joins a
-peer's stderr lines into blocks (a traceback is one event). Why: a misbehaving connector must
-not flood the host's log, and nothing it did may go uncounted.
+:class:`RateLimitedLog` logs a key's first occurrence and then one counted summary per interval
+(fields named ``summed`` added up over what it covers), and restarts for a new connection of the
+same peer while its counts go on; :class:`VolumeBudget` bounds the bytes a peer may have logged;
+:class:`LineJoiner` joins a peer's stderr lines into blocks (a traceback is one event). Why: a
+misbehaving connector must not flood the host's log, and nothing it did may go uncounted.
 
 It deliberately knows nothing of what is being counted, and starts no task.
 """
@@ -37,6 +38,8 @@ class _Seen:
     total: int
     last_logged: float
     unlogged: int = 0
+    #: The summed fields' totals over the occurrences not logged yet.
+    sums: dict[str, Any] | None = None
 
 
 class RateLimitedLog:
@@ -84,6 +87,12 @@ class RateLimitedLog:
         self._interval = interval
         self._clock = clock
         self._seen: dict[Hashable, _Seen] = {}
+        # The totals of keys forgotten by restart(), so totals() still counts them.
+        self._earlier: dict[Hashable, int] = {}
+        #: Occurrences noted since the start (the ``count`` of every call).
+        self.noted = 0
+        #: Lines written since the start (first occurrences and summaries).
+        self.lines = 0
 
     def note(
         self,
@@ -92,25 +101,34 @@ class RateLimitedLog:
         *,
         level: LogLevel = "warning",
         count: int = 1,
+        summed: tuple[str, ...] = (),
         **fields: Any,
     ) -> bool:
         """Count ``count`` occurrences under ``key``; log them if this key is due.
 
         The line carries ``fields`` (of the latest occurrence), ``count`` (occurrences since
-        the key's previous line, this one included) and ``total`` (since the start).
+        the key's previous line, this one included) and ``total`` (since the start); a field
+        named in ``summed`` (a number) carries its sum over the occurrences since that line.
 
         Returns:
             Whether a line was written.
         """
         now = self._clock()
+        self.noted += count
         seen = self._seen.get(key)
         if seen is None:
             self._seen[key] = _Seen(level, event, dict(fields), count, now)
+            self.lines += 1
             getattr(self._logger, level)(event, count=count, total=count, **fields)
             return True
         seen.total += count
         seen.unlogged += count
         seen.level, seen.event, seen.fields = level, event, dict(fields)
+        if summed:
+            sums = seen.sums if seen.sums is not None else {}
+            for name in summed:
+                sums[name] = sums.get(name, 0) + fields[name]
+            seen.sums = sums
         if now - seen.last_logged < self._interval:
             return False
         self._write(seen, now)
@@ -123,19 +141,35 @@ class RateLimitedLog:
             if seen.unlogged:
                 self._write(seen, now)
 
+    def restart(self) -> None:
+        """Write the summaries still owed, then forget every key: the next occurrence of each
+        is logged in full again (a new connection of the same peer is told as such).
+        :meth:`totals` keeps counting across."""
+        self.flush()
+        earlier = self._earlier
+        for key, seen in self._seen.items():
+            earlier[key] = earlier.get(key, 0) + seen.total
+        self._seen.clear()
+
     def totals(self) -> Mapping[Hashable, int]:
         """Every key's count since the start (a copy)."""
-        return {key: seen.total for key, seen in self._seen.items()}
+        counted = dict(self._earlier)
+        for key, seen in self._seen.items():
+            counted[key] = counted.get(key, 0) + seen.total
+        return counted
 
     def _write(self, seen: _Seen, now: float) -> None:
+        fields = seen.fields if not seen.sums else {**seen.fields, **seen.sums}
+        self.lines += 1
         getattr(self._logger, seen.level)(
             seen.event,
             count=seen.unlogged,
             total=seen.total,
             repeated=True,
-            **seen.fields,
+            **fields,
         )
         seen.unlogged = 0
+        seen.sums = None
         seen.last_logged = now
 
 

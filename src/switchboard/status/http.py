@@ -317,6 +317,7 @@ def status_app(
     hosts: Sequence[str],
     closed: str | None = None,
     push_every: float = PUSH_EVERY,
+    until: anyio.Event | None = None,
 ) -> ASGIApp:
     """The status surface's ASGI app over ``model``.
 
@@ -346,6 +347,8 @@ def status_app(
         closed: when given, every route but ``/healthz`` answers 403 with this text (an agents'
             listener beyond loopback without an operator token).
         push_every: seconds between two checks of the model for ``/status/events``.
+        until: when set, every ``/status/events`` stream ends (the host is stopping: its
+            listener then finds no stream left open).
     """
     registry = metrics_registry(model)
 
@@ -387,7 +390,13 @@ def status_app(
                 if model.version != last:
                     last = model.version
                     yield {"event": "status", "data": orjson.dumps(model.snapshot()).decode()}
-                await anyio.sleep(push_every)
+                if until is None:
+                    await anyio.sleep(push_every)
+                    continue
+                with anyio.move_on_after(push_every):
+                    await until.wait()
+                if until.is_set():
+                    return
 
         return EventSourceResponse(stream(), ping=15, send_timeout=10)
 

@@ -27,6 +27,7 @@ from switchboard.connections.session import ConnectorSession, SessionState
 from switchboard.events import (
     ConnectorExited,
     ConnectorFailed,
+    ConnectorLogs,
     ConnectorMcpOnly,
     ConnectorReady,
     ConnectorRefused,
@@ -230,6 +231,8 @@ class HostStatus:
         ring: entries kept in each ring.
         retention: the retention task's summary (``RetentionTask.last_pass``), shown under
             ``store.retention``.
+        logs: the host's per-server log of what connectors cause (``log_events`` and
+            ``log_lines`` of each connector).
     """
 
     def __init__(
@@ -246,8 +249,10 @@ class HostStatus:
         clock: Callable[[], float] = time.time,
         ring: int = RING,
         retention: Callable[[], Mapping[str, object]] | None = None,
+        logs: ConnectorLogs | None = None,
     ) -> None:
         self._clock = clock
+        self._logs = logs
         self._retention = retention
         self.started_at = clock()
         self._sessions = sessions
@@ -516,6 +521,7 @@ class HostStatus:
         for sid, status in self.connectors.items():
             facts = self._session_facts(sid)
             live = facts["session"] in (SessionState.READY.value, SessionState.MCP_ONLY.value)
+            noted, lines = (0, 0) if self._logs is None else self._logs.counts(sid)
             connectors.append(
                 {
                     "id": sid,
@@ -544,6 +550,8 @@ class HostStatus:
                     "messages_in": status.messages_in,
                     "publishes": dict(status.publishes),
                     "refusals": status.refusals,
+                    "log_events": noted,
+                    "log_lines": lines,
                 }
             )
         agents = []

@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup
 
 from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.transport.errors import (
+    INTERNAL_ERROR,
     FrameTooLargeError,
     LinkClosedError,
     RpcError,
@@ -52,7 +53,14 @@ __all__ = ["Peer", "PeerStatistics"]
 _SHUTDOWN_FLUSH_GRACE = 1.0
 # After EOF, how long the handlers of requests already received may take to answer them.
 _EOF_DRAIN_GRACE = 5.0
-_SHUTTING_DOWN: Final = internal_error("Peer is shutting down").to_wire()
+# The answer to a request still unanswered when the peer shuts down: ``data.reason`` tells a
+# remote it was not handled and may be sent again (the host's other "not taken" answers,
+# such as a rate limit, say why the same way).
+_SHUTTING_DOWN: Final = RpcError(
+    INTERNAL_ERROR,
+    "Peer is shutting down: this request was not handled; send it again later",
+    {"reason": "shutting-down"},
+).to_wire()
 _INTERNAL: Final = internal_error().to_wire()
 
 
@@ -134,7 +142,8 @@ class Peer:
         self._name = name
         self._default_timeout = default_timeout
         self._log = structlog.get_logger(__name__).bind(peer=name, link=link.description)
-        # What the remote sent that is not a message (a banner on stdout ...): rate-limited.
+        # What the remote may send again and again (a banner on stdout, an error that answers
+        # nothing, a message a handler fails on ...): rate-limited, per kind.
         self._dropped = RateLimitedLog(self._log)
         self._pending = PendingRequests(link.description, read_error)
         self._outbox = Outbox(link)
@@ -274,6 +283,26 @@ class Peer:
         if written is not None and not self._closing:
             await written()
 
+    async def answered(self) -> None:
+        """Return once every request received so far is answered (at once on a closed peer).
+
+        What the caller does meanwhile decides whether more come: a host that is stopping
+        refuses them (their answers come at once) while the ones it took finish.
+        """
+        while (self._inbox or self._unanswered) and not self._closing:
+            await self._next_progress()
+
+    async def quiet(self, seconds: float) -> None:
+        """Return once every request received is answered and no message came for ``seconds``
+        (at once on a closed peer): what the remote sent before it heard an answer that told
+        it to stop is read and answered too."""
+        while not self._closing:
+            await self.answered()
+            with anyio.move_on_after(seconds) as waited:
+                await self._next_progress()
+            if waited.cancelled_caught:
+                return
+
     async def aclose(self) -> None:
         """Answer what is unanswered (best effort), close the link and stop :meth:`run`."""
         await self._shutdown("closed locally")
@@ -396,8 +425,8 @@ class Peer:
                 self._outbox.wake()
             try:
                 deferred.run_after(done)
-            except Exception:
-                self._log.exception("after_answer_failed", method=call.method)
+            except Exception as exc:
+                self._failed("after_answer_failed", call.method, exc)
 
     async def _complete_deferred(self, call: InboundCall, deferred: Deferred) -> None:
         self._not_started.discard(deferred)
@@ -415,8 +444,8 @@ class Peer:
             return
         try:
             await handler(note.method, note.params)
-        except Exception:
-            self._log.exception("notification_handler_failed", method=note.method)
+        except Exception as exc:
+            self._failed("notification_handler_failed", note.method, exc)
 
     def _answer_result(self, call: InboundCall, result: Any, *, wake: bool = True) -> None:
         try:
@@ -429,7 +458,7 @@ class Peer:
     def _answer_exception(self, call: InboundCall, exc: Exception, *, wake: bool = True) -> None:
         error, unexpected = wire_error(exc)
         if unexpected:
-            self._log.error("request_handler_failed", method=call.method, exc_info=exc)
+            self._failed("request_handler_failed", call.method, exc)
         try:
             frame = encode_error(call.id, error)
         except TypeError:
@@ -454,10 +483,17 @@ class Peer:
             frame = whole
         self._outbox.put(frame, wake=wake)
 
+    def _failed(self, event: str, method: str, exc: Exception) -> None:
+        """A handler failed on what the remote sent: an ERROR with the traceback, rate-limited
+        per kind and method (a remote could repeat what makes it fail)."""
+        self._dropped.note((event, method), event, level="error", method=method, exc_info=exc)
+
     def _unmatched(self, response: InboundResponse) -> None:
         if response.id is None and response.error is not None:
             # The remote could not make sense of something we sent.
-            self._log.warning("remote_reported_error", error=response.error)
+            self._dropped.note(
+                "remote_reported_error", "remote_reported_error", error=response.error
+            )
         else:
             self._log.debug("late_response_dropped", id=response.id)
 
@@ -497,9 +533,15 @@ class Peer:
         self._pending.fail_all()
         with anyio.move_on_after(_EOF_DRAIN_GRACE):
             while (self._inbox or self._unanswered) and not self._closing:
-                progress = new_event()
-                self._progress = progress
-                await progress.wait()
+                await self._next_progress()
+
+    async def _next_progress(self) -> None:
+        """Wait for the next message handled or answered. Waiters share one event (a new one
+        is made only once the last was set), so two of them never orphan each other's."""
+        progress = self._progress
+        if progress.is_set():
+            progress = self._progress = new_event()
+        await progress.wait()
 
     async def _shutdown(self, reason: str) -> None:
         if self._closing:

@@ -2,14 +2,14 @@
 
 :func:`bind_listener` binds before serving, so a port in use is a ``ConfigError`` at start and
 not a traceback from inside uvicorn; :func:`serve_on` runs a uvicorn server on a bound socket
-until cancelled, without uvicorn's own signal handlers (``switchboard run`` owns SIGINT and
-SIGTERM).
+until cancelled (or until told to stop, after the app drained what it serves), without
+uvicorn's own signal handlers (``switchboard run`` owns SIGINT and SIGTERM).
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 
 import anyio
@@ -57,12 +57,23 @@ class QuietServer(uvicorn.Server):
         yield
 
 
-async def serve_on(config: uvicorn.Config, sock: socket.socket) -> bool:
-    """Serve ``config``'s app on the bound ``sock`` until cancelled, then stop uvicorn
-    gracefully (within ``config.timeout_graceful_shutdown``).
+async def serve_on(
+    config: uvicorn.Config,
+    sock: socket.socket,
+    *,
+    stop: anyio.Event | None = None,
+    drain: Callable[[], Awaitable[None]] | None = None,
+) -> bool:
+    """Serve ``config``'s app on the bound ``sock`` until cancelled, or until ``stop`` is set,
+    then stop uvicorn gracefully (within ``config.timeout_graceful_shutdown``).
 
-    Returns (only when uvicorn stopped by itself, not cancelled): whether it had started; a
-    server that stops without starting failed at start-up, and uvicorn has logged why.
+    When ``stop`` is set, ``drain`` runs first (the app answers what it is serving and ends its
+    streams), so that uvicorn then finds nothing open and stops at once: its grace runs out
+    only for a request still open, which it then cancels (an ERROR line and a traceback).
+
+    Returns (when uvicorn stopped by itself or after ``stop``, not cancelled): whether it had
+    started; a server that stops without starting failed at start-up, and uvicorn has logged
+    why.
 
     uvicorn runs shielded: a cancelled ``serve`` would leave an app's lifespan (the MCP SDK's
     session managers) half torn down, so cancellation sets ``should_exit`` instead and uvicorn
@@ -78,7 +89,12 @@ async def serve_on(config: uvicorn.Config, sock: socket.socket) -> bool:
     async with anyio.create_task_group() as group:
         group.start_soon(run, group.cancel_scope.cancel)
         try:
-            await anyio.sleep_forever()
+            if stop is not None:
+                await stop.wait()
+                if drain is not None:
+                    await drain()
+                server.should_exit = True
+            await anyio.sleep_forever()  # until uvicorn stops (run cancels the group)
         finally:
             server.should_exit = True
     return bool(server.started)

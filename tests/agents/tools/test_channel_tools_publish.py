@@ -335,6 +335,51 @@ async def test_a_server_that_is_gone_is_named_when_the_call_names_it(tmp_path: P
     assert "channel_list" in refused["next"]
 
 
+async def test_a_qualified_name_on_a_server_that_is_gone_is_refused_server_gone_naming_it(
+    tmp_path: Path,
+) -> None:
+    """Issue #26, item 5: its channels left the registry with its connection, but ``b:room``
+    is a qualified name of the configured server ``b``: ``server-gone``, naming ``b``, not
+    ``unknown-channel``. Speech to it bounces (``unresolved-target``) with the same words."""
+    a, b = lifecycle_fake(), lifecycle_fake()
+    async with board_of(tmp_path, {"a": a, "b": b}) as board:
+        await _register(a, descriptor("general"))
+        await _register(b, descriptor("room"))
+        await drop_server(board, b, "b")
+        async with Client(build_server(board, agent="q"), mode="legacy") as client:
+            refused = await call(client, "channel_publish", {"channel": "b:room", "text": "x"})
+            on_a = await call(client, "channel_publish", {"channel": "a:nothing", "text": "x"})
+            spoken = await call(client, "speak", {"text": ">>>b:room\nhello"})
+    assert refused["refusal"] == "server-gone"
+    assert refused["server_id"] == "b"
+    assert "'b'" in refused["message"]
+    assert '"b:room"' in refused["message"]
+    assert "channel_list" in refused["next"]
+    # A connected server without such a channel: the name is simply unknown.
+    assert on_a["refusal"] == "unknown-channel"
+    (segment,) = spoken["segments"]
+    assert segment["status"] == "bounced"
+    assert segment["refusal"] == "unresolved-target"
+    assert "server 'b'" in segment["reason"]
+    assert _sent(b) == []
+
+
+async def test_a_name_two_gone_servers_could_qualify_stays_unknown_and_is_not_guessed(
+    tmp_path: Path,
+) -> None:
+    """Servers ``a`` and ``a:b``, both gone: ``a:b:c`` may be ``a``'s ``b:c`` or ``a:b``'s
+    ``c``; no server is guessed. ``a:x`` can only be ``a``'s."""
+    a, ab = lifecycle_fake(), lifecycle_fake()
+    async with board_of(tmp_path, {"a": a, "a:b": ab}) as board:
+        await drop_server(board, a, "a")
+        await drop_server(board, ab, "a:b")
+        async with Client(build_server(board, agent="q"), mode="legacy") as client:
+            either = await call(client, "channel_publish", {"channel": "a:b:c", "text": "x"})
+            only_a = await call(client, "channel_publish", {"channel": "a:x", "text": "x"})
+    assert either["refusal"] == "unknown-channel"
+    assert (only_a["refusal"], only_a["server_id"]) == ("server-gone", "a")
+
+
 async def test_speech_into_a_channel_that_will_not_open_is_refused_and_says_to_open_it(
     tmp_path: Path,
 ) -> None:

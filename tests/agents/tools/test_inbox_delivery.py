@@ -11,7 +11,8 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,14 @@ import pytest
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 from mcp import Client
+from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
 from switchboard.agents.http import bind_endpoint, plan_endpoint, serve_endpoint
+from switchboard.agents.inbox.delivery import Reader
 from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.config import AgentConfig
@@ -258,3 +263,116 @@ async def test_a_page_the_client_could_not_take_is_lost_to_nobody_who_passes_aft
     assert 0 < handed < 20
     assert [i for page in pages for i in ids(page)] == [f"b{i}" for i in range(20)]
     assert [f for page in pages for f in flags(page)] == [True] * handed + [False] * (20 - handed)
+
+
+# -- a cancel that loses its race with the answer ---------------------------------------------
+
+
+@dataclass
+class Withheld:
+    """The long polls whose answers a client never takes: their request ids, and the answers
+    kept from the client (``arrived`` once one came)."""
+
+    ids: set[Any] = field(default_factory=set)
+    answers: list[Any] = field(default_factory=list)
+    arrived: anyio.Event = field(default_factory=anyio.Event)
+
+
+@asynccontextmanager
+async def withholding_long_polls(
+    inner: AbstractAsyncContextManager[TransportStreams], withheld: Withheld
+) -> AsyncIterator[TransportStreams]:
+    """The client's side of the transport ``inner``, except that the answer to a long poll (a
+    ``tools/call`` with ``wait_seconds``) never reaches the client: the host answered into a
+    stream nobody reads, as when a message arrives just as the client's read timeout fires."""
+    async with inner as (read, write):
+        down_send, down_receive = anyio.create_memory_object_stream[SessionMessage | Exception](64)
+        up_send, up_receive = anyio.create_memory_object_stream[SessionMessage](64)
+
+        async def down() -> None:
+            async with down_send:
+                async for item in read:
+                    message = getattr(item, "message", None)
+                    if isinstance(message, JSONRPCResponse | JSONRPCError) and (
+                        message.id in withheld.ids
+                    ):
+                        withheld.answers.append(message)
+                        withheld.arrived.set()
+                        continue
+                    await down_send.send(item)
+
+        async def up() -> None:
+            async with up_receive:
+                async for item in up_receive:
+                    message = item.message
+                    if isinstance(message, JSONRPCRequest) and message.method == "tools/call":
+                        arguments = (message.params or {}).get("arguments") or {}
+                        if arguments.get("wait_seconds"):
+                            withheld.ids.add(message.id)
+                    await write.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(down)
+            group.start_soon(up)
+            try:
+                yield down_receive, up_send
+            finally:
+                group.cancel_scope.cancel()
+
+
+async def test_a_cancel_that_loses_its_race_with_the_answer_loses_no_message(
+    tmp_path: Path,
+) -> None:
+    """A message arrives while a long poll waits; the host hands it out and answers, but the
+    answer goes into a stream nobody reads, and the client, having given up, cancels the call
+    (``notifications/cancelled``, which now finds no call running). Over the same connection
+    and without ``after``, the next read gets the message again, flagged ``redelivered``, and
+    acknowledges it only then.
+
+    Deterministic: the answer is held back from the client until the cancel was sent (a real
+    SDK client over real loopback HTTP, its transport wrapped), so the cancel always comes
+    after the host answered."""
+    withheld = Withheld()
+    async with board_with_room(tmp_path) as (board, fake), served_over_http(board) as url:
+        with anyio.fail_after(60):
+            async with (
+                httpx2.AsyncClient(timeout=30) as http,
+                Client(
+                    withholding_long_polls(streamable_http_client(url, http_client=http), withheld),
+                    mode="legacy",
+                ) as client,
+            ):
+                await client.list_tools()
+                async with anyio.create_task_group() as group:
+                    group.start_soon(client.call_tool, "inbox", {"wait_seconds": 30})
+                    await polling(board, True)
+                    await send_accepted(fake, message("room", "m1"))
+                    await withheld.arrived.wait()  # the host answered, nobody read it
+                    group.cancel_scope.cancel()  # the client gives up: notifications/cancelled
+                again = await call(client, "inbox")
+                after_it = await call(client, "inbox")
+    (lost,) = withheld.answers
+    assert [m["message_id"] for m in lost.result["structuredContent"]["messages"]] == ["m1"]
+    assert ids(again) == ["m1"]
+    assert flags(again) == [True]
+    assert ids(after_it) == []  # the redelivered page was acknowledged by the read after it
+
+
+async def test_a_cancel_of_a_read_a_later_read_acknowledged_takes_nothing_back(
+    tmp_path: Path,
+) -> None:
+    """A cancel takes back only the connection's latest read: once a later read went by, the
+    page it acknowledged stays acknowledged (``after`` closes that window too)."""
+    async with board_with_room(tmp_path) as (board, fake):
+        await send_accepted(fake, message("room", "m1"))
+        port = board.agents.port("a")
+        reader = Reader("one connection")
+        first = await port.read_inbox(reader=reader, request="1")
+        second = await port.read_inbox(reader=reader, request="2")
+        took_back_first = port.take_back_read(reader, "1")
+        took_back_second = port.take_back_read(reader, "2")
+        third = await port.read_inbox(reader=reader, request="3")
+    assert [m.message_id for m in first.messages] == ["m1"]
+    assert second.messages == []
+    assert (took_back_first, took_back_second) == (False, False)
+    assert third.messages == []

@@ -4,7 +4,8 @@ Each agent's acknowledged position is durable (its cursor); a read returns what 
 and moves nothing, and messages stay owed until a later read acknowledges them, by ``after`` or
 by being the same reader's next read (docs/tools.md, "Delivery"). Why: an agent that restarts or
 loses an answer gets everything unacknowledged again, flagged ``redelivered``, and a cancelled
-read consumes nothing.
+read consumes nothing. A cancel that lost its race with the answer takes the read back
+(:meth:`InboxDelivery.take_back`) while it is still its reader's latest: the page comes again.
 
 What it deliberately does not know: MCP (a reader is any weak-referenceable object), turns,
 and how tune-outs divert traffic.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 import anyio
@@ -83,11 +84,13 @@ class PageBudget:
 class _Handed:
     """What one read handed out: its token, the epochs whose backlogs it carried, and the
     acknowledged position it read from (``base``; equal to ``token`` when it carried only
-    backlogs, so its token is also the token of the read before it)."""
+    backlogs, so its token is also the token of the read before it), and the request it
+    answered (its reader's id for it, or None)."""
 
     token: int
     notices: tuple[str, ...]
     base: int
+    request: Hashable | None = None
 
 
 class _AgentInbox:
@@ -146,9 +149,11 @@ class InboxDelivery:
         wait_seconds: float = 0.0,
         limit: int = 50,
         budget: PageBudget | None = None,
+        request: Hashable | None = None,
     ) -> InboxRead:
         """Acknowledge (``after``, else ``reader``'s previous read), then read what is owed,
-        cut at a message boundary to ``budget`` when one is given.
+        cut at a message boundary to ``budget`` when one is given. ``request`` names the call
+        this read answers, for :meth:`take_back`.
 
         Raises:
             Refusal: ``unknown-cursor`` when ``after`` is negative or beyond the newest stored
@@ -184,13 +189,31 @@ class InboxDelivery:
                 return InboxRead([], page.cursor, store.latest_seq > page.cursor, (), acked)
             if page.cursor > delivered:
                 await store.set_delivered(agent, page.cursor)
-            handed = _Handed(page.cursor, page.notices, acked)
+            handed = _Handed(page.cursor, page.notices, acked, request)
             state.handed[reader] = handed
             if page.notices:
                 state.pending.append(handed)
                 state.carried.update(page.notices)
             more = cut or store.latest_seq > page.cursor
             return InboxRead(page.messages, page.cursor, more, redelivered, acked)
+
+    def take_back(self, agent: str, reader: object, request: Hashable) -> bool:
+        """The call ``request`` of ``reader`` was cancelled after its read answered: forget the
+        read's record if it is still ``reader``'s latest, so the next read acknowledges nothing
+        on its account and hands its page out again (flagged redelivered).
+
+        Synchronous: a cancel is taken back before the reader's next read can acknowledge.
+
+        Returns:
+            Whether a record was taken back.
+        """
+        state = self._agents.get(agent)
+        handed = None if state is None else state.handed.get(reader)
+        if state is None or handed is None or handed.request != request:
+            return False
+        del state.handed[reader]
+        log.info("inbox_read_taken_back", agent=agent, cursor=handed.token)
+        return True
 
     async def _acknowledge(
         self, agent: str, state: _AgentInbox, after: int | None, reader: object

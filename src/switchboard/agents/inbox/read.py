@@ -3,7 +3,8 @@
 :class:`InboxReader` reads what lies above an agent's acknowledged position: what is not routed
 to it is skipped, what a tune-out diverts is withheld (an O(1) check per message), a withheld
 message that addresses the owner wakes its tune-out, and owed backlogs come first
-(docs/agents.md, "Routing"; channel-registry.md §6).
+(docs/agents.md, "Routing"; channel-registry.md §6). When the host stops,
+:meth:`InboxReader.end_waits` answers every read waiting for messages at once.
 
 What it deliberately does not know: MCP, acknowledgement and cursors (:mod:`.delivery`), turns.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import suppress
 from dataclasses import dataclass
+from logging import DEBUG
 from typing import Protocol
 
 import anyio
@@ -21,6 +23,7 @@ import structlog
 from switchboard.agents.inbox.backlogs import everything, owed_delivery
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.refusals.refusal import Refusal
+from switchboard.runtime.logs import enabled_for
 from switchboard.store import MessageStoreProtocol, StoredMessage
 from switchboard.tuneouts.records import Settled, diverts_at_all, is_addressed
 from switchboard.tuneouts.rules.epochs import TuneOutBook
@@ -98,12 +101,24 @@ class InboxReader:
       epoch's budget ends it in that very read. Diverted traffic alone never ends a wait.
     - **Owed backlogs** (:mod:`.backlogs`) come first; they are recorded as delivered only when the
       agent acknowledges the read that carried them (:meth:`InboxReader.acknowledge`).
+    - **Stopping.** :meth:`InboxReader.end_waits` (the host is stopping) answers every read that
+      waits for messages at once, with what it has, and no read waits after it.
     """
 
     def __init__(self, host: InboxTuneOuts, *, router: InboxRouter | None = None) -> None:
         self._host = host
         # Which messages are routed to which agent (docs/agents.md, "Routing"); None: all.
         self._router = router
+        # The scopes of the reads waiting for messages now, and whether waiting has ended.
+        self._waits: set[anyio.CancelScope] = set()
+        self._ended = False
+
+    def end_waits(self) -> None:
+        """The host is stopping: every read waiting for messages returns now with what it has
+        (nothing, or a backlog it carries), and no later read waits."""
+        self._ended = True
+        for scope in list(self._waits):
+            scope.cancel()
 
     async def read(
         self,
@@ -135,9 +150,9 @@ class InboxReader:
         while True:
             if store.latest_seq <= cursor:
                 remaining = deadline - anyio.current_time()
-                if notices or remaining <= 0:
+                if notices or remaining <= 0 or self._ended:
                     break
-                if not await store.wait_for_new(cursor, remaining):
+                if not await self._wait(agent, cursor, remaining):
                     break
             batch = await store.read(cursor, limit)
             if not batch:
@@ -151,6 +166,19 @@ class InboxReader:
             if notices or visible:
                 break
         return InboxPage(notices + visible, cursor, tuple(carried))
+
+    async def _wait(self, agent: str, cursor: int, seconds: float) -> bool:
+        """Wait up to ``seconds`` for a message above ``cursor``; False when none came (the
+        time ran out, or :meth:`end_waits` ended the wait)."""
+        if enabled_for(DEBUG):
+            log.debug("inbox_waiting", agent=agent, seconds=round(seconds, 3))
+        with anyio.CancelScope() as scope:
+            self._waits.add(scope)
+            try:
+                return await self._host.store.wait_for_new(cursor, seconds)
+            finally:
+                self._waits.discard(scope)
+        return False  # ended by end_waits
 
     async def acknowledge(self, agent: str, cursor: int, notices: Iterable[str]) -> None:
         """``agent`` has what a read handed it up to ``cursor``, and the backlogs of the

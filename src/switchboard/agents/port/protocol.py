@@ -13,7 +13,7 @@ out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -211,12 +211,20 @@ class AgentPort(Protocol):
         wait_seconds: float = 0.0,
         limit: int = 50,
         budget: PageBudget | None = None,
+        request: Hashable | None = None,
     ) -> AgentRead:
         """Acknowledge ``after`` (else ``reader``'s previous read; ``reader`` is the MCP
         connection, None for the port's own), then read what is owed, cut at a message
         boundary to ``budget`` (its cursor acknowledges only what it returns); a read that
         returns messages, redelivered or not, begins the next turn. Refuses an ``after`` no
-        read handed out (``unknown-cursor``)."""
+        read handed out (``unknown-cursor``). ``request`` is the id of the call the read
+        answers over ``reader`` (for :meth:`take_back_read`)."""
+        ...
+
+    def take_back_read(self, reader: object | None, request: Hashable) -> bool:
+        """The call ``request`` over ``reader`` was cancelled, perhaps after its read answered:
+        if that read is still ``reader``'s latest, forget it, so that the next read returns
+        its page again (flagged redelivered) instead of acknowledging it. Whether it did."""
         ...
 
     async def stored_message(self, seq: int) -> StoredMessage | None:

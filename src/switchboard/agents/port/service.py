@@ -12,7 +12,7 @@ What it deliberately does not know: MCP, tool results, and how the shared parts 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -226,12 +226,18 @@ class AgentService:
             publish_named=side.publisher.publish,
             channel=channel,
             server_id=server_id,
+            unknown=side.publisher.refusal_for_unknown_name,
         )
 
     async def speak(self, text: str) -> Speech:
         side = self._side
         return await speak(
-            side.registry, side.publisher.publish_to, self._desk, self._locus(), text
+            side.registry,
+            side.publisher.publish_to,
+            self._desk,
+            self._locus(),
+            text,
+            unknown=side.publisher.refusal_for_unknown_name,
         )
 
     async def read_inbox(
@@ -242,6 +248,7 @@ class AgentService:
         wait_seconds: float = 0.0,
         limit: int = 50,
         budget: PageBudget | None = None,
+        request: Hashable | None = None,
     ) -> AgentRead:
         side = self._side
         desk = self._desk
@@ -255,6 +262,7 @@ class AgentService:
                     wait_seconds=wait_seconds,
                     limit=limit,
                     budget=budget,
+                    request=request,
                 )
             except StorageUnavailableError as exc:  # a cursor or delivered mark not written
                 raise storage_refusal(exc.cause, "this read") from None
@@ -270,6 +278,11 @@ class AgentService:
                 )
                 context = await side.context_hooks.gather(desk, user_message=said or None)
         return AgentRead(read.messages, read.cursor, read.more, context, read.redelivered)
+
+    def take_back_read(self, reader: object | None, request: Hashable) -> bool:
+        # A call over no connection was read by the port's own reader (as in read_inbox).
+        reader = self._reader if reader is None else reader
+        return self._side.delivery.take_back(self._desk.name, reader, request)
 
     async def stored_message(self, seq: int) -> StoredMessage | None:
         if seq < 1:

@@ -253,10 +253,20 @@ class ContextHooks:
             try:
                 result = await session.before_inference(params, self.timeout)
             except TransportError as exc:
-                session.log.info("before_inference_failed", error=str(exc))
+                session.noted.note(
+                    ("before_inference_failed",),
+                    "before_inference_failed",
+                    level="info",
+                    error=str(exc),
+                )
                 return
         if result is None:
-            session.log.info("before_inference_unanswered", timeout=self.timeout)
+            session.noted.note(
+                ("before_inference_unanswered",),
+                "before_inference_unanswered",
+                level="info",
+                timeout=self.timeout,
+            )
             return
         into.extend(_authorized(session, result))
 
@@ -273,18 +283,30 @@ def _authorized(session: ConnectorOwner, result: Any) -> list[dict[str, Any]]:
     raw = result.get("contextInjections") if isinstance(result, Mapping) else None
     if not isinstance(raw, list):
         if raw is not None or not isinstance(result, Mapping):
-            session.log.info("before_inference_malformed_answer")
+            session.noted.note(
+                ("before_inference_malformed_answer",),
+                "before_inference_malformed_answer",
+                level="info",
+            )
         return []
     ready = session.state is SessionState.READY
     kept: list[dict[str, Any]] = []
     for item in raw:
         injection = _injection(session.server_id, item)
         if injection is None:
-            session.log.info("injection_dropped", reason="malformed")
+            session.noted.note(
+                ("injection_dropped",), "injection_dropped", level="info", reason="malformed"
+            )
             continue
         position = injection["position"]
         if not ready or not session.grant.allows(_INJECT + position):
-            session.log.info("injection_dropped", reason="not granted", position=position)
+            session.noted.note(
+                ("injection_dropped",),
+                "injection_dropped",
+                level="info",
+                reason="not granted",
+                position=position,
+            )
             continue
         kept.append(injection)
     return kept

@@ -1,9 +1,9 @@
 """Publishing words into a channel: :class:`Publisher`, the one path every agent's words take.
 
 What this module knows: what may be refused before anything is sent, in this order: empty
-text; a name that picks no channel or several (when the caller named the server, a server that
-is gone or still connecting says so rather than "unknown channel"); a server that is not
-configured, not connected, still connecting or without MCPL; an inbound-only channel; a grant
+text; a name that picks no channel or several (a server that is gone, restarting or still
+connecting says so rather than "unknown channel", naming it); a server that is not configured,
+not connected, restarting, still connecting or without MCPL; an inbound-only channel; a grant
 without ``channels.publish``. Then the lifecycle's speech gate lets queued decisions on the
 channel settle and opens first a channel a default or a machine closed (channel-registry.md
 §8.3), and the words go to the connector's owner as ``channels/publish``. A ``Published`` event
@@ -24,12 +24,14 @@ from switchboard.channels import (
     ChannelRegistry,
     UnknownName,
     qualified_name,
+    server_named,
 )
+from switchboard.channels.names.wording import q
 from switchboard.connections.owner import Owners, SessionState
 from switchboard.events import EventBus, Published
 from switchboard.refusals import PublishOutcome, Refusal, RefusalKind, name_refusal
 
-__all__ = ["Publisher", "SpeechClearing"]
+__all__ = ["Publisher", "Restarts", "SpeechClearing"]
 
 
 class SpeechClearing(Protocol):
@@ -38,6 +40,13 @@ class SpeechClearing(Protocol):
     def clear_now(self, entry: ChannelEntry) -> bool: ...
 
     async def clear(self, entry: ChannelEntry) -> ChannelEntry | PublishOutcome: ...
+
+
+class Restarts(Protocol):
+    """Which connectors wait to be started again
+    (:class:`~switchboard.connections.supervisor.Supervisor` provides it)."""
+
+    def restarting(self, server_id: str) -> bool: ...
 
 
 class Publisher:
@@ -49,9 +58,10 @@ class Publisher:
         configured: The configured server ids (a server known but not connected is "gone").
         speech: The lifecycle's speech gate.
         events: Where ``Published`` is told.
+        restarts: Which connectors are restarting (their channels are "connecting", not "gone").
     """
 
-    __slots__ = ("_configured", "_events", "_owners", "_registry", "_speech")
+    __slots__ = ("_configured", "_events", "_owners", "_registry", "_restarts", "_speech")
 
     def __init__(
         self,
@@ -61,12 +71,14 @@ class Publisher:
         configured: Collection[str],
         speech: SpeechClearing,
         events: EventBus,
+        restarts: Restarts | None = None,
     ) -> None:
         self._registry = registry
         self._owners = owners
         self._configured = frozenset(configured)
         self._speech = speech
         self._events = events
+        self._restarts = restarts
 
     async def publish(
         self, target: str, text: str, *, server_id: str | None = None, conversation_id: str = ""
@@ -96,24 +108,63 @@ class Publisher:
                 f"there is no server {server_id!r}; call channel_list to see the servers",
                 server_id=server_id,
             )
-        if owner is None or owner.state is SessionState.CLOSED:
-            return Refusal(
-                RefusalKind.SERVER_GONE,
-                f"server {server_id!r} is not connected right now; nothing was sent, "
-                "try again later",
-                server_id=server_id,
-            )
-        if owner.state is SessionState.CONNECTING:
-            return Refusal(
-                RefusalKind.SERVER_CONNECTING,
-                f"server {server_id!r} is still connecting; nothing was sent, try again shortly",
-                server_id=server_id,
-            )
-        if owner.state is SessionState.MCP_ONLY:
+        down = self._server_down(server_id)
+        if down is not None:
+            kind, state = down
+            return Refusal(kind, f"server {server_id!r} {state}", server_id=server_id)
+        if owner is not None and owner.state is SessionState.MCP_ONLY:
             return Refusal(
                 RefusalKind.NOT_GRANTED,
                 f"server {server_id!r} runs without MCPL, so it has no channels to publish to",
                 server_id=server_id,
+            )
+        return None
+
+    def refusal_for_unknown_name(self, name: str) -> Refusal | None:
+        """Why no registered channel answers to ``name`` when it is a channel of a server that
+        is not serving now: ``server-gone``, or ``server-connecting`` while it connects or
+        restarts, naming the server (a server's channels leave the registry when its
+        connection ends). None when it is no such name.
+
+        The server is the one configured server ``name`` is a qualified name of
+        (:func:`~switchboard.channels.server_named`: matched against the configured ids, never
+        by splitting the name at a colon; when several could be meant, none is guessed and the
+        name stays unknown). A connected server that has no such channel is no reason either:
+        the name is simply unknown.
+        """
+        server_id = server_named(name, self._configured)
+        if server_id is None:
+            return None
+        down = self._server_down(server_id)
+        if down is None:
+            return None
+        kind, state = down
+        return Refusal(
+            kind,
+            f"No registered channel answers to {q(name)}: it names a channel of server "
+            f"{server_id!r}, which {state}",
+            server_id=server_id,
+        )
+
+    def _server_down(self, server_id: str) -> tuple[RefusalKind, str] | None:
+        """``server-gone`` or ``server-connecting`` and what the server is doing, when a
+        configured server is not serving: not connected, restarting, or still connecting."""
+        owner = self._owners.get(server_id)
+        if owner is None or owner.state is SessionState.CLOSED:
+            if self._restarts is not None and self._restarts.restarting(server_id):
+                return (
+                    RefusalKind.SERVER_CONNECTING,
+                    "is restarting (its connection ended and it is being started again); "
+                    "nothing was sent, try again in a few seconds",
+                )
+            return (
+                RefusalKind.SERVER_GONE,
+                "is not connected right now; nothing was sent, try again later",
+            )
+        if owner.state is SessionState.CONNECTING:
+            return (
+                RefusalKind.SERVER_CONNECTING,
+                "is still connecting; nothing was sent, try again shortly",
             )
         return None
 

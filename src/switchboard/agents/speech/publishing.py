@@ -10,6 +10,7 @@ a publish is carried out (:mod:`.publish`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -21,6 +22,8 @@ from switchboard.channels import (
     ChannelNameError,
     ChannelRef,
     ChannelRegistry,
+    OwnChannelGone,
+    UnknownName,
 )
 from switchboard.channels.names.wording import on_server, q
 from switchboard.refusals.outcome import PublishOutcome
@@ -32,8 +35,10 @@ __all__ = [
     "AgentPublish",
     "PublishNamed",
     "PublishTo",
+    "UnknownNameRefusal",
     "choose_destination",
     "publish_for_agent",
+    "unknown_name_refusal",
 ]
 
 TOOL = "channel_publish"
@@ -59,6 +64,23 @@ class PublishNamed(Protocol):
     ) -> PublishOutcome: ...
 
 
+UnknownNameRefusal = Callable[[str], Refusal | None]
+"""The host's word on a name no registered channel answers to (a channel of a server that is
+not serving now: :meth:`Publisher.refusal_for_unknown_name
+<switchboard.agents.speech.publish.Publisher.refusal_for_unknown_name>`), or None to refuse it
+as unknown."""
+
+
+def unknown_name_refusal(
+    exc: ChannelNameError, name: str, unknown: UnknownNameRefusal | None
+) -> Refusal | None:
+    """What the host says of ``name`` when the registry found nothing that answers to it (not
+    the turn's own channel, which stays bound to its id), or None."""
+    if unknown is None or not isinstance(exc, UnknownName) or isinstance(exc, OwnChannelGone):
+        return None
+    return unknown(name)
+
+
 @dataclass(frozen=True, slots=True)
 class AgentPublish:
     """What became of an agent's publish.
@@ -78,18 +100,22 @@ def choose_destination(
     default: DefaultChannel,
     channel: str | None,
     server_id: str | None = None,
+    *,
+    unknown: UnknownNameRefusal | None = None,
 ) -> ChannelEntry | Refusal:
     """The channel a publish means (see :class:`publish_for_agent`), or the refusal; sends nothing.
 
     With both ``channel`` and ``server_id`` this looks only on that server (the async caller
-    lets the host word a gone or connecting server instead).
+    lets the host word a gone or connecting server instead). ``unknown`` words a name
+    nothing answers to, when the host knows why.
     """
     own = desk.own
     if channel is not None:
         try:
             return registry.names.resolve(channel, server_id=server_id, own=own, caller=POSTING)
         except ChannelNameError as exc:
-            return name_refusal(exc, TOOL)
+            said = unknown_name_refusal(exc, channel, unknown) if server_id is None else None
+            return said or name_refusal(exc, TOOL)
     locus = desk.locus(registry, default)
     if locus.ref is None:
         return Refusal(
@@ -135,6 +161,7 @@ async def publish_for_agent(
     publish_named: PublishNamed,
     channel: str | None = None,
     server_id: str | None = None,
+    unknown: UnknownNameRefusal | None = None,
 ) -> AgentPublish:
     """Publish ``text`` for the agent ``desk`` serves.
 
@@ -144,7 +171,10 @@ async def publish_for_agent(
       ``serverId:channelId``, a raw id, a ``#label`` or an ``@person``) with the calling turn's own
       channels (:attr:`AgentDesk.own`): a name equal to the id of an own channel is bound to it,
       even after its server withdrew it (then refused, never sent to another server's channel with
-      that id). Several candidates are refused with each one and the string that picks it.
+      that id). Several candidates are refused with each one and the string that picks it. A name
+      nothing answers to is first offered to ``unknown`` (:data:`UnknownNameRefusal`), which says
+      ``server-gone`` or ``server-connecting`` when it is a channel of a configured server that is
+      not serving now.
     - **Named channel and a server id** (Switchboard's extension): the host's own publish, which
       looks only on that server and says when the server is gone or still connecting. The own rule
       does not apply when a server is named.
@@ -172,7 +202,7 @@ async def publish_for_agent(
             channel, text, server_id=server_id, conversation_id=desk.conversation_id
         )
         return AgentPublish(outcome, defaulted)
-    chosen = choose_destination(registry, desk, default, channel, server_id)
+    chosen = choose_destination(registry, desk, default, channel, server_id, unknown=unknown)
     if isinstance(chosen, Refusal):
         return AgentPublish(PublishOutcome.refused(chosen), defaulted)
     outcome = await publish_to(chosen, text, conversation_id=desk.conversation_id)

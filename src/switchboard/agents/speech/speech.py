@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from switchboard.agents.desk.desk import AgentDesk, Locus
-from switchboard.agents.speech.publishing import PublishTo
+from switchboard.agents.speech.publishing import PublishTo, UnknownNameRefusal, unknown_name_refusal
 from switchboard.channels import (
     BLOCKED_STICKY,
     ChannelEntry,
@@ -90,9 +90,15 @@ class _Speaker:
     """One ``speak`` call in progress (the state its segments share)."""
 
     def __init__(
-        self, registry: ChannelRegistry, publish_to: PublishTo, desk: AgentDesk, locus: Locus
+        self,
+        registry: ChannelRegistry,
+        publish_to: PublishTo,
+        desk: AgentDesk,
+        locus: Locus,
+        unknown: UnknownNameRefusal | None = None,
     ) -> None:
         self.registry = registry
+        self.unknown = unknown
         self.publish_to = publish_to
         self.desk = desk
         self.locus = locus
@@ -157,7 +163,8 @@ class _Speaker:
             return self.bounce(seg, Refusal(RefusalKind.NO_TARGET, reason))
         found = self.found.get(seg.target)
         if isinstance(found, ChannelNameError):
-            refused = name_refusal(found, "speak", server_arg=None)
+            said = unknown_name_refusal(found, seg.target.strip(), self.unknown)
+            refused = said or name_refusal(found, "speak", server_arg=None)
             return self.bounce(seg, refused.as_kind(RefusalKind.UNRESOLVED_TARGET))
         return self.bounce(seg, Refusal(RefusalKind.UNRESOLVED_TARGET, "it was not resolved"))
 
@@ -210,6 +217,8 @@ async def speak(
     desk: AgentDesk,
     locus: Locus,
     text: str,
+    *,
+    unknown: UnknownNameRefusal | None = None,
 ) -> Speech:
     """Route ``text`` segment by segment for the agent ``desk`` serves (see module doc).
 
@@ -248,9 +257,11 @@ async def speak(
         desk: The speaking agent's desk (turn, own channels, sticky target, drafts).
         locus: Where plain speech goes, captured at the start of this call.
         text: The prose as written.
+        unknown: The host's word on a target nothing answers to (a channel of a server that
+            is not serving now); the segment still bounces as ``unresolved-target``.
     """
     turn = desk.turn.number
-    speaker = _Speaker(registry, publish_to, desk, locus)
+    speaker = _Speaker(registry, publish_to, desk, locus, unknown)
     parsed = parse_speech(text, mode=desk.prose, sticky=desk.sticky, resolves=speaker.resolves)
     out: list[SpokenSegment] = []
     for seg in parsed.segments:

@@ -14,8 +14,9 @@ from typing import Annotated, Any, cast
 
 import anyio
 import structlog
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver.context import Context
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, CancelledNotificationParams, TextContent
 from pydantic import AliasChoices, Field
 from pydantic.json_schema import SkipJsonSchema
 from starlette.types import Receive
@@ -51,10 +52,12 @@ __all__ = [
     "SPEAK_DESCRIPTIONS",
     "THOUGHT_NOTED",
     "TOOLS",
+    "call_of",
     "channel_list",
     "channel_publish",
     "connection_of",
     "inbox",
+    "inbox_cancelled",
     "speak_tool",
     "think",
 ]
@@ -199,6 +202,7 @@ async def inbox(
     ctx: Context[dict[str, Any], Any] | None = None,
 ) -> Annotated[CallToolResult, InboxResult]:
     reader = connection_of(ctx)
+    request = call_of(ctx)
     receive = _http_receive(ctx) if wait_seconds > 0 else None
     budget = PageBudget(
         INBOX_PAGE_BYTES,
@@ -208,7 +212,12 @@ async def inbox(
     )
     if receive is None:
         read = await port.read_inbox(
-            after=after, reader=reader, wait_seconds=wait_seconds, limit=limit, budget=budget
+            after=after,
+            reader=reader,
+            wait_seconds=wait_seconds,
+            limit=limit,
+            budget=budget,
+            request=request,
         )
     else:
         gone = await _unless_gone(
@@ -219,6 +228,7 @@ async def inbox(
                 wait_seconds=wait_seconds,
                 limit=limit,
                 budget=budget,
+                request=request,
             ),
         )
         if gone is None:
@@ -297,8 +307,39 @@ def connection_of(ctx: Context[dict[str, Any], Any] | None) -> object | None:
     """
     if ctx is None:
         return None
-    session = ctx.request_context.session
+    return _connection(ctx.request_context.session)
+
+
+def _connection(session: object) -> object:
     return getattr(session, "_connection", None) or session
+
+
+def call_of(ctx: Context[dict[str, Any], Any] | None) -> str | None:
+    """The id of the request a call came in, as :func:`inbox_cancelled` matches it: a
+    JSON-RPC id as text (the SDK matches a ``notifications/cancelled`` whose id is the text
+    of a number to that number)."""
+    if ctx is None:
+        return None
+    request_id = ctx.request_context.request_id
+    return None if request_id is None else str(request_id)
+
+
+async def inbox_cancelled(
+    port: AgentPort,
+    ctx: ServerRequestContext[Any, Any],
+    params: CancelledNotificationParams,
+) -> None:
+    """``notifications/cancelled``: when the call it cancels was an ``inbox`` read that already
+    answered (the cancel lost its race with an arriving message, and the answer went into a
+    stream nobody reads), the read is taken back while it is still the connection's latest,
+    so the next read returns its page again, flagged ``redelivered``. A cancel that finds the
+    read still running needs nothing: the SDK cancels it, and a cancelled read records
+    nothing. Any other request's cancel changes nothing here.
+
+    Nothing here awaits: the take-back is done before a read sent after the cancel runs.
+    """
+    if params.request_id is not None:
+        port.take_back_read(_connection(ctx.session), str(params.request_id))
 
 
 SPEAK_DESCRIPTIONS = {

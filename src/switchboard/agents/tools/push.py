@@ -35,6 +35,7 @@ from pydantic import BaseModel
 
 from switchboard.agents.port.protocol import AgentPort, Arrival, message_text
 from switchboard.channels import ChannelRef
+from switchboard.runtime.ratelog import RateLimitedLog
 
 __all__ = [
     "CHANNEL_CAPABILITY",
@@ -137,6 +138,9 @@ class InboxPush:
         self._wake: anyio.Event | None = None
         self._changed = False
         """Arrivals came while no connection took channel notifications."""
+        # Every incoming batch may overflow a queue an agent's client does not drain: the
+        # line that says so is rate-limited, with the drops summed.
+        self._overflow = RateLimitedLog(log)
         port.watch_inbox(self.arrived, self._wants_messages)
 
     # -- the host side (never blocks) -----------------------------------------------------
@@ -159,7 +163,13 @@ class InboxPush:
         if dropped > 0:
             for _ in range(dropped):
                 self._queue.popleft()
-            log.warning("push_dropped_oldest", agent=self._port.agent, dropped=dropped)
+            self._overflow.note(
+                "push_dropped_oldest",
+                "push_dropped_oldest",
+                summed=("dropped",),
+                agent=self._port.agent,
+                dropped=dropped,
+            )
         if self._wake is not None:
             self._wake.set()
             self._wake = None

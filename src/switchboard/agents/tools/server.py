@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
 from mcp.types import (
     CallToolResult,
+    CancelledNotificationParams,
     InputRequiredResult,
     SubscribeRequestParams,
     Tool,
@@ -29,6 +31,7 @@ from switchboard import __version__
 from switchboard.agents.port.protocol import AgentPort
 from switchboard.agents.tools.agent_tools import TOOLS as AGENT_TOOLS
 from switchboard.agents.tools.channel_tools import TOOLS as CHANNEL_TOOLS
+from switchboard.agents.tools.channel_tools import inbox_cancelled
 from switchboard.agents.tools.connector_passthrough import ConnectorPassthrough, ToolListNotifier
 from switchboard.agents.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
 from switchboard.agents.tools.message_tools import TOOLS as MESSAGE_TOOLS
@@ -116,6 +119,12 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, push.subscribe)
         lowlevel.add_request_handler(
             "resources/unsubscribe", UnsubscribeRequestParams, push.unsubscribe
+        )
+        # A cancel that lost its race with an inbox read's answer takes the read back.
+        lowlevel.add_notification_handler(
+            "notifications/cancelled",
+            CancelledNotificationParams,
+            partial(inbox_cancelled, port),
         )
 
     async def list_tools(self) -> list[Tool]:

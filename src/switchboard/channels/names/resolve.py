@@ -5,12 +5,16 @@
 tiers, the own rule and suggestions (channel-registry.md §4.5-§4.6). It never guesses between
 several.
 
+:func:`server_named` finds, for a name nothing answers to, the one known server it is a
+qualified name of (so the host can say that server is gone or connecting), matched against the
+server ids, never by splitting the name at a colon.
+
 What it deliberately does not know: tool arguments and their empty-string conventions.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from switchboard.channels.descriptor import dm_query
 from switchboard.channels.index import ChannelIndex
@@ -45,6 +49,7 @@ __all__ = [
     "not_on_server",
     "resolve",
     "resolve_prose_target",
+    "server_named",
     "unknown_name",
 ]
 
@@ -203,3 +208,22 @@ def resolve_prose_target(
         shown = quoted_shown(index, entry.ref, own)
         raise InboundOnly(spec, entry.ref, inbound_only_text(shown, entry.ref, caller))
     return entry
+
+
+def server_named(name: str, server_ids: Iterable[str]) -> str | None:
+    """The one server of ``server_ids`` that ``name`` is a qualified name of: its id, a colon
+    and a non-empty rest, whether or not that server registered such a channel (its channels
+    leave the registry when it is not connected).
+
+    Matched against the ids, never by splitting ``name`` at a colon (ids and channel ids may
+    hold colons). None when no id qualifies it, and when several do (``a`` and ``a:b`` both
+    begin ``a:b:c``): which server is meant is not guessed. O(number of ids).
+    """
+    found: str | None = None
+    for server_id in server_ids:
+        cut = len(server_id)
+        if len(name) > cut + 1 and name[cut] == ":" and name.startswith(server_id):
+            if found is not None:
+                return None
+            found = server_id
+    return found
