@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 from switchboard.config.connectors import ConnectorConfig
 from switchboard.config.model import Config
@@ -92,6 +93,8 @@ def spawn_problem(config: ConnectorConfig) -> str | None:
 def store_problem(config: Config) -> str | None:
     """Why the store file cannot be opened or made, or ``None``: it is a folder, or the
     nearest existing folder above it is not one this user may write in."""
+    if config.store.backend == "postgres":  # the database is probed by the cluster extra
+        return None
     where = config.store.path
     if where in ("", ":memory:") or where.startswith("file:"):
         return None
@@ -134,12 +137,31 @@ def summary(config: Config, endpoint: str) -> list[str]:
         f"{c.id} ({' '.join(c.command)})" if c.command is not None else f"{c.id} ({c.url})"
         for c in config.connectors
     ]
-    store = config.store.path
-    state = "exists" if Path(store).exists() else "will be created"
-    return [
+    if config.store.backend == "postgres" and config.store.url is not None:
+        store = f"PostgreSQL {_without_password(config.store.url)} (answers)"
+    else:
+        path = config.store.path
+        store = f"{path} ({'exists' if Path(path).exists() else 'will be created'})"
+    lines = [
         f"connectors ({len(reach)}): {', '.join(reach) if reach else 'none'}",
         f"agents ({len(config.roster())}): {', '.join(e.handle for e in config.roster())}",
-        f"store: {store} ({state})",
+        f"store: {store}",
         f"agent endpoint: {endpoint}",
         f"log level: {config.log_level}",
     ]
+    if config.cluster is not None:
+        c = config.cluster
+        lines.append(
+            f"cluster: instance {c.instance_id}, NATS {c.nats_url}, lease ttl {c.lease_ttl:g}s"
+        )
+    return lines
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port is not None else ""
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
