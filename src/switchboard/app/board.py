@@ -16,7 +16,7 @@ are refused ``shutting-down`` while the ones taken are answered (at most
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
@@ -45,6 +45,7 @@ from switchboard.app.retention import RetentionFloor, retention_policy
 from switchboard.app.stores import open_stores
 from switchboard.channels import ChannelRegistry
 from switchboard.config import Config, ConnectorConfig
+from switchboard.connections.owner import Owners
 from switchboard.connections.session import ConnectorSession
 from switchboard.connections.supervisor import SessionFactory, Supervisor
 from switchboard.directory import Directory, DirectoryStore
@@ -62,7 +63,7 @@ from switchboard.lifecycle.host import LifecycleHost
 from switchboard.lifecycle.journal import DecisionJournal
 from switchboard.lifecycle.queue import DecisionGate
 from switchboard.lifecycle.rules.book import LifecycleBook
-from switchboard.status.model import HostStatus
+from switchboard.status.model import ClusterView, HostStatus
 from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords
 from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
@@ -114,6 +115,8 @@ class Switchboard:
         directory: DirectoryStore | None = None,
         leaves: LeaveStore | None = None,
         lifetime_records: LifetimeRecords | None = None,
+        owners_view: Callable[[Mapping[str, ConnectorSession]], Owners] | None = None,
+        cluster_view: ClusterView | None = None,
     ) -> None:
         """Build the host's parts, in dependency order (see :class:`Switchboard`).
 
@@ -122,6 +125,9 @@ class Switchboard:
                 view, a test's recorder); see :mod:`switchboard.events` for the contract.
             decisions, directory, leaves, lifetime_records: the durable things
                 (:mod:`.stores`); without them the board keeps them in memory.
+            owners_view: in cluster mode, the owner map over the local sessions (a connector
+                owned by another instance answers through it: :mod:`.cluster`).
+            cluster_view: in cluster mode, what the status surface says of the cluster.
         """
         self.config = config
         self.store = store
@@ -130,7 +136,8 @@ class Switchboard:
         self.registry = registry = ChannelRegistry()
         #: The owner of each connector (today: its local session), by server id.
         self.sessions: dict[str, ConnectorSession] = {}
-        owners = self.sessions
+        owners: Owners = self.sessions if owners_view is None else owners_view(self.sessions)
+        self.owners = owners
         #: The host event bus: every part that reports what happened emits here.
         self.events = events = EventBus()
         #: What each connector causes the log to say, rate-limited and counted per server.
@@ -285,6 +292,7 @@ class Switchboard:
             clock=clock,
             retention=self.retention.last_pass,
             logs=connector_logs,
+            cluster=cluster_view,
         )
         # -- who follows host events, in this order (see switchboard.events)
         # Traffic on its own (one call per batch, as before); the rest with the connectors' logs.
@@ -329,17 +337,32 @@ class Switchboard:
             for session in list(self.sessions.values()):
                 group.start_soon(session.finish, CONNECTOR_GRACE)
 
-    async def run(self) -> None:
-        """Supervise every configured connector until cancelled."""
+    async def drain(self, server_id: str) -> None:
+        """Let ``server_id``'s connection answer what it took (:data:`CONNECTOR_GRACE` at
+        most), refusing new requests, before it is stopped (a handover to another instance)."""
+        session = self.sessions.get(server_id)
+        if session is not None:
+            session.stop_taking()
+            await session.finish(CONNECTOR_GRACE)
+
+    async def run(self, *, connectors: bool = True, singletons: bool = True) -> None:
+        """Supervise every configured connector until cancelled.
+
+        In cluster mode the connectors (``connectors=False``) and the jobs only one instance
+        runs (``singletons=False``: lifetimes, retention) are started by the cluster node,
+        for what this instance holds the lease of.
+        """
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.typing.run)
             tg.start_soon(self.lifecycle.run)
             tg.start_soon(self.tuneouts.run_timer)
-            tg.start_soon(self.lifetimes.run)
-            tg.start_soon(self.retention.run)
+            if singletons:
+                tg.start_soon(self.lifetimes.run)
+                tg.start_soon(self.retention.run)
             tg.start_soon(self.watchers.run)
-            for connector in self.config.connectors:
-                tg.start_soon(self.supervisor.supervise, connector)
+            if connectors:
+                for connector in self.config.connectors:
+                    tg.start_soon(self.supervisor.supervise, connector)
 
     @classmethod
     @asynccontextmanager

@@ -19,7 +19,7 @@ import signal
 import socket
 import stat
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, cast
 
 import anyio
@@ -329,7 +329,7 @@ async def _serve(
                 on_listening(url)
             level = config.log_level.lower()
             async with (
-                Switchboard.started(config) as board,
+                _started(config, url) as board,
                 _stopping_in_order(board, stopping) as drained,
                 _own_status(board, status_plan, status_sock, drained),
             ):
@@ -348,7 +348,7 @@ async def _serve(
         return
     name = pick_stdio_agent(config, agent)
     async with (
-        Switchboard.started(config) as board,
+        _started(config, None) as board,
         _stopping_in_order(board, stopping) as drained,
         _own_status(board, status_plan, status_sock, drained),
         anyio.create_task_group() as group,
@@ -362,6 +362,16 @@ async def _serve(
         else:
             await drained.wait()
         group.cancel_scope.cancel()
+
+
+def _started(config: Config, url: str | None) -> AbstractAsyncContextManager[Switchboard]:
+    """The host, alone or (``[cluster]``) as one instance of a cluster."""
+    if config.cluster is None:
+        return Switchboard.started(config)
+    # Only in cluster mode: the default install has no PostgreSQL or NATS client.
+    from switchboard.app.cluster import cluster_started
+
+    return cluster_started(config, http_url=url)
 
 
 async def _cancel_when_set(event: anyio.Event, scope: anyio.CancelScope) -> None:

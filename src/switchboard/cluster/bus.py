@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
@@ -83,8 +83,6 @@ class BusStats:
     timeouts: int = 0
     refused_down: int = 0
     reconnects: int = 0
-    #: Recent request latencies (seconds), for a histogram's feed.
-    latencies: list[float] = field(default_factory=list)
 
 
 class ClusterBus:

@@ -21,7 +21,7 @@ from typing import Protocol
 import anyio
 import structlog
 
-from switchboard.cluster.leases import LeaseRow, LeaseTable, LeaseTableError
+from switchboard.cluster.leases import InstanceRow, LeaseRow, LeaseTable, LeaseTableError
 from switchboard.cluster.placement import Hysteresis, preferred_owner, should_hand_over
 
 __all__ = ["Held", "LeaseKeeper", "LeaseStats", "Ownership"]
@@ -77,6 +77,7 @@ class LeaseKeeper:
         http_url: str | None = None,
         info: Callable[[], dict[str, object]] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_tick: Callable[[], None] | None = None,
     ) -> None:
         self.table = table
         self.me = table.me
@@ -90,10 +91,13 @@ class LeaseKeeper:
         self.http_url = http_url
         self._info = info
         self._clock = clock
+        self._on_tick = on_tick
         self.held: dict[str, Held] = {}
         self.stats = LeaseStats()
-        #: The last view of the database: live instances (seconds since start) and leases.
+        #: The last view of the database: live instances (seconds since start), every known
+        #: instance's row, and the leases.
         self.live: dict[str, float] = {}
+        self.instances: list[InstanceRow] = []
         self.leases: list[LeaseRow] = []
         self.database_ok = False
         self._poked = anyio.Event()
@@ -167,7 +171,8 @@ class LeaseKeeper:
                 log.warning("cluster.lease_lost", key=key, epoch=held_epochs[key])
                 await self._drop(key, graceful=False)
         self._deadline_moved.set()
-        self.live = live = await self.table.live()
+        self.instances = await self.table.instances()
+        self.live = live = {i.id: i.up_for for i in self.instances if i.silent_for < self.ttl}
         self.leases = leases = await self.table.leases()
         now = self._clock()
         for row in leases:
@@ -184,6 +189,8 @@ class LeaseKeeper:
             mine_before = row.owner == self.me
             if preferred == self.me or orphaned or (mine_before and row.expires_in > 0):
                 await self._acquire(key, row, sent)
+        if self._on_tick is not None:
+            self._on_tick()
 
     async def _acquire(self, key: str, row: LeaseRow, sent: float) -> None:
         epoch = await self.table.acquire(key)

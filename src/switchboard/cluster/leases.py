@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
-__all__ = ["LeaseRow", "LeaseTable", "LeaseTableError", "ensure_lease_tables"]
+__all__ = ["InstanceRow", "LeaseRow", "LeaseTable", "LeaseTableError", "ensure_lease_tables"]
 
 #: The tables this module reads and writes, as the store's first migration makes them (tests
 #: that run without the store use this to make them).
@@ -45,6 +45,19 @@ class LeaseRow:
     epoch: int
     #: Seconds until it expires by the database's clock (negative: expired that long ago).
     expires_in: float
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRow:
+    """One instance as the database has it now."""
+
+    id: str
+    http_url: str | None
+    #: Seconds since it started, and since its last heartbeat.
+    up_for: float
+    silent_for: float
+    #: What it reports with each heartbeat (its connectors, its head).
+    info: dict[str, Any]
 
 
 async def ensure_lease_tables(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -129,13 +142,13 @@ class LeaseTable:
         )
         return {row[0]: float(row[1]) for row in rows}
 
-    async def instances(self) -> list[tuple[str, str | None, float, float, dict[str, Any]]]:
-        """Every known instance: id, url, seconds since start and since heartbeat, info."""
+    async def instances(self) -> list[InstanceRow]:
+        """Every known instance, live or not, by the database's clock."""
         rows = await self._run(
             "SELECT id, http_url, extract(epoch FROM now() - started_at)::float8,"
             " extract(epoch FROM now() - heartbeat_at)::float8, info FROM instances ORDER BY id"
         )
-        return [(r[0], r[1], float(r[2]), float(r[3]), dict(r[4])) for r in rows]
+        return [InstanceRow(r[0], r[1], float(r[2]), float(r[3]), dict(r[4])) for r in rows]
 
     # -- leases
 

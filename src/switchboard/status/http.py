@@ -23,7 +23,12 @@ import orjson
 import structlog
 import uvicorn
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+    SummaryMetricFamily,
+)
 from prometheus_client.registry import Collector
 from sse_starlette import EventSourceResponse
 from starlette.applications import Starlette
@@ -214,7 +219,9 @@ class _StatusCollector(Collector):
         latest.add_metric([], float(store["latest_seq"]))
         ready = GaugeMetricFamily("switchboard_ready", "1 when /readyz answers 200")
         ready.add_metric([], 1.0 if snap["ready"] else 0.0)
+        cluster = _cluster_metrics(snap["cluster"]) if "cluster" in snap else []
         return [
+            *cluster,
             up,
             state,
             channels,
@@ -228,6 +235,55 @@ class _StatusCollector(Collector):
             latest,
             ready,
         ]
+
+
+_CLUSTER_COUNTERS: Final = (
+    ("leases_acquired", "leases this instance acquired"),
+    ("failovers", "leases taken from an instance that did not hand them over"),
+    ("handed_over", "leases this instance handed over (moved or stopping)"),
+    ("self_fenced", "leases dropped because their local deadline passed"),
+    ("leases_lost", "leases found taken by another instance at renewal"),
+    ("stale_epoch_rejections", "batches the store refused under a superseded lease epoch"),
+)
+
+
+def _cluster_metrics(cluster: Mapping[str, Any]) -> list[Metric]:
+    """The cluster's counters, NATS request latency and each live instance's head lag."""
+    out: list[Metric] = []
+    counters = cluster["counters"]
+    for name, text in _CLUSTER_COUNTERS:
+        family = CounterMetricFamily(f"switchboard_cluster_{name}", text)
+        family.add_metric([], float(counters[name]))
+        out.append(family)
+    nats = cluster["nats"]
+    latency = SummaryMetricFamily(
+        "switchboard_cluster_nats_request_seconds",
+        "requests to connectors' owners on other instances",
+        count_value=int(nats["requests"]),
+        sum_value=float(nats["request_seconds"]),
+    )
+    failures = CounterMetricFamily(
+        "switchboard_cluster_nats_request_failures", "requests not answered", labels=["why"]
+    )
+    failures.add_metric(["no-responders"], float(nats["no_responders"]))
+    failures.add_metric(["timeout"], float(nats["timeouts"]))
+    failures.add_metric(["nats-down"], float(nats["refused_while_down"]))
+    connected = GaugeMetricFamily("switchboard_cluster_nats_connected", "1 when NATS is up")
+    connected.add_metric([], 1.0 if nats["connected"] else 0.0)
+    lag = GaugeMetricFamily(
+        "switchboard_cluster_head_lag",
+        "how far an instance's head is behind the highest head reported",
+        labels=["instance"],
+    )
+    owned = GaugeMetricFamily(
+        "switchboard_cluster_lease_epoch", "epoch of each lease by owner", labels=["key", "owner"]
+    )
+    for instance in cluster["instances"]:
+        if instance["live"] and instance["head_lag"] is not None:
+            lag.add_metric([instance["id"]], float(instance["head_lag"]))
+        for lease in instance["owns"]:
+            owned.add_metric([lease["key"], instance["id"]], float(lease["epoch"]))
+    return [*out, latency, failures, connected, lag, owned]
 
 
 def metrics_registry(model: HostStatus) -> CollectorRegistry:
@@ -581,4 +637,23 @@ def render_tables(snap: Mapping[str, Any]) -> str:
             [[traffic["messages_in"], traffic["publishes_out"], traffic["refusals"]]],
         )
     )
+    cluster = snap.get("cluster")
+    if cluster is not None:
+        parts += ["", f"Cluster (this instance: {cluster['instance']})"]
+        parts.append(
+            _table(
+                ["instance", "live", "head", "head lag", "nats", "owns (epoch)"],
+                [
+                    [
+                        i["id"],
+                        "yes" if i["live"] else "no",
+                        i["head"],
+                        i["head_lag"],
+                        i["nats"],
+                        ", ".join(f"{o['key']} ({o['epoch']})" for o in i["owns"]),
+                    ]
+                    for i in cluster["instances"]
+                ],
+            )
+        )
     return "\n".join(parts)

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.roster import Roster
@@ -109,6 +109,23 @@ class ConnectorStatus:
     messages_in: int = 0
     publishes: dict[str, int] = field(default_factory=dict)
     refusals: int = 0
+
+
+class ClusterView(Protocol):
+    """What the status surface shows of the cluster, in cluster mode (docs/cluster.md)."""
+
+    def runs_here(self, server_id: str) -> bool:
+        """Whether this instance holds ``server_id``'s lease."""
+        ...
+
+    def not_ready(self) -> list[str]:
+        """Why this instance is not ready as a member (no database, no NATS, a connector
+        nobody owns), empty when it is."""
+        ...
+
+    def snapshot(self) -> dict[str, Any]:
+        """Instances, leases and counters (the ``cluster`` part of ``/status``)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +267,11 @@ class HostStatus:
         ring: int = RING,
         retention: Callable[[], Mapping[str, object]] | None = None,
         logs: ConnectorLogs | None = None,
+        cluster: ClusterView | None = None,
     ) -> None:
         self._clock = clock
         self._logs = logs
+        self._cluster = cluster
         self._retention = retention
         self.started_at = clock()
         self._sessions = sessions
@@ -451,7 +470,12 @@ class HostStatus:
             reasons.append("the message store is closed")
         if self.storage_error is not None:
             reasons.append(f"the message store refuses writes: {self.storage_error}")
+        cluster = self._cluster
+        if cluster is not None:
+            reasons.extend(cluster.not_ready())
         for status in self.connectors.values():
+            if cluster is not None and not cluster.runs_here(status.id):
+                continue  # another instance runs it; the cluster says when nobody does
             if status.state in (ConnectorState.STARTING, ConnectorState.RESTARTING):
                 reasons.append(f"connector {status.id!r} is {status.state.value}")
             elif status.state is ConnectorState.STOPPED and status.restart:
@@ -584,4 +608,5 @@ class HostStatus:
             },
             "recent_traffic": self.recent_traffic(),
             "recent_refusals": list(self.refusals),
+            **({} if self._cluster is None else {"cluster": self._cluster.snapshot()}),
         }

@@ -1,0 +1,68 @@
+"""Cluster mode's start: the host as one instance of many (``[cluster]``, docs/cluster.md).
+
+The same board as a single process, with three differences: its owner map answers for a
+connector owned elsewhere through that instance (:class:`~switchboard.cluster.node.ClusterOwners`),
+the connectors and the singleton jobs run only while this instance holds their lease, and
+stopping hands every lease over before the links close. Imported only when ``[cluster]`` is
+set, so the default install never loads the PostgreSQL or NATS clients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+
+import anyio
+
+from switchboard.app.board import Switchboard
+from switchboard.app.stores import open_stores
+from switchboard.cluster.node import ClusterNode, NodeParts
+from switchboard.cluster.view import ClusterStatus
+from switchboard.config import Config
+from switchboard.events import Listener
+
+__all__ = ["cluster_started"]
+
+
+@asynccontextmanager
+async def cluster_started(
+    config: Config, *, listener: Listener | None = None, http_url: str | None = None
+) -> AsyncIterator[Switchboard]:
+    """Open the shared store, join the cluster, yield the host; hand over and stop on exit."""
+    cluster, url = config.cluster, config.store.url
+    if cluster is None or url is None:
+        raise ValueError('cluster mode needs [cluster] and [store] backend = "postgres"')
+    async with open_stores(config.store, fencing=True) as stores:
+        node = ClusterNode(cluster, url, stores.messages, config.connectors, http_url=http_url)
+        board = Switchboard(
+            config,
+            stores.messages,
+            listener=listener,
+            decisions=stores.decisions,
+            directory=stores.directory,
+            leaves=stores.leaves,
+            lifetime_records=stores.lifetimes,
+            owners_view=node.owners,
+            cluster_view=ClusterStatus(node),
+        )
+        await board.restore()
+        parts = NodeParts(
+            supervise=board.supervisor.supervise,
+            drain=board.drain,
+            sessions=board.sessions,
+            jobs={"lifetimes": board.lifetimes.run, "retention": board.retention.run},
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(board.run, connectors=False, singletons=False))
+            await tg.start(node.run, parts)
+            try:
+                yield board
+            finally:
+                board.begin_stopping()
+                with anyio.CancelScope(shield=True):
+                    # Each connector drains and its lease is let go, so the next owner starts
+                    # it at once instead of waiting for the lease to expire.
+                    await node.keeper.hand_over_all()
+                    await board._finish_connectors()
+                tg.cancel_scope.cancel()

@@ -1,0 +1,264 @@
+"""One cluster instance: leases, the NATS bus, requests to owners and the shared head, wired
+to what a host runs.
+
+Every instance loads the same connectors. :class:`ClusterNode` keeps this instance's share of
+them (and of the singleton jobs, leased as ``@job:<name>``) with a
+:class:`~switchboard.cluster.keeper.LeaseKeeper`. Acquiring a connector, in this order: the
+epoch is bumped (by the acquisition itself), the store is fenced at that epoch, the dedupe
+window is rebuilt from the connector's newest batches, its requests are served over NATS,
+and only then does the connector start. Losing it: the connector stops (drained first on a
+handover), requests are no longer served, the store is unfenced. :meth:`owners` is the map
+the host's parts ask a connector's owner in: the local session where this instance holds the
+lease, else a :class:`~switchboard.cluster.rpc.RemoteOwner`. Each commit made here is
+announced; announcements from elsewhere and a 1 s poll move the local head.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import structlog
+
+from switchboard.cluster.bus import ClusterBus, HeadFollower
+from switchboard.cluster.keeper import LeaseKeeper
+from switchboard.cluster.leases import LeaseTable
+from switchboard.cluster.placement import Hysteresis
+from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
+from switchboard.config import ClusterConfig, ConnectorConfig
+from switchboard.connections.owner import ConnectorOwner
+
+__all__ = ["JOB_PREFIX", "ClusterNode", "ClusterOwners", "FencedStore", "NodeParts"]
+
+log = structlog.get_logger(__name__)
+
+JOB_PREFIX = "@job:"
+
+
+class FencedStore(Protocol):
+    """What of the shared message store the node drives."""
+
+    @property
+    def latest_seq(self) -> int: ...
+
+    @property
+    def stale_rejections(self) -> int: ...
+
+    def fence(self, server_id: str, epoch: int) -> None: ...
+
+    def unfence(self, server_id: str) -> None: ...
+
+    async def rebuild_dedupe(self, server_id: str) -> None: ...
+
+    def advance_head(self, seq: int) -> None: ...
+
+    async def poll_head(self) -> int: ...
+
+    def on_commit(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener`` with the head after each commit *this* instance made."""
+        ...
+
+
+@dataclass
+class NodeParts:
+    """What the host gives the node to run: each connector's supervision, a graceful drain of
+    its session, and the singleton jobs."""
+
+    supervise: Callable[[ConnectorConfig], Awaitable[None]]
+    drain: Callable[[str], Awaitable[None]]
+    sessions: Mapping[str, ConnectorOwner]
+    jobs: Mapping[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
+
+
+class ClusterOwners(Mapping[str, ConnectorOwner]):
+    """The owner of each connector as seen from this instance (see the module docstring)."""
+
+    def __init__(self, node: ClusterNode, sessions: Mapping[str, ConnectorOwner]) -> None:
+        self._node = node
+        self._sessions = sessions
+
+    def __getitem__(self, server_id: str) -> ConnectorOwner:
+        if self._node.keeper.epoch(server_id) is not None:
+            return self._sessions[server_id]
+        remote = self._node.remote.get(server_id)
+        if remote is None or remote.owner_instance is None:
+            raise KeyError(server_id)
+        return remote
+
+    def __iter__(self) -> Iterator[str]:
+        return (sid for sid in self._node.remote if sid in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, server_id: object) -> bool:
+        if not isinstance(server_id, str):
+            return False
+        try:
+            self[server_id]
+        except KeyError:
+            return False
+        return True
+
+
+class ClusterNode:
+    """One instance of the cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        database_url: str,
+        store: FencedStore,
+        connectors: Sequence[ConnectorConfig],
+        *,
+        jobs: Sequence[str] = ("lifetimes", "retention"),
+        http_url: str | None = None,
+        hysteresis: Hysteresis | None = None,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.cluster = cluster
+        self.me = cluster.instance_id
+        self.store = store
+        self.configs = {c.id: c for c in connectors}
+        self.bus = ClusterBus(cluster.nats_url, cluster.subject_prefix, self.me)
+        self.table = LeaseTable(database_url, self.me, cluster.lease_ttl)
+        self.remote = {c.id: RemoteOwner(c, self.bus) for c in connectors}
+        self.service = OwnerService(self.bus, self._local_owner)
+        keys = [*self.configs, *(JOB_PREFIX + j for j in jobs)]
+        self.keeper = LeaseKeeper(
+            self.table,
+            keys,
+            self,
+            hysteresis=hysteresis,
+            http_url=http_url,
+            info=self._info,
+            on_tick=self._ticked,
+        )
+        self.head = HeadFollower(store, self.bus, interval=poll_interval)
+        self._parts: NodeParts | None = None
+        self._group: anyio.abc.TaskGroup | None = None
+        self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        self.started_at = time.time()
+
+    # -- what the host reads
+
+    def owners(self, sessions: Mapping[str, ConnectorOwner]) -> ClusterOwners:
+        """The owner map the host's parts use (local sessions where this instance owns)."""
+        return ClusterOwners(self, sessions)
+
+    def owns(self, key: str) -> bool:
+        return self.keeper.epoch(key) is not None
+
+    def _local_owner(self, server_id: str) -> ConnectorOwner | None:
+        if self._parts is None or not self.owns(server_id):
+            return None
+        return self._parts.sessions.get(server_id)
+
+    def _info(self) -> dict[str, object]:
+        connectors: dict[str, Any] = {}
+        if self._parts is not None:
+            for sid in self.configs:
+                owner = self._local_owner(sid)
+                if owner is not None:
+                    connectors[sid] = {**describe(owner), "epoch": self.keeper.epoch(sid)}
+        return {
+            "connectors": connectors,
+            "head": self.store.latest_seq,
+            "nats": self.bus.connected,
+            "stale_rejections": self.store.stale_rejections,
+        }
+
+    def _ticked(self) -> None:
+        """After each lease tick: point every remote owner at its connector's owner now."""
+        infos = {i.id: i.info for i in self.keeper.instances}
+        for row in self.keeper.leases:
+            remote = self.remote.get(row.key)
+            if remote is None:
+                continue
+            if row.owner is None or row.owner == self.me or row.expires_in <= 0:
+                remote.update(None, None)
+                continue
+            described = infos.get(row.owner, {}).get("connectors", {}).get(row.key)
+            remote.update(row.owner, described)
+
+    # -- running
+
+    async def run(
+        self,
+        parts: NodeParts,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run until cancelled; on the way out every lease is handed over (shielded)."""
+        self._parts = parts
+        self.store.on_commit(self.bus.announce_head)
+        async with anyio.create_task_group() as group:
+            self._group = group
+            await group.start(self.bus.run)
+            await group.start(self.service.run)
+            await group.start(self.head.run)
+            try:
+                await group.start(self.keeper.run)
+                task_status.started()
+                await anyio.sleep_forever()
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self.table.aclose()
+
+    async def acquired(self, key: str, epoch: int) -> None:
+        parts, group = self._parts, self._group
+        if parts is None or group is None:
+            raise RuntimeError("the node is not running")
+        if key.startswith(JOB_PREFIX):
+            name = key[len(JOB_PREFIX) :]
+            job = parts.jobs.get(name)
+            if job is not None:
+                self._start(key, job)
+            return
+        self.store.fence(key, epoch)
+        await self.store.rebuild_dedupe(key)
+        await self.service.serve(key)
+        config = self.configs[key]
+        self._start(key, lambda: parts.supervise(config))
+
+    def _start(self, key: str, run: Callable[[], Awaitable[None]]) -> None:
+        group = self._group
+        if group is None or key in self._running:
+            return
+        scope = anyio.CancelScope()
+        done = anyio.Event()
+        self._running[key] = (scope, done)
+
+        async def runner() -> None:
+            try:
+                with scope:
+                    await run()
+            finally:
+                done.set()
+                if self._running.get(key, (None, None))[0] is scope:
+                    del self._running[key]
+
+        group.start_soon(runner)
+
+    async def lost(self, key: str, *, graceful: bool) -> None:
+        running = self._running.get(key)
+        is_job = key.startswith(JOB_PREFIX)
+        if not is_job and not graceful:
+            # At once: nothing more is served or committed for it from here.
+            await self.service.stop(key)
+            self.store.unfence(key)
+        if running is not None:
+            scope, done = running
+            if graceful and not is_job and self._parts is not None:
+                await self._parts.drain(key)
+            scope.cancel()
+            with anyio.move_on_after(10):
+                await done.wait()
+        if not is_job and graceful:
+            await self.service.stop(key)
+            self.store.unfence(key)
