@@ -128,7 +128,7 @@ def _check(path: str) -> int:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 2
     problems = machine_problems(config)
-    problems.extend(_backend_problems(config))
+    problems.extend(_backend_problems(config, nats=True))
     endpoint: str = config.agent.transport
     if endpoint == "http":
         try:
@@ -152,7 +152,7 @@ _NO_CLUSTER_EXTRA = (
 )
 
 
-def _backend_problems(config: Config) -> list[str]:
+def _backend_problems(config: Config, *, nats: bool = False) -> list[str]:
     """With ``backend = "postgres"``: whether the cluster extra is installed and the database
     answers. Asked by ``check`` and before ``run`` starts anything."""
     if config.store.backend != "postgres" or config.store.url is None:
@@ -161,8 +161,15 @@ def _backend_problems(config: Config) -> list[str]:
         from switchboard.cluster.pg.probe import database_problem
     except ImportError:
         return [_NO_CLUSTER_EXTRA]
-    problem = database_problem(config.store.url)
-    return [] if problem is None else [problem]
+    problems = [p for p in (database_problem(config.store.url),) if p is not None]
+    if nats and config.cluster is not None:
+        # Only `check`: an instance starts without NATS (it works by polling meanwhile).
+        from switchboard.cluster.probe import nats_problem
+
+        problem = nats_problem(config.cluster.nats_url)
+        if problem is not None:
+            problems.append(problem)
+    return problems
 
 
 def _status(path: str, *, as_json: bool) -> int:
