@@ -127,3 +127,35 @@ def test_the_systemd_unit_runs_switchboard_sandboxed() -> None:
     assert "ProtectSystem=strict" in unit
     assert "SystemCallFilter=@system-service" in unit
     assert "switchboard check --config" in unit
+
+
+CLUSTER = EXAMPLES / "cluster"
+
+
+def test_the_cluster_examples_are_three_instances_differing_only_in_name_and_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RESIDENT_TOKEN", "resident-token-0123456789abcdefghij")
+    monkeypatch.setenv("RESEARCHER_TOKEN", "researcher-token-0123456789abcdefgh")
+    configs = [load_config(CLUSTER / f"sb-{n}.toml") for n in (1, 2, 3)]
+    ids, ports = set(), set()
+    for config in configs:
+        assert config.store.backend == "postgres"
+        assert config.cluster is not None
+        ids.add(config.cluster.instance_id)
+        ports.add(config.agent.port)
+        assert config.connectors == configs[0].connectors
+        assert config.agents == configs[0].agents
+    assert ids == {"sb-1", "sb-2", "sb-3"}
+    assert len(ports) == 3
+
+
+def test_the_load_balancer_snippets_keep_an_agent_on_one_instance_by_its_token() -> None:
+    haproxy = (CLUSTER / "haproxy.cfg").read_text(encoding="utf-8")
+    assert re.search(r"^\s*balance hdr\(Authorization\)$", haproxy, re.M)
+    assert re.search(r"^\s*hash-type consistent$", haproxy, re.M)
+    nginx = (CLUSTER / "nginx.conf").read_text(encoding="utf-8")
+    assert "hash $http_authorization consistent;" in nginx
+    for text in (haproxy, nginx):
+        servers = set(re.findall(r"127\.0\.0\.1:(87\d\d)", text))
+        assert {"8765", "8766", "8767"} <= servers
