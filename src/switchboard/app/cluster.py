@@ -18,9 +18,10 @@ import anyio
 from switchboard.app.board import Switchboard
 from switchboard.app.stores import open_stores
 from switchboard.cluster.node import ClusterNode, NodeParts
+from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.view import ClusterStatus
 from switchboard.config import Config
-from switchboard.events import Listener
+from switchboard.events import ChannelsRemoved, HostEvent, Listener
 
 __all__ = ["cluster_started"]
 
@@ -35,10 +36,16 @@ async def cluster_started(
         raise ValueError('cluster mode needs [cluster] and [store] backend = "postgres"')
     async with open_stores(config.store, fencing=True) as stores:
         node = ClusterNode(cluster, url, stores.messages, config.connectors, http_url=http_url)
+
+        def heard(event: HostEvent) -> None:
+            node.observe(event)
+            if listener is not None:
+                listener(event)
+
         board = Switchboard(
             config,
             stores.messages,
-            listener=listener,
+            listener=heard,
             decisions=stores.decisions,
             directory=stores.directory,
             leaves=stores.leaves,
@@ -51,6 +58,10 @@ async def cluster_started(
             supervise=board.supervisor.supervise,
             drain=board.drain,
             sessions=board.sessions,
+            # Only the router hears of a replica's change (its owner runs the lifecycle).
+            replica=ChannelReplica(
+                board.registry, lambda sid: board.router.observe(ChannelsRemoved(sid, ()))
+            ),
             jobs={"lifetimes": board.lifetimes.run, "retention": board.retention.run},
         )
         async with anyio.create_task_group() as tg:

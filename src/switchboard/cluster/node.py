@@ -23,19 +23,23 @@ from typing import Any, Protocol
 import anyio
 import structlog
 
-from switchboard.cluster.bus import ClusterBus, HeadFollower
+from switchboard.cluster.bus import ClusterBus, HeadFollower, subject_token
 from switchboard.cluster.keeper import LeaseKeeper
 from switchboard.cluster.leases import LeaseTable
 from switchboard.cluster.placement import Hysteresis
+from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
 from switchboard.config import ClusterConfig, ConnectorConfig
 from switchboard.connections.owner import ConnectorOwner
+from switchboard.events import ChannelsChanged, ChannelsRegistered, ChannelsRemoved
 
 __all__ = ["JOB_PREFIX", "ClusterNode", "ClusterOwners", "FencedStore", "NodeParts"]
 
 log = structlog.get_logger(__name__)
 
 JOB_PREFIX = "@job:"
+#: The invalidation name of a connector's channels: ``channels:<server id>``.
+CHANNELS = "channels:"
 
 
 class FencedStore(Protocol):
@@ -70,6 +74,8 @@ class NodeParts:
     supervise: Callable[[ConnectorConfig], Awaitable[None]]
     drain: Callable[[str], Awaitable[None]]
     sessions: Mapping[str, ConnectorOwner]
+    #: The replica of other instances' connectors' channels in the local registry.
+    replica: ChannelReplica
     jobs: Mapping[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
 
 
@@ -126,7 +132,7 @@ class ClusterNode:
         self.bus = ClusterBus(cluster.nats_url, cluster.subject_prefix, self.me)
         self.table = LeaseTable(database_url, self.me, cluster.lease_ttl)
         self.remote = {c.id: RemoteOwner(c, self.bus) for c in connectors}
-        self.service = OwnerService(self.bus, self._local_owner)
+        self.service = OwnerService(self.bus, self._local_owner, self._local_channels)
         keys = [*self.configs, *(JOB_PREFIX + j for j in jobs)]
         self.keeper = LeaseKeeper(
             self.table,
@@ -141,6 +147,8 @@ class ClusterNode:
         self._parts: NodeParts | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        self._refreshing: set[str] = set()
+        self._channel_tokens = {subject_token(CHANNELS + sid): sid for sid in self.configs}
         self.started_at = time.time()
 
     # -- what the host reads
@@ -156,6 +164,37 @@ class ClusterNode:
         if self._parts is None or not self.owns(server_id):
             return None
         return self._parts.sessions.get(server_id)
+
+    def _local_channels(self, server_id: str) -> list[dict[str, Any]]:
+        return [] if self._parts is None else self._parts.replica.local(server_id)
+
+    def observe(self, event: object) -> None:
+        """A host event listener: a connector this instance runs changed its registrations,
+        so the other instances fetch them again."""
+        if isinstance(event, ChannelsRegistered | ChannelsChanged | ChannelsRemoved):
+            sid = event.server_id
+            if self.owns(sid) and self._group is not None:
+                self._group.start_soon(self.bus.announce_invalidation, CHANNELS + sid)
+
+    def _heard_invalidation(self, token: str) -> None:
+        sid = self._channel_tokens.get(token)
+        if sid is not None:
+            self._refresh(sid)
+
+    def _refresh(self, server_id: str) -> None:
+        group, parts = self._group, self._parts
+        if group is None or parts is None or server_id in self._refreshing:
+            return
+        self._refreshing.add(server_id)
+
+        async def refresh() -> None:
+            try:
+                if not self.owns(server_id):
+                    await parts.replica.refresh(self.remote[server_id])
+            finally:
+                self._refreshing.discard(server_id)
+
+        group.start_soon(refresh)
 
     def _info(self) -> dict[str, object]:
         connectors: dict[str, Any] = {}
@@ -178,11 +217,14 @@ class ClusterNode:
             remote = self.remote.get(row.key)
             if remote is None:
                 continue
+            before = remote.owner_instance
             if row.owner is None or row.owner == self.me or row.expires_in <= 0:
                 remote.update(None, None)
-                continue
-            described = infos.get(row.owner, {}).get("connectors", {}).get(row.key)
-            remote.update(row.owner, described)
+            else:
+                described = infos.get(row.owner, {}).get("connectors", {}).get(row.key)
+                remote.update(row.owner, described)
+            if remote.owner_instance != before and row.owner != self.me:
+                self._refresh(row.key)
 
     # -- running
 
@@ -200,6 +242,7 @@ class ClusterNode:
             await group.start(self.bus.run)
             await group.start(self.service.run)
             await group.start(self.head.run)
+            await self.bus.follow_invalidations(self._heard_invalidation)
             try:
                 await group.start(self.keeper.run)
                 task_status.started()
@@ -220,6 +263,7 @@ class ClusterNode:
             if job is not None:
                 self._start(key, job)
             return
+        parts.replica.drop(key)
         self.store.fence(key, epoch)
         await self.store.rebuild_dedupe(key)
         await self.service.serve(key)

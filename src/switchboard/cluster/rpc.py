@@ -125,9 +125,15 @@ def _raise(error: Mapping[str, Any]) -> None:
 class OwnerService:
     """Serves the requests other instances make of the connectors this instance owns."""
 
-    def __init__(self, bus: ClusterBus, owners: Callable[[str], ConnectorOwner | None]) -> None:
+    def __init__(
+        self,
+        bus: ClusterBus,
+        owners: Callable[[str], ConnectorOwner | None],
+        channels: Callable[[str], list[dict[str, Any]]] | None = None,
+    ) -> None:
         self.bus = bus
         self._owners = owners
+        self._channels = channels
         self._handles: dict[str, int] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self.served = 0
@@ -210,6 +216,8 @@ class OwnerService:
             return await owner.before_inference(args["params"], float(args["within"]))
         if op == "tool":
             return await owner.tools.call(args["name"], args["arguments"])
+        if op == "channels" and self._channels is not None:
+            return self._channels(owner.server_id)
         raise RpcError(-32601, f"no such cluster request {op!r}")
 
 
