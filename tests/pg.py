@@ -12,10 +12,10 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 __all__ = ["ADMIN_URL", "database_url", "fresh_database"]
 
@@ -26,9 +26,7 @@ ADMIN_URL: Final = os.environ.get(
 
 def database_url(name: str, admin_url: str = ADMIN_URL) -> str:
     """The URL of the database ``name`` on the server of ``admin_url``."""
-    parts = conninfo_to_dict(admin_url)
-    parts["dbname"] = name
-    return make_conninfo(**{k: str(v) for k, v in parts.items()})
+    return urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
 
 
 @contextmanager

@@ -30,6 +30,7 @@ def test_the_store_package_exports_exactly_its_public_api() -> None:
         "MessageStoreProtocol",
         "RawMessages",
         "Snapshot",
+        "StaleEpochError",
         "StorageUnavailableError",
         "StoreClosedError",
         "StoreError",

@@ -64,7 +64,7 @@ from switchboard.lifecycle.journal import DecisionJournal
 from switchboard.lifecycle.queue import DecisionGate
 from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.status.model import ClusterView, HostStatus
-from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords
+from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords, MessageStoreProtocol
 from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
 from switchboard.store.sqlite.lifetimes import lifetime_records as sqlite_lifetime_records
@@ -107,7 +107,7 @@ class Switchboard:
     def __init__(
         self,
         config: Config,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         *,
         listener: Listener | None = None,
         clock: Callable[[], float] = time.time,
@@ -271,14 +271,17 @@ class Switchboard:
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
-        self.retention = RetentionTask(
-            store,
-            retention_policy(config.store, keep_newest=store.dedupe_window),
-            RetentionFloor(
-                store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
-            ),
-            clock=clock,
-        )
+        #: None on a backend without retention (PostgreSQL: the config refuses its keys).
+        self.retention: RetentionTask | None = None
+        if isinstance(store, MessageStore):
+            self.retention = RetentionTask(
+                store,
+                retention_policy(config.store, keep_newest=store.dedupe_window),
+                RetentionFloor(
+                    store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
+                ),
+                clock=clock,
+            )
         #: What an operator sees (``/status``, ``/metrics``, the live page), kept from events.
         self.status = HostStatus(
             configs=config.connectors,
@@ -290,7 +293,7 @@ class Switchboard:
             store=store,
             store_path=str(config.store.path),
             clock=clock,
-            retention=self.retention.last_pass,
+            retention=None if self.retention is None else self.retention.last_pass,
             logs=connector_logs,
             cluster=cluster_view,
         )
@@ -358,7 +361,8 @@ class Switchboard:
             tg.start_soon(self.tuneouts.run_timer)
             if singletons:
                 tg.start_soon(self.lifetimes.run)
-                tg.start_soon(self.retention.run)
+                if self.retention is not None:
+                    tg.start_soon(self.retention.run)
             tg.start_soon(self.watchers.run)
             if connectors:
                 for connector in self.config.connectors:

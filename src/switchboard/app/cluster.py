@@ -18,6 +18,7 @@ import anyio
 from switchboard.app.board import Switchboard
 from switchboard.app.stores import open_stores
 from switchboard.cluster.node import ClusterNode, NodeParts
+from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.view import ClusterStatus
 from switchboard.config import Config
@@ -35,7 +36,10 @@ async def cluster_started(
     if cluster is None or url is None:
         raise ValueError('cluster mode needs [cluster] and [store] backend = "postgres"')
     async with open_stores(config.store, fencing=True) as stores:
-        node = ClusterNode(cluster, url, stores.messages, config.connectors, http_url=http_url)
+        messages = stores.messages
+        if not isinstance(messages, PgMessageStore):
+            raise TypeError("cluster mode runs on the PostgreSQL store")
+        node = ClusterNode(cluster, url, messages, config.connectors, http_url=http_url)
 
         def heard(event: HostEvent) -> None:
             node.observe(event)
@@ -62,7 +66,10 @@ async def cluster_started(
             replica=ChannelReplica(
                 board.registry, lambda sid: board.router.observe(ChannelsRemoved(sid, ()))
             ),
-            jobs={"lifetimes": board.lifetimes.run, "retention": board.retention.run},
+            jobs={
+                "lifetimes": board.lifetimes.run,
+                **({} if board.retention is None else {"retention": board.retention.run}),
+            },
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(partial(board.run, connectors=False, singletons=False))

@@ -68,6 +68,11 @@ class Batches(Protocol):
     def closed(self) -> bool: ...
 
     @property
+    def waiting(self) -> bool:
+        """Whether a caller of :meth:`wait_for_new` is waiting now (a long poll in progress)."""
+        ...
+
+    @property
     def write_backlog(self) -> int:
         """Writes queued and not yet committed (for operators)."""
         ...
