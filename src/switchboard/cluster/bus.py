@@ -207,6 +207,10 @@ class ClusterBus:
         sub, wanted.sub = wanted.sub, None
         try:
             await sub.unsubscribe()
+            # Once this returns the server has it: no request reaches this instance any more.
+            nc = self._nc
+            if nc is not None and nc.is_connected:
+                await nc.flush(timeout=1)
         except NatsError as exc:
             # The server forgets a closed connection's subscriptions anyway.
             log.debug("cluster.nats_unsubscribe_failed", subject=wanted.subject, error=str(exc))
