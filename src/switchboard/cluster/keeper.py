@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 
 import anyio
@@ -103,7 +104,9 @@ class LeaseKeeper:
         self._poked = anyio.Event()
         self._deadline_moved = anyio.Event()
         self._lock = anyio.Lock()
+        self._renew_lock = anyio.Lock()
         self._stopping = False
+        self._group: anyio.abc.TaskGroup | None = None
 
     def epoch(self, key: str) -> int | None:
         """The epoch this instance holds ``key`` at, or None."""
@@ -117,20 +120,26 @@ class LeaseKeeper:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Register, then tick every ``ttl/3`` and fence on deadlines until cancelled; on the
-        way out hand every key over (shielded)."""
+        """Register, then renew every ``ttl/3``, place every ``ttl/3`` (or when poked) and fence
+        on deadlines until cancelled; on the way out hand every key over (shielded).
+
+        Renewal runs on its own, so that starting a connector (which waits for the dedupe
+        window to be rebuilt) never delays the renewal of the leases already held."""
         await self._register()
         try:
             async with anyio.create_task_group() as group:
+                self._group = group
                 group.start_soon(self._watch_deadlines)
                 await self.tick()
+                group.start_soon(self._renew_every)
                 task_status.started()
                 while True:
                     with anyio.move_on_after(self.interval):
                         await self._poked.wait()
                     self._poked = anyio.Event()
-                    await self.tick()
+                    await self.place()
         finally:
+            self._group = None
             with anyio.CancelScope(shield=True):
                 await self.hand_over_all()
 
@@ -144,33 +153,56 @@ class LeaseKeeper:
                 log.warning("cluster.register_failed", error=str(exc))
                 await anyio.sleep(self.interval)
 
+    async def _renew_every(self) -> None:
+        while True:
+            await anyio.sleep(self.interval)
+            await self.renew()
+
     async def tick(self) -> None:
-        """One round: heartbeat, renew, read the cluster, acquire and hand over."""
-        async with self._lock:
-            if self._stopping:
-                return
+        """One round: heartbeat and renew, then read the cluster, acquire and hand over."""
+        await self.renew()
+        await self.place()
+
+    async def renew(self) -> None:
+        """Heartbeat, and renew every held lease in one statement; a lease found taken is
+        dropped at once."""
+        async with self._renew_lock:
+            sent = self._clock()
+            held_epochs = {key: h.epoch for key, h in self.held.items()}
             try:
-                await self._tick()
+                await self.table.heartbeat(self._info() if self._info else None)
+                renewed = await self.table.renew(held_epochs)
                 self.database_ok = True
             except LeaseTableError as exc:
                 self.database_ok = False
                 self.stats.tick_errors += 1
-                log.warning("cluster.lease_tick_failed", error=str(exc))
+                log.warning("cluster.lease_renewal_failed", error=str(exc))
+                return
+            for key, epoch in held_epochs.items():
+                held = self.held.get(key)
+                if held is None or held.epoch != epoch:
+                    continue  # dropped or taken again meanwhile
+                if key in renewed:
+                    held.deadline = sent + self.ttl - self.margin
+                else:
+                    # Someone bumped the epoch (or it was never ours at it): stop at once.
+                    self.stats.lost += 1
+                    log.warning("cluster.lease_lost", key=key, epoch=epoch)
+                    self._drop_now(key)
+            self._deadline_moved.set()
 
-    async def _tick(self) -> None:
-        sent = self._clock()
-        await self.table.heartbeat(self._info() if self._info else None)
-        held_epochs = {key: h.epoch for key, h in self.held.items()}
-        renewed = await self.table.renew(held_epochs)
-        for key in list(self.held):
-            if key in renewed and self.held[key].epoch == held_epochs.get(key):
-                self.held[key].deadline = sent + self.ttl - self.margin
-            elif key in held_epochs:
-                # Someone bumped the epoch (or it was never ours at it): stop at once.
-                self.stats.lost += 1
-                log.warning("cluster.lease_lost", key=key, epoch=held_epochs[key])
-                await self._drop(key, graceful=False)
-        self._deadline_moved.set()
+    async def place(self) -> None:
+        """Read the live instances and the leases; acquire and hand over (module docstring)."""
+        async with self._lock:
+            if self._stopping:
+                return
+            try:
+                await self._place()
+            except LeaseTableError as exc:
+                self.stats.tick_errors += 1
+                log.warning("cluster.lease_placement_failed", error=str(exc))
+
+    async def _place(self) -> None:
         self.instances = await self.table.instances()
         self.live = live = {i.id: i.up_for for i in self.instances if i.silent_for < self.ttl}
         self.leases = leases = await self.table.leases()
@@ -188,11 +220,12 @@ class LeaseKeeper:
             orphaned = row.expires_in < -self.ttl
             mine_before = row.owner == self.me
             if preferred == self.me or orphaned or (mine_before and row.expires_in > 0):
-                await self._acquire(key, row, sent)
+                await self._acquire(key, row)
         if self._on_tick is not None:
             self._on_tick()
 
-    async def _acquire(self, key: str, row: LeaseRow, sent: float) -> None:
+    async def _acquire(self, key: str, row: LeaseRow) -> None:
+        sent = self._clock()
         epoch = await self.table.acquire(key)
         if epoch is None:
             return
@@ -224,6 +257,15 @@ class LeaseKeeper:
         if self.held.pop(key, None) is not None:
             await self.ownership.lost(key, graceful=graceful)
 
+    def _drop_now(self, key: str) -> None:
+        """Forget ``key`` now and stop what it runs in the background (never waited for: a
+        renewal or a deadline must not wait for a connector to stop)."""
+        if self.held.pop(key, None) is None:
+            return
+        group = self._group
+        if group is not None:
+            group.start_soon(partial(self.ownership.lost, key, graceful=False))
+
     async def _watch_deadlines(self) -> None:
         while True:
             self._deadline_moved = anyio.Event()
@@ -239,23 +281,29 @@ class LeaseKeeper:
             if self.held.get(key) is held:
                 self.stats.self_fenced += 1
                 log.warning("cluster.self_fenced", key=key, epoch=held.epoch)
-                # Not under the tick's lock: a tick stuck on the database must not hold it up.
-                self.held.pop(key, None)
-                await self.ownership.lost(key, graceful=False)
+                # Under no lock: a renewal stuck on the database must not hold it up.
+                self._drop_now(key)
 
     async def hand_over_all(self) -> None:
-        """Retire this instance, then let every key go gracefully (for a clean stop)."""
+        """Retire this instance, then let every key go gracefully, all at once (for a clean
+        stop); the leases are renewed meanwhile, so a slow drain never lets one lapse."""
         async with self._lock:
             self._stopping = True
             try:
                 await self.table.retire()
             except LeaseTableError as exc:
                 log.warning("cluster.retire_failed", error=str(exc))
-            for key in list(self.held):
-                held = self.held.pop(key)
-                await self.ownership.lost(key, graceful=True)
-                self.stats.handed_over += 1
-                try:
-                    await self.table.release(key, held.epoch)
-                except LeaseTableError as exc:
-                    log.warning("cluster.release_failed", key=key, error=str(exc))
+            async with anyio.create_task_group() as group:
+                for key, held in list(self.held.items()):
+                    group.start_soon(self._let_go, key, held)
+
+    async def _let_go(self, key: str, held: Held) -> None:
+        await self.ownership.lost(key, graceful=True)
+        if self.held.get(key) is not held:
+            return  # fenced meanwhile: its lease is not this instance's to release
+        del self.held[key]
+        self.stats.handed_over += 1
+        try:
+            await self.table.release(key, held.epoch)
+        except LeaseTableError as exc:
+            log.warning("cluster.release_failed", key=key, error=str(exc))

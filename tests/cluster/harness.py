@@ -1,0 +1,237 @@
+"""Real ``switchboard run`` instances of one cluster, for the end-to-end and fault tests.
+
+Each instance is a process of its own (in its own process group, so ``kill -9`` of the group
+takes its connector children with it, as the loss of a machine does) with the same connectors
+and agents; only ``instance_id`` and the HTTP port differ. The connectors are the fake
+platform of ``platform_connector.py``, whose acknowledgements are the oracle. Nothing is
+mocked: the instances share a real PostgreSQL database and a real NATS server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import anyio
+import httpx2
+import orjson
+import psycopg
+
+from switchboard.cluster.pg.message_store import PgMessageStore
+from switchboard.cluster.pg.schema import connect, migrate
+
+PLATFORM = str(Path(__file__).with_name("platform_connector.py"))
+
+
+def _toml(value: object) -> str:
+    """A TOML string or array (JSON's forms of them are TOML's too)."""
+    return orjson.dumps(value).decode()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
+    """Wait (polling, bounded) until ``check()`` gives something true; return it."""
+    with anyio.fail_after(within):
+        while True:
+            value = check()
+            if value:
+                return value
+            await anyio.sleep(0.05)
+    raise AssertionError(what)  # pragma: no cover - fail_after raises first
+
+
+@dataclass
+class Instance:
+    name: str
+    port: int
+    config: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Cluster:
+    """N instances of one cluster (see the module docstring)."""
+
+    folder: Path
+    database: str
+    nats_url: str
+    prefix: str
+    connectors: Sequence[str]
+    names: Sequence[str]
+    ttl: float = 2.0
+    rate: float = 25.0
+    agents: Mapping[str, str] = field(default_factory=dict)
+    instances: dict[str, Instance] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        with connect(self.database) as conn:
+            migrate(conn)
+        self.platform = self.folder / "platform"
+        self.platform.mkdir(parents=True, exist_ok=True)
+        for name in self.names:
+            config = self.folder / f"{name}.toml"
+            instance = Instance(name, free_port(), config, self.folder / f"{name}.log")
+            config.write_text(self._config(instance))
+            self.instances[name] = instance
+
+    def _config(self, instance: Instance) -> str:
+        q = _toml
+        text = f'log_level = "INFO"\n[store]\nbackend = "postgres"\nurl = {q(self.database)}\n'
+        text += (
+            f"[cluster]\nnats_url = {q(self.nats_url)}\ninstance_id = {q(instance.name)}\n"
+            f"lease_ttl = {self.ttl}\nsubject_prefix = {q(self.prefix)}\n"
+        )
+        text += f'[agent]\ntransport = "http"\nhost = "127.0.0.1"\nport = {instance.port}\n'
+        for handle, token in self.agents.items():
+            text += f"[[agents]]\nhandle = {q(handle)}\ntoken = {q(token)}\n"
+        for sid in self.connectors:
+            argv = [sys.executable, PLATFORM, sid, str(self.platform), str(self.rate)]
+            text += (
+                f"[[connectors]]\nid = {q(sid)}\ncommand = {q(argv)}\nrestart = true\n"
+                "backoff_initial = 0.05\nbackoff_max = 0.2\n"
+            )
+        return text
+
+    # -- processes
+
+    def start(self, name: str) -> None:
+        instance = self.instances[name]
+        instance.log = open(instance.log_path, "ab")  # noqa: SIM115 - kept for the process
+        instance.process = subprocess.Popen(
+            [sys.executable, "-m", "switchboard", "run", "--config", str(instance.config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=instance.log,
+            start_new_session=True,
+        )
+
+    def kill9(self, name: str) -> None:
+        """The machine dies: the instance and its connectors, at once."""
+        process = self.instances[name].process
+        assert process is not None
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def signal(self, name: str, sig: signal.Signals) -> None:
+        """Send ``sig`` to the instance's process only (not its connectors)."""
+        process = self.instances[name].process
+        assert process is not None
+        os.kill(process.pid, sig)
+
+    async def terminate(self, name: str, within: float = 20.0) -> None:
+        process = self.instances[name].process
+        assert process is not None
+        process.send_signal(signal.SIGTERM)
+        await eventually(lambda: process.poll() is not None, within, f"{name} to stop")
+
+    def close(self) -> None:
+        for instance in self.instances.values():
+            process = instance.process
+            if process is not None and process.poll() is None:
+                try:
+                    os.killpg(process.pid, signal.SIGCONT)
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait(10)
+            if instance.log is not None:
+                instance.log.close()
+
+    # -- what the cluster says
+
+    async def status(self, name: str) -> dict[str, Any] | None:
+        try:
+            async with httpx2.AsyncClient(timeout=2) as http:
+                answer = await http.get(self.instances[name].url + "/status")
+        except httpx2.HTTPError:
+            return None
+        return orjson.loads(answer.content) if answer.status_code == 200 else None
+
+    def leases(self) -> dict[str, tuple[str | None, int, float]]:
+        """Each lease: owner, epoch, seconds until it expires (the database's clock)."""
+        with psycopg.connect(self.database) as conn:
+            rows = conn.execute(
+                "SELECT server_id, owner, epoch, extract(epoch FROM expires_at - now())::float8"
+                " FROM connector_leases"
+            ).fetchall()
+        return {r[0]: (r[1], int(r[2]), float(r[3])) for r in rows}
+
+    def owners(self) -> dict[str, str]:
+        """The live owner of each connector now (those with one)."""
+        return {
+            sid: owner
+            for sid, (owner, _, left) in self.leases().items()
+            if owner is not None and left > 0 and sid in self.connectors
+        }
+
+    def acked(self, sid: str) -> list[tuple[int, float]]:
+        """What the platform was told was accepted: (message number, wall time), in order."""
+        try:
+            text = (self.platform / f"{sid}.acked").read_text()
+        except FileNotFoundError:
+            return []
+        out = []
+        for line in text.splitlines():
+            n, _, t = line.partition(" ")
+            out.append((int(n), float(t)))
+        return out
+
+    def acked_after(self, sid: str, t: float) -> list[tuple[int, float]]:
+        return [a for a in self.acked(sid) if a[1] > t]
+
+    async def stored(self) -> list[tuple[str, str]]:
+        """Every stored (server id, message id), in seq order."""
+        store = await PgMessageStore.open(self.database)
+        try:
+            await store.poll_head()
+            out: list[tuple[str, str]] = []
+            after = 0
+            while True:
+                page = await store.read(after, limit=2000)
+                if not page:
+                    return out
+                out.extend((m.server_id, m.message_id) for m in page)
+                after = page[-1].seq
+        finally:
+            await store.aclose()
+
+    def log_text(self, name: str) -> str:
+        return self.instances[name].log_path.read_text(errors="replace")
+
+
+def audit(cluster: Cluster, stored: list[tuple[str, str]]) -> tuple[int, int, dict[str, int]]:
+    """(acknowledged but not stored, stored more than once, acknowledged per connector)."""
+    counts: dict[tuple[str, str], int] = {}
+    for key in stored:
+        counts[key] = counts.get(key, 0) + 1
+    twice = sum(1 for c in counts.values() if c > 1)
+    lost = 0
+    per: dict[str, int] = {}
+    for sid in cluster.connectors:
+        acked = cluster.acked(sid)
+        per[sid] = len(acked)
+        lost += sum(1 for n, _ in acked if (sid, f"{sid}-{n}") not in counts)
+    return lost, twice, per
+
+
+def now() -> float:
+    return time.time()
