@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -50,6 +50,17 @@ async def eventually(check: Callable[[], Any], within: float, what: str) -> Any:
             if value:
                 return value
             await anyio.sleep(0.05)
+    raise AssertionError(what)  # pragma: no cover - fail_after raises first
+
+
+async def eventually_async(check: Callable[[], Awaitable[Any]], within: float, what: str) -> Any:
+    """:func:`eventually` for a check that has to await (an HTTP request)."""
+    with anyio.fail_after(within):
+        while True:
+            value = await check()
+            if value:
+                return value
+            await anyio.sleep(0.1)
     raise AssertionError(what)  # pragma: no cover - fail_after raises first
 
 
@@ -189,11 +200,16 @@ class Cluster:
             text = (self.platform / f"{sid}.acked").read_text()
         except FileNotFoundError:
             return []
-        out = []
-        for line in text.splitlines():
-            n, _, t = line.partition(" ")
-            out.append((int(n), float(t)))
-        return out
+        return [(int(line.split()[0]), float(line.split()[1])) for line in text.splitlines()]
+
+    def acked_by(self, sid: str, pid: int) -> list[float]:
+        """When the connector process ``pid`` was told its messages were accepted."""
+        try:
+            text = (self.platform / f"{sid}.acked").read_text()
+        except FileNotFoundError:
+            return []
+        rows = [line.split() for line in text.splitlines()]
+        return [float(r[1]) for r in rows if len(r) > 2 and int(r[2]) == pid]
 
     def acked_after(self, sid: str, t: float) -> list[tuple[int, float]]:
         return [a for a in self.acked(sid) if a[1] > t]

@@ -3,7 +3,8 @@
 Usage: ``platform_connector.py SERVER_ID DIR RATE``.
 
 The platform's state lives in files, outside any process: ``DIR/<SERVER_ID>.acked`` holds a
-line per message the host acknowledged (``accepted: true``): its number and the wall time;
+line per message the host acknowledged (``accepted: true``): its number, the wall time and
+the connector's pid;
 ``DIR/<SERVER_ID>.posted`` a line per ``channels/publish`` it answered ``delivered``. A new
 connector process (started by whichever instance owns the connector now) resumes after the
 highest acknowledged number, as a platform gateway resumes from its last acknowledged
@@ -111,7 +112,7 @@ async def main() -> None:
         reply = await call(f"in-{attempt}", "channels/incoming", {"messages": [message]})
         results = (reply.get("result") or {}).get("results") or [{}]
         if results[0].get("accepted") is True:
-            os.write(acked, f"{n} {time.time():.6f}\n".encode())
+            os.write(acked, f"{n} {time.time():.6f} {os.getpid()}\n".encode())
             os.fsync(acked)
             n += 1
         else:

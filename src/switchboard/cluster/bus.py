@@ -318,6 +318,29 @@ class ClusterBus:
         if len(self._inval_listeners) == 1:
             await self.subscribe(self.subject("inval", ">"), heard)
 
+    # -- other hints (a lease let go)
+
+    async def publish_hint(self, kind: str, text: str) -> None:
+        """Publish ``text`` on ``<prefix>.<kind>`` (dropped when down: every hint has a poll)."""
+        nc = self._nc
+        if nc is None or not nc.is_connected:
+            return
+        try:
+            await nc.publish(self.subject(kind), self._me + b" " + text.encode())
+        except NatsError as exc:
+            log.debug("cluster.hint_not_sent", kind=kind, error=str(exc))
+
+    async def follow_hints(self, kind: str, listener: Callable[[str], None]) -> None:
+        """Call ``listener`` with the text of each ``<prefix>.<kind>`` hint another instance
+        publishes."""
+
+        async def heard(msg: Msg) -> None:
+            sender, _, text = msg.data.partition(b" ")
+            if sender != self._me:
+                listener(text.decode(errors="replace"))
+
+        await self.subscribe(self.subject(kind), heard)
+
 
 class SharedHead(Protocol):
     """What of the shared message store the head follower moves."""

@@ -79,6 +79,7 @@ class LeaseKeeper:
         info: Callable[[], dict[str, object]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_tick: Callable[[], None] | None = None,
+        on_release: Callable[[str], None] | None = None,
     ) -> None:
         self.table = table
         self.me = table.me
@@ -93,6 +94,7 @@ class LeaseKeeper:
         self._info = info
         self._clock = clock
         self._on_tick = on_tick
+        self._on_release = on_release
         self.held: dict[str, Held] = {}
         self.stats = LeaseStats()
         #: The last view of the database: live instances (seconds since start), every known
@@ -251,7 +253,8 @@ class LeaseKeeper:
         log.info("cluster.lease_hand_over", key=key, epoch=held.epoch)
         await self._drop(key, graceful=True)
         self.stats.handed_over += 1
-        await self.table.release(key, held.epoch)
+        if await self.table.release(key, held.epoch):
+            self._released(key)
 
     async def _drop(self, key: str, *, graceful: bool) -> None:
         if self.held.pop(key, None) is not None:
@@ -307,3 +310,9 @@ class LeaseKeeper:
             await self.table.release(key, held.epoch)
         except LeaseTableError as exc:
             log.warning("cluster.release_failed", key=key, error=str(exc))
+            return
+        self._released(key)
+
+    def _released(self, key: str) -> None:
+        if self._on_release is not None:
+            self._on_release(key)
