@@ -79,7 +79,9 @@ async def main() -> None:
                 mid = f"{sid}-out-{time.time_ns()}"
                 os.write(posted, f"{mid} {time.time():.6f}\n".encode())
                 answer(rid, {"delivered": True, "messageId": mid})
-            elif method in ("channels/open", "channels/close") and rid is not None:
+            elif method == "channels/open" and rid is not None:
+                answer(rid, {"channel": {"id": (msg.get("params") or {}).get("channelId")}})
+            elif method == "channels/close" and rid is not None:
                 answer(rid, {})
             elif rid is not None:
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}})

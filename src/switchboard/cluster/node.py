@@ -149,6 +149,8 @@ class ClusterNode:
         self._group: anyio.abc.TaskGroup | None = None
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
         self._refreshing: set[str] = set()
+        #: Whose channels each connector's replica holds (the owner it was fetched from).
+        self._replicated: dict[str, str | None] = {}
         self._channel_tokens = {subject_token(CHANNELS + sid): sid for sid in self.configs}
         self.started_at = time.time()
 
@@ -189,9 +191,11 @@ class ClusterNode:
         self._refreshing.add(server_id)
 
         async def refresh() -> None:
+            remote = self.remote[server_id]
+            fetched_from = remote.owner_instance
             try:
-                if not self.owns(server_id):
-                    await parts.replica.refresh(self.remote[server_id])
+                if not self.owns(server_id) and await parts.replica.refresh(remote):
+                    self._replicated[server_id] = fetched_from
             finally:
                 self._refreshing.discard(server_id)
 
@@ -233,7 +237,12 @@ class ClusterNode:
             else:
                 described = infos.get(row.owner, {}).get("connectors", {}).get(row.key)
                 remote.update(row.owner, described)
-            if remote.owner_instance != before and row.owner != self.me:
+            if row.owner == self.me:
+                self._replicated.pop(row.key, None)
+            elif remote.owner_instance != before or (
+                self._replicated.get(row.key, "") != remote.owner_instance
+            ):
+                # A new owner, or the last fetch failed (its owner was still starting it).
                 self._refresh(row.key)
 
     # -- running

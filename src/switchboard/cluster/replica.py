@@ -66,21 +66,26 @@ class ChannelReplica:
             self.registry.remove_server(server_id)
             self._changed(server_id)
 
-    async def refresh(self, remote: RemoteOwner) -> None:
-        """Fetch ``remote``'s channels from its owner and hold them instead of the old ones."""
+    async def refresh(self, remote: RemoteOwner) -> bool:
+        """Fetch ``remote``'s channels from its owner and hold them instead of the old ones;
+        whether the replica is now its owner's (False: try again later)."""
         sid = remote.server_id
         if remote.owner_instance is None:
             self.drop(sid)
-            return
+            return True
+        instance = remote.owner_instance
         try:
             raw = await remote.ask("channels", {}, remote.config.request_timeout)
-            descriptors = _DESCRIPTORS.validate_python(raw)
-        except (TransportError, ValidationError) as exc:
-            # Kept as they were: the next change, owner or tick tries again.
+            descriptors = _DESCRIPTORS.validate_python(raw["channels"])
+        except (TransportError, ValidationError, KeyError, TypeError) as exc:
+            # Kept as they were; the node tries again at its next tick.
             self.fetch_failures += 1
             log.debug("cluster.channels_fetch_failed", server_id=sid, error=str(exc))
-            return
+            return False
         self.fetches += 1
+        if remote.owner_instance == instance:
+            remote.update(instance, raw.get("owner"))
         self.registry.remove_server(sid)
         self.registry.register(sid, descriptors)
         self._changed(sid)
+        return True

@@ -1,0 +1,161 @@
+"""Agents on any instance of a real cluster, over streamable HTTP with the MCP Python SDK.
+
+Two ``switchboard run`` instances share PostgreSQL and NATS; the agent attaches to the one
+that does not run ``p1``, so ``p1``'s messages reach it through the shared store and the head
+hints, and its publish to ``p1`` goes to the owner by NATS. When its instance dies, a request
+with the old session reaches the other instance and is answered 404 (what the load balancer
+then does); the agent initialises there and gets its unacknowledged messages again, flagged
+``redelivered``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.cluster.harness import Cluster, eventually, eventually_async, now
+from tests.cluster.support import figure
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TOKEN = "watcher-token-0123456789abcdefghijklmnop"
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"},
+    },
+}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
+    c = Cluster(
+        tmp_path,
+        pg_url,
+        nats_url,
+        subject_prefix,
+        ("p1", "p2"),
+        ("sb-1", "sb-2"),
+        ttl=2.0,
+        rate=5.0,
+        agents={"@watcher": TOKEN},
+    )
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@asynccontextmanager
+async def agent(url: str) -> AsyncIterator[Client]:
+    async with (
+        httpx2.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http,
+        Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client,
+    ):
+        yield client
+
+
+async def read(client: Client) -> list[dict[str, Any]]:
+    result = await client.call_tool("inbox", {"wait_seconds": 2})
+    assert not result.is_error, result.content
+    messages: list[dict[str, Any]] = (result.structured_content or {})["messages"]
+    return messages
+
+
+async def test_an_agent_on_any_instance_reads_all_publishes_anywhere_and_survives_its_instance(
+    cluster: Cluster,
+) -> None:
+    for name in cluster.names:
+        cluster.start(name)
+    await eventually(
+        lambda: len(cluster.owners()) == 2 and all(cluster.acked("p1") for _ in "x"),
+        60,
+        "both connectors owned and flowing",
+    )
+    owners = cluster.owners()
+    mine = next(n for n in cluster.names if n != owners["p1"])
+    other = next(n for n in cluster.names if n != mine)
+    url, elsewhere = cluster.instances[mine].url, cluster.instances[other].url
+    seen: list[dict[str, Any]] = []
+    last: list[dict[str, Any]] = []
+    outcome: dict[str, Any] = {}
+    read_done = anyio.Event()
+
+    async def replicated() -> bool:
+        snap = await cluster.status(mine)
+        return snap is not None and snap["channels_total"] == 2
+
+    async def attached() -> None:
+        # The agent stays attached until its instance dies under it.
+        with suppress(Exception):
+            async with agent(url) as client:
+                while not {"p1", "p2"} <= {m["server_id"] for m in seen}:
+                    seen.extend(await read(client))
+                crossed.append(now() - started)
+                while not last:
+                    last.extend(await read(client))  # these stay unacknowledged
+                seen.extend(last)
+                await eventually_async(replicated, 30, "p1's channels replicated here")
+                # Into p1's channel, which the other instance runs: delivered by its owner.
+                published = await client.call_tool(
+                    "channel_publish", {"channel": "p1:room", "text": "hi"}
+                )
+                assert not published.is_error, published.content
+                outcome.update(published.structured_content or {})
+                read_done.set()
+                await anyio.sleep_forever()
+
+    crossed: list[float] = []
+    started = now()
+    async with anyio.create_task_group() as group:
+        group.start_soon(attached)
+        with anyio.fail_after(60):
+            await read_done.wait()
+        assert outcome["status"] == "delivered", outcome
+        posted = (cluster.platform / "p1.posted").read_text().split()
+        assert outcome["message_id"] in posted
+        # A session of the instance about to die, to show what its agents' next request meets.
+        async with httpx2.AsyncClient(timeout=10) as http:
+            init = await http.post(
+                url + "/mcp",
+                json=INITIALIZE,
+                headers={**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"},
+            )
+        session = init.headers["mcp-session-id"]
+        cluster.kill9(mine)
+        group.cancel_scope.cancel()
+    async with httpx2.AsyncClient(timeout=10) as http:
+        stale = await http.post(
+            elsewhere + "/mcp",
+            json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            headers={
+                **MCP_HEADERS,
+                "Authorization": f"Bearer {TOKEN}",
+                "mcp-session-id": session,
+                "mcp-protocol-version": "2025-06-18",
+            },
+        )
+    assert stale.status_code == 404
+    async with agent(elsewhere) as again:
+        first = await read(again)
+    redelivered = {m["seq"] for m in first if m["redelivered"]}
+    assert {m["seq"] for m in last} <= redelivered
+    assert all(not m["redelivered"] or m["seq"] <= max(x["seq"] for x in seen) for m in first)
+    figure(
+        f"agents: messages from a connector run elsewhere reached the agent in {crossed[0]:.2f}"
+        f" s; after its instance died, {len(redelivered)} unacknowledged messages came again "
+        "flagged redelivered on the other instance"
+    )
