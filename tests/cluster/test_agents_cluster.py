@@ -10,8 +10,9 @@ then does); the agent initialises there and gets its unacknowledged messages aga
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, suppress
+import subprocess
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.cluster.harness import Cluster, eventually, eventually_async, now
+from tests.cluster.harness import Cluster, audit, eventually, eventually_async, free_port, now
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -159,3 +160,121 @@ async def test_an_agent_on_any_instance_reads_all_publishes_anywhere_and_survive
         f" s; after its instance died, {len(redelivered)} unacknowledged messages came again "
         "flagged redelivered on the other instance"
     )
+
+
+@contextmanager
+def private_nats() -> Iterator[tuple[str, Callable[[], None], Callable[[], None]]]:
+    """A NATS server of the test's own, with ways to kill it and to start it again."""
+    port = free_port()
+    argv = ["/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", str(port)]
+    holder: list[subprocess.Popen[bytes]] = []
+
+    def start() -> None:
+        holder.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+    def kill() -> None:
+        holder[-1].kill()
+        holder[-1].wait(10)
+
+    start()
+    try:
+        yield f"nats://127.0.0.1:{port}", kill, start
+    finally:
+        for process in holder:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+
+
+async def test_with_nats_down_ingest_goes_on_agents_poll_and_no_publish_is_falsely_delivered(
+    tmp_path: Path, pg_url: str, subject_prefix: str
+) -> None:
+    with private_nats() as (nats_url, kill_nats, start_nats):
+        cluster = Cluster(
+            tmp_path,
+            pg_url,
+            nats_url,
+            subject_prefix,
+            ("p1", "p2"),
+            ("sb-1", "sb-2"),
+            ttl=2.0,
+            rate=10.0,
+            agents={"@watcher": TOKEN},
+        )
+        try:
+            await _nats_outage(cluster, kill_nats, start_nats)
+        finally:
+            cluster.close()
+
+
+async def _nats_outage(
+    cluster: Cluster, kill_nats: Callable[[], None], start_nats: Callable[[], None]
+) -> None:
+    for name in cluster.names:
+        cluster.start(name)
+    await eventually(lambda: len(cluster.owners()) == 2, 60, "both connectors owned")
+    owners = cluster.owners()
+    mine = next(n for n in cluster.names if n != owners["p1"])
+
+    async def replicated() -> bool:
+        snap = await cluster.status(mine)
+        return snap is not None and snap["channels_total"] == 2
+
+    await eventually_async(replicated, 30, "p1's channels replicated")
+    arrivals: dict[str, float] = {}
+    outcomes: list[tuple[float, str]] = []
+    async with agent(cluster.instances[mine].url) as client, anyio.create_task_group() as group:
+
+        async def reading() -> None:
+            while True:
+                for m in await read(client):
+                    arrivals.setdefault(m["message_id"], now())
+
+        async def publish() -> str:
+            result = await client.call_tool("channel_publish", {"channel": "p1:room", "text": "x"})
+            data = result.structured_content or {}
+            status = str(data.get("status") or (result.meta or {}).get("switchboard/refusal"))
+            if result.is_error:
+                refusal = (result.meta or {}).get("switchboard/refusal") or {}
+                status = f"refused:{refusal.get('refusal')}"
+            outcomes.append((now(), status))
+            return status
+
+        group.start_soon(reading)
+        assert await publish() == "delivered"
+        down = now()
+        kill_nats()
+        while now() - down < 10:
+            assert await publish() != "delivered"
+            await anyio.sleep(0.5)
+        start_nats()
+        back = now()
+        while await publish() != "delivered":
+            assert now() - back < 5, "publishes did not come back within 5 s"
+            await anyio.sleep(0.2)
+        recovered = now() - back
+        await anyio.sleep(1.5)  # the reader takes what was committed last
+        group.cancel_scope.cancel()
+    await _stop(cluster)
+    during = [(f"p1-{n}", t) for n, t in cluster.acked("p1") if down + 1 <= t <= down + 10]
+    assert len(during) >= 5, "ingest stopped while NATS was down"
+    delays = sorted(arrivals[mid] - t for mid, t in during if mid in arrivals)
+    assert len(delays) == len(during), "an agent missed messages while NATS was down"
+    lost, twice, _ = audit(cluster, await cluster.stored())
+    refused = [s for t, s in outcomes if down < t < back]
+    figure(
+        f"NATS down 10 s: p1 acknowledged {len(during)} during it; the agent on the other "
+        f"instance got each (by polling) after median {delays[len(delays) // 2]:.2f} s, p99 "
+        f"{delays[int(len(delays) * 0.99)]:.2f} s; {len(refused)} publishes answered "
+        f"{sorted(set(refused))}, none delivered; delivered again {recovered:.2f} s after NATS "
+        f"came back; lost {lost}, stored twice {twice}"
+    )
+    assert lost == 0
+    assert twice == 0
+
+
+async def _stop(cluster: Cluster) -> None:
+    for name in cluster.names:
+        process = cluster.instances[name].process
+        if process is not None and process.poll() is None:
+            await cluster.terminate(name)
