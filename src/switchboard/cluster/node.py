@@ -168,8 +168,15 @@ class ClusterNode:
             return None
         return self._parts.sessions.get(server_id)
 
-    def _local_channels(self, server_id: str) -> list[dict[str, Any]]:
-        return [] if self._parts is None else self._parts.replica.local(server_id)
+    def _local_channels(self, server_id: str) -> dict[str, Any]:
+        """The owner's answer to ``channels``: the descriptors, how the connector stands, and
+        when that was true."""
+        owner = self._local_owner(server_id)
+        return {
+            "channels": [] if self._parts is None else self._parts.replica.local(server_id),
+            "owner": None if owner is None else describe(owner),
+            "beat": time.time_ns(),
+        }
 
     def observe(self, event: object) -> None:
         """A host event listener: a connector this instance runs changed its registrations,
@@ -210,6 +217,8 @@ class ClusterNode:
                     connectors[sid] = {**describe(owner), "epoch": self.keeper.epoch(sid)}
         return {
             "connectors": connectors,
+            # When this word was true (an instance restarted under its name keeps counting up).
+            "beat": time.time_ns(),
             "head": self.store.latest_seq,
             "nats": self.bus.connected,
             "stale_rejections": self.store.stale_rejections,
@@ -235,8 +244,9 @@ class ClusterNode:
             if row.owner is None or row.owner == self.me or row.expires_in <= 0:
                 remote.update(None, None)
             else:
-                described = infos.get(row.owner, {}).get("connectors", {}).get(row.key)
-                remote.update(row.owner, described)
+                info = infos.get(row.owner, {})
+                described = info.get("connectors", {}).get(row.key)
+                remote.update(row.owner, described, int(info.get("beat", 0)))
             if row.owner == self.me:
                 self._replicated.pop(row.key, None)
             elif remote.owner_instance != before or (

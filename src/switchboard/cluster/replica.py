@@ -57,7 +57,8 @@ class ChannelReplica:
         self.fetch_failures = 0
 
     def local(self, server_id: str) -> list[dict[str, Any]]:
-        """The descriptors this instance holds for ``server_id`` (what its owner answers)."""
+        """The descriptors this instance holds for ``server_id`` (what its owner answers,
+        with how the connector stands)."""
         return [descriptor_dict(e.descriptor) for e in self.registry.server_entries(server_id)]
 
     def drop(self, server_id: str) -> None:
@@ -84,7 +85,8 @@ class ChannelReplica:
             return False
         self.fetches += 1
         if remote.owner_instance == instance:
-            remote.update(instance, raw.get("owner"))
+            # How it stands now: fresher than the owner's last heartbeat.
+            remote.update(instance, raw.get("owner"), int(raw.get("beat", 0)))
         self.registry.remove_server(sid)
         self.registry.register(sid, descriptors)
         self._changed(sid)

@@ -129,7 +129,7 @@ class OwnerService:
         self,
         bus: ClusterBus,
         owners: Callable[[str], ConnectorOwner | None],
-        channels: Callable[[str], list[dict[str, Any]]] | None = None,
+        channels: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
         self.bus = bus
         self._owners = owners
@@ -217,8 +217,7 @@ class OwnerService:
         if op == "tool":
             return await owner.tools.call(args["name"], args["arguments"])
         if op == "channels" and self._channels is not None:
-            # With how the connector stands now: fresher than the last heartbeat's word.
-            return {"channels": self._channels(owner.server_id), "owner": describe(owner)}
+            return self._channels(owner.server_id)
         raise RpcError(-32601, f"no such cluster request {op!r}")
 
 
@@ -258,6 +257,7 @@ class RemoteOwner:
         self._config = config
         self._bus = bus
         self.owner_instance: str | None = None
+        self._beat = 0
         self._state = SessionState.CLOSED
         self._connected = False
         self._grant = Grant([])
@@ -268,8 +268,14 @@ class RemoteOwner:
         self._noted = RateLimitedLog(self._log)
         self._prefix = bus.subject("rpc", token(config.id))
 
-    def update(self, instance: str | None, described: Mapping[str, Any] | None) -> None:
-        """How the connector stands at ``instance``, its owner now (None: nobody owns it)."""
+    def update(
+        self, instance: str | None, described: Mapping[str, Any] | None, beat: int = 0
+    ) -> None:
+        """How the connector stands at ``instance``, its owner now (None: nobody owns it), as
+        of that instance's heartbeat ``beat`` (an older word than the one held is ignored)."""
+        if instance is not None and instance == self.owner_instance and beat < self._beat:
+            return
+        self._beat = beat if instance is not None else 0
         self.owner_instance = instance
         if instance is None or described is None:
             self._state, self._connected = SessionState.CLOSED, False
