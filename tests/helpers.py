@@ -1,9 +1,15 @@
-"""Test helpers shared by the host, tools and integration tests."""
+"""Test helpers shared by the host, tools and integration tests.
+
+``SWITCHBOARD_TEST_BACKEND=postgres`` runs the boards these helpers start on PostgreSQL (a
+database of their own on the shared server, dropped afterwards) instead of an SQLite file:
+the behaviour suites that make sense on one instance run on both (docs/cluster.md).
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -63,15 +69,40 @@ def connector(cid: str, command: list[str], **kw: Any) -> ConnectorConfig:
     return ConnectorConfig(id=cid, command=command, **kw)
 
 
+def suite_backend() -> str:
+    """The backend boards in tests run on: ``sqlite`` unless ``SWITCHBOARD_TEST_BACKEND``
+    says ``postgres``."""
+    name = os.environ.get("SWITCHBOARD_TEST_BACKEND", "sqlite")
+    if name not in ("sqlite", "postgres"):
+        raise ValueError(f"SWITCHBOARD_TEST_BACKEND is sqlite or postgres, not {name!r}")
+    return name
+
+
+@contextmanager
+def suite_store(tmp_path: Path, name: str = "sb.sqlite") -> Iterator[StoreConfig]:
+    """The ``[store]`` of a test's board: the SQLite file ``tmp_path / name``, or (with
+    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped afterwards."""
+    if suite_backend() == "postgres":
+        from tests.pg import fresh_database
+
+        with fresh_database("sbsuite") as url:
+            yield StoreConfig(backend="postgres", url=url)
+    else:
+        yield StoreConfig(path=str(tmp_path / name))
+
+
 @asynccontextmanager
 async def running_board(
-    tmp_path: Path, *connectors: ConnectorConfig, recorder: Recorder | None = None
+    tmp_path: Path,
+    *connectors: ConnectorConfig,
+    recorder: Recorder | None = None,
+    store: StoreConfig | None = None,
 ) -> AsyncIterator[Switchboard]:
-    config = Config(
-        connectors=list(connectors), store=StoreConfig(path=str(tmp_path / "sb.sqlite"))
-    )
-    async with Switchboard.started(config, listener=recorder or Recorder()) as board:
-        yield board
+    """A started board with ``connectors`` over ``store`` (default: :func:`suite_store`)."""
+    with suite_store(tmp_path) as default:
+        config = Config(connectors=list(connectors), store=store or default)
+        async with Switchboard.started(config, listener=recorder or Recorder()) as board:
+            yield board
 
 
 @asynccontextmanager
