@@ -510,6 +510,14 @@ class PgMessageStore:
         """Batches refused because their connector's lease was not (or no longer) held."""
         return self._stale
 
+    def time_commits(self) -> list[float]:
+        """From now on, the seconds each ``sb_commit`` call takes on the writer thread (its
+        send to its answer, the commit included) are appended to the list returned (for the
+        benchmark's lock-hold figures)."""
+        times: list[float] = []
+        self._writer.commit_times = times
+        return times
+
     async def rebuild_dedupe(self, server_id: str) -> None:
         """Load ``server_id``'s newest committed batches into the duplicate window (after
         taking over its lease, before starting its connector): a resend of what the former
