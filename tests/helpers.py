@@ -8,8 +8,8 @@ the behaviour suites that make sense on one instance run on both (docs/cluster.m
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -78,17 +78,15 @@ def suite_backend() -> str:
     return name
 
 
-@contextmanager
-def suite_store(tmp_path: Path, name: str = "sb.sqlite") -> Iterator[StoreConfig]:
+def suite_store_config(tmp_path: Path, name: str = "store.sqlite") -> StoreConfig:
     """The ``[store]`` of a test's board: the SQLite file ``tmp_path / name``, or (with
-    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped afterwards."""
+    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped when the test session
+    ends (tests/conftest.py)."""
     if suite_backend() == "postgres":
-        from tests.pg import fresh_database
+        from tests.pg import database_for_session
 
-        with fresh_database("sbsuite") as url:
-            yield StoreConfig(backend="postgres", url=url)
-    else:
-        yield StoreConfig(path=str(tmp_path / name))
+        return StoreConfig(backend="postgres", url=database_for_session("sbsuite"))
+    return StoreConfig(path=str(tmp_path / name))
 
 
 @asynccontextmanager
@@ -98,11 +96,18 @@ async def running_board(
     recorder: Recorder | None = None,
     store: StoreConfig | None = None,
 ) -> AsyncIterator[Switchboard]:
-    """A started board with ``connectors`` over ``store`` (default: :func:`suite_store`)."""
-    with suite_store(tmp_path) as default:
-        config = Config(connectors=list(connectors), store=store or default)
-        async with Switchboard.started(config, listener=recorder or Recorder()) as board:
-            yield board
+    """A started board with ``connectors`` over ``store``; by default the suite's store of
+    ``tmp_path`` (:func:`suite_store_config`; the same one again for a restart)."""
+    if store is None:
+        store = _PLACES.get(tmp_path) or suite_store_config(tmp_path, "sb.sqlite")
+        _PLACES[tmp_path] = store
+    config = Config(connectors=list(connectors), store=store)
+    async with Switchboard.started(config, listener=recorder or Recorder()) as board:
+        yield board
+
+
+#: The store of each test folder a board was started over (a restart opens it again).
+_PLACES: dict[Path, StoreConfig] = {}
 
 
 @asynccontextmanager

@@ -25,7 +25,15 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-__all__ = ["ADMIN_URL", "PrivateServer", "database_url", "fresh_database", "private_server"]
+__all__ = [
+    "ADMIN_URL",
+    "PrivateServer",
+    "database_for_session",
+    "database_url",
+    "drop_session_databases",
+    "fresh_database",
+    "private_server",
+]
 
 ADMIN_URL: Final = os.environ.get(
     "SWITCHBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -48,6 +56,31 @@ def fresh_database(prefix: str = "sbtest", admin_url: str = ADMIN_URL) -> Iterat
         yield database_url(name, admin_url)
     finally:
         with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+#: Databases made by :func:`database_for_session`, dropped by :func:`drop_session_databases`.
+_SESSION_DATABASES: list[str] = []
+
+
+def database_for_session(prefix: str = "sbtest", admin_url: str = ADMIN_URL) -> str:
+    """Create an empty database with a unique name, dropped when the test session ends."""
+    name = f"{prefix}_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    _SESSION_DATABASES.append(name)
+    return database_url(name, admin_url)
+
+
+def drop_session_databases(admin_url: str = ADMIN_URL) -> None:
+    """Drop every database :func:`database_for_session` made."""
+    if not _SESSION_DATABASES:
+        return
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        while _SESSION_DATABASES:
+            name = _SESSION_DATABASES.pop()
             conn.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
