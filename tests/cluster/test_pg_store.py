@@ -21,6 +21,7 @@ from switchboard.cluster.pg.leaves import PgChannelLeaves
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.schema import SCHEMA_VERSION, connect, migrate
 from switchboard.config import StoreConfig
+from switchboard.directory import HeldByAnotherOwner
 from switchboard.store import IncomingRecord, StaleEpochError, StoreError
 from switchboard.store.mailmark import MAIL_SERVER
 from tests.pg import fresh_database
@@ -236,3 +237,39 @@ async def test_migrations_run_once_and_a_newer_schema_is_refused(url: str) -> No
         conn.execute("UPDATE schema_version SET version = version + 1")
         with pytest.raises(StoreError, match="upgrade Switchboard"):
             migrate(conn)
+
+
+async def test_two_instances_claiming_one_address_at_once_leave_exactly_one_holder(
+    url: str,
+) -> None:
+    async with instances(url, 2) as (one, two):
+        outcomes: list[str] = []
+
+        def claim(stores: Stores, token: str) -> None:
+            try:
+                outcomes.append(stores.directory.claim("@ann", token=token).outcome)
+            except HeldByAnotherOwner:
+                outcomes.append("refused")
+
+        for round_ in range(10):
+            address_token = [f"{round_}a" * 16, f"{round_}b" * 16]
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(anyio.to_thread.run_sync, claim, one, address_token[0])
+                tg.start_soon(anyio.to_thread.run_sync, claim, two, address_token[1])
+            assert sorted(outcomes) == ["refused", "taken"]
+            one.directory.unregister("@ann", force=True)
+            outcomes.clear()
+
+
+async def test_decisions_appended_by_two_instances_form_one_log_in_commit_order(
+    url: str,
+) -> None:
+    async with instances(url, 2) as (one, two):
+        pending = [
+            (one if n % 2 else two).decisions.append([{"kind": "x", "n": n}]) for n in range(20)
+        ]
+        ends = [await p for p in pending]
+        assert sorted(ends) == list(range(1, 21))
+        loaded = await two.decisions.load()
+        assert sorted(e["n"] for e in loaded.tail) == list(range(20))
+        assert two.decisions.latest_seq == 20
