@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -33,6 +34,17 @@ def logs() -> Iterator[list[MutableMapping[str, Any]]]:
             yield captured
     finally:
         structlog.configure(wrapper_class=old_wrapper)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_suite_databases() -> Iterator[None]:
+    """With ``SWITCHBOARD_TEST_BACKEND=postgres``, drop the databases the boards of the session
+    made (tests/helpers.py)."""
+    yield
+    if os.environ.get("SWITCHBOARD_TEST_BACKEND") == "postgres":
+        from tests.pg import drop_session_databases
+
+        drop_session_databases()
 
 
 configure("WARNING")

@@ -1,7 +1,13 @@
-"""Test helpers shared by the host, tools and integration tests."""
+"""Test helpers shared by the host, tools and integration tests.
+
+``SWITCHBOARD_TEST_BACKEND=postgres`` runs the boards these helpers start on PostgreSQL (a
+database of their own on the shared server, dropped afterwards) instead of an SQLite file:
+the behaviour suites that make sense on one instance run on both (docs/cluster.md).
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -63,15 +69,45 @@ def connector(cid: str, command: list[str], **kw: Any) -> ConnectorConfig:
     return ConnectorConfig(id=cid, command=command, **kw)
 
 
+def suite_backend() -> str:
+    """The backend boards in tests run on: ``sqlite`` unless ``SWITCHBOARD_TEST_BACKEND``
+    says ``postgres``."""
+    name = os.environ.get("SWITCHBOARD_TEST_BACKEND", "sqlite")
+    if name not in ("sqlite", "postgres"):
+        raise ValueError(f"SWITCHBOARD_TEST_BACKEND is sqlite or postgres, not {name!r}")
+    return name
+
+
+def suite_store_config(tmp_path: Path, name: str = "store.sqlite") -> StoreConfig:
+    """The ``[store]`` of a test's board: the SQLite file ``tmp_path / name``, or (with
+    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped when the test session
+    ends (tests/conftest.py)."""
+    if suite_backend() == "postgres":
+        from tests.pg import database_for_session
+
+        return StoreConfig(backend="postgres", url=database_for_session("sbsuite"))
+    return StoreConfig(path=str(tmp_path / name))
+
+
 @asynccontextmanager
 async def running_board(
-    tmp_path: Path, *connectors: ConnectorConfig, recorder: Recorder | None = None
+    tmp_path: Path,
+    *connectors: ConnectorConfig,
+    recorder: Recorder | None = None,
+    store: StoreConfig | None = None,
 ) -> AsyncIterator[Switchboard]:
-    config = Config(
-        connectors=list(connectors), store=StoreConfig(path=str(tmp_path / "sb.sqlite"))
-    )
+    """A started board with ``connectors`` over ``store``; by default the suite's store of
+    ``tmp_path`` (:func:`suite_store_config`; the same one again for a restart)."""
+    if store is None:
+        store = _PLACES.get(tmp_path) or suite_store_config(tmp_path, "sb.sqlite")
+        _PLACES[tmp_path] = store
+    config = Config(connectors=list(connectors), store=store)
     async with Switchboard.started(config, listener=recorder or Recorder()) as board:
         yield board
+
+
+#: The store of each test folder a board was started over (a restart opens it again).
+_PLACES: dict[Path, StoreConfig] = {}
 
 
 @asynccontextmanager

@@ -172,6 +172,18 @@ def _backend_problems(config: Config, *, nats: bool = False) -> list[str]:
     return problems
 
 
+def _agents_on_postgres(args: argparse.Namespace, url: str) -> int:
+    """``switchboard agents`` against the directory in the PostgreSQL database at ``url``."""
+    try:
+        from switchboard.cluster.pg.directory import PgDirectoryDb
+    except ImportError:
+        print(f"switchboard: {_NO_CLUSTER_EXTRA}", file=sys.stderr)
+        return 2
+    from switchboard.directory import Directory
+
+    return run_agents(args, lambda: Directory(PgDirectoryDb.open(url)))
+
+
 def _status(path: str, *, as_json: bool) -> int:
     """``switchboard status``: 0 with the tables, 1 when nothing answers, 2 on a bad config."""
     import json
@@ -239,6 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
         configure(args.log_level or "WARNING", json=args.log_json)
+        if config.store.backend == "postgres" and config.store.url is not None:
+            return _agents_on_postgres(args, config.store.url)
         try:
             create_private(config.store.path)  # 0600, as the host makes it
         except OSError as exc:

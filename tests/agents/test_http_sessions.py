@@ -19,8 +19,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import JSONRPCResponse
 
-from switchboard.config import AgentConfig, Config, StoreConfig
-from tests.helpers import serving
+from switchboard.config import AgentConfig, Config
+from tests.helpers import serving, suite_store_config
 
 __all__: list[str] = []
 
@@ -41,7 +41,7 @@ INITIALIZE: dict[str, Any] = {
 
 def _config(tmp_path: Path) -> Config:
     return Config(
-        store=StoreConfig(path=str(tmp_path / "store.sqlite")),
+        store=suite_store_config(tmp_path),
         agent=AgentConfig(transport="http", port=0, token=TOKEN),
     )
 

@@ -28,6 +28,7 @@ def test_the_store_package_exports_exactly_its_public_api() -> None:
         "LoadedLog",
         "MailNumbers",
         "MessageStoreProtocol",
+        "NumberedDeposits",
         "RawMessages",
         "Snapshot",
         "StaleEpochError",

@@ -291,7 +291,7 @@ class Switchboard:
             roster=self.roster,
             attachments=self.attachments,
             store=store,
-            store_path=str(config.store.path),
+            store_path=config.store.place,
             clock=clock,
             retention=None if self.retention is None else self.retention.last_pass,
             logs=connector_logs,

@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from switchboard.config.connectors import ConnectorConfig
 from switchboard.config.model import Config
@@ -138,7 +137,7 @@ def summary(config: Config, endpoint: str) -> list[str]:
         for c in config.connectors
     ]
     if config.store.backend == "postgres" and config.store.url is not None:
-        store = f"PostgreSQL {_without_password(config.store.url)} (answers)"
+        store = f"PostgreSQL {config.store.place} (answers)"
     else:
         path = config.store.path
         store = f"{path} ({'exists' if Path(path).exists() else 'will be created'})"
@@ -155,13 +154,3 @@ def summary(config: Config, endpoint: str) -> list[str]:
             f"cluster: instance {c.instance_id}, NATS {c.nats_url}, lease ttl {c.lease_ttl:g}s"
         )
     return lines
-
-
-def _without_password(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port is not None else ""
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import socket
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import (
     ByteSize,
@@ -16,7 +17,7 @@ from pydantic import (
 
 from switchboard.config.common import Strict, parse_duration
 
-__all__ = ["ClusterConfig", "StoreConfig", "default_instance_id"]
+__all__ = ["ClusterConfig", "StoreConfig", "default_instance_id", "without_password"]
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -46,6 +47,14 @@ class StoreConfig(Strict):
         default=None, description='cap on the pages in use ("2GB" decimal, "2GiB" binary)'
     )
     retention_interval: float = Field(default=60.0, description="seconds between two passes")
+
+    @property
+    def place(self) -> str:
+        """Where the store is, fit to show: the SQLite file, or the database's URL without its
+        password."""
+        if self.backend == "postgres" and self.url is not None:
+            return without_password(self.url)
+        return self.path
 
     @field_validator("retain", "retention_interval", mode="before")
     @classmethod
@@ -86,6 +95,17 @@ class StoreConfig(Strict):
                 "tools (docs/cluster.md)"
             )
         return self
+
+
+def without_password(url: str) -> str:
+    """``url`` with the password of its user part left out (for messages and the status)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port is not None else ""
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}{host}{port}"))
 
 
 def default_instance_id() -> str:

@@ -22,6 +22,7 @@ from switchboard.store.interface import (
     LifetimeRecords,
     MailNumbers,
     MessageStoreProtocol,
+    NumberedDeposits,
 )
 from switchboard.store.records import (
     AppendResult,
@@ -51,6 +52,7 @@ __all__ = [
     "LoadedLog",
     "MailNumbers",
     "MessageStoreProtocol",
+    "NumberedDeposits",
     "RawMessages",
     "Snapshot",
     "StaleEpochError",

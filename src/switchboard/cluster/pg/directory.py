@@ -17,9 +17,11 @@ from typing import Any, Final
 import psycopg
 
 from switchboard.cluster.pg.probe import shown_url
+from switchboard.cluster.pg.schema import migrate
 from switchboard.cluster.pg.shared import SharedTables
 from switchboard.directory.errors import DirectoryUnavailable
 from switchboard.directory.interface import Dialect
+from switchboard.store.records import StoreError
 
 __all__ = ["PgDirectoryDb"]
 
@@ -41,9 +43,26 @@ def _sql(text: str) -> str:
 class PgDirectoryDb:
     """The ``directory_entries`` table of the shared database."""
 
-    def __init__(self, tables: SharedTables, url: str) -> None:
+    def __init__(self, tables: SharedTables, url: str, *, owned: bool = False) -> None:
         self._tables = tables
         self._where = shown_url(url)
+        self._owned = owned
+
+    @classmethod
+    def open(cls, url: str) -> PgDirectoryDb:
+        """The table in the database at ``url`` (migrated first), over a connection of its
+        own, closed with it (``switchboard agents``).
+
+        Raises:
+            DirectoryUnavailable: the database does not answer.
+        """
+        tables = SharedTables(url)
+        try:
+            migrate(tables.connection())
+        except (psycopg.Error, StoreError) as exc:
+            tables.close()
+            raise DirectoryUnavailable(f"cannot open directory {shown_url(url)}: {exc}") from exc
+        return cls(tables, url, owned=True)
 
     @property
     def where(self) -> str:
@@ -72,4 +91,6 @@ class PgDirectoryDb:
             raise DirectoryUnavailable(f"cannot write directory {self._where}: {exc}") from exc
 
     def close(self) -> None:
-        """Nothing of its own to close (the shared connection is closed by its opener)."""
+        """Close the connection when it is its own (else its opener closes it)."""
+        if self._owned:
+            self._tables.close()

@@ -15,12 +15,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, TypeVar, cast
 
 import anyio
+import orjson
 import psycopg
 import structlog
 from psycopg_pool import AsyncConnectionPool
 
 from switchboard.cluster.pg.schema import SYNCHRONOUS_COMMIT, Durability, connect, migrate
-from switchboard.cluster.pg.writer import AppendJob, CallJob, Job, PgWriter, recent_batches
+from switchboard.cluster.pg.writer import (
+    AppendJob,
+    CallJob,
+    Job,
+    NumberedJob,
+    PgWriter,
+    recent_batches,
+)
 from switchboard.store.dedupe import DEFAULT_WINDOW, DedupeIndex
 from switchboard.store.records import (
     AppendResult,
@@ -40,6 +48,7 @@ from switchboard.store.wire import (
     pack_body,
     runs_by_server,
     to_stored,
+    to_wire,
 )
 
 __all__ = ["PgMessageStore"]
@@ -303,6 +312,20 @@ class PgMessageStore:
     ) -> Sequence[AppendResult]:
         return await self.submit(records, received_at=received_at)
 
+    def submit_numbered(
+        self, record: IncomingRecord, *, received_at: float | None = None
+    ) -> Awaitable[tuple[AppendResult, int]]:
+        """Queue ``record`` numbered inside its commit from the counter row of its
+        ``(channel id, author id)`` (see :class:`~switchboard.store.NumberedDeposits`)."""
+        self._check_writable()
+        waiter: asyncio.Future[tuple[AppendResult, int]] = self._loop.create_future()
+        when = time.time() if received_at is None else received_at
+        parts = _numbered_parts(to_wire(record))
+        self._writer.put(
+            NumberedJob(record.server_id, record.channel_id, record.author_id, parts, when, waiter)
+        )
+        return waiter
+
     async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]:
         """Up to ``limit`` messages with ``seq > after_seq``, none above the head known now;
         callers asking for the same page at once share one query."""
@@ -487,6 +510,14 @@ class PgMessageStore:
         """Batches refused because their connector's lease was not (or no longer) held."""
         return self._stale
 
+    def time_commits(self) -> list[float]:
+        """From now on, the seconds each ``sb_commit`` call takes on the writer thread (its
+        send to its answer, the commit included) are appended to the list returned (for the
+        benchmark's lock-hold figures)."""
+        times: list[float] = []
+        self._writer.commit_times = times
+        return times
+
     async def rebuild_dedupe(self, server_id: str) -> None:
         """Load ``server_id``'s newest committed batches into the duplicate window (after
         taking over its lease, before starting its connector): a resend of what the former
@@ -577,7 +608,7 @@ class PgMessageStore:
             waiter = job.waiter
             if isinstance(job.error, StorageUnavailableError):
                 refused = job.error
-            elif job.error is None and isinstance(job, AppendJob):
+            elif job.error is None and not isinstance(job, CallJob):
                 wrote = True
             if waiter.done():
                 continue
@@ -626,3 +657,23 @@ class PgMessageStore:
         event, self._new = self._new, None
         if event is not None:
             event.set()
+
+
+def _numbered_parts(message: WireMessage) -> list[bytes]:
+    """The body of one numbered message as the pieces the number joins: ``messageId`` is
+    ``<author id>#<n>`` and ``metadata.n`` (when there is metadata) is ``n``. Spliced around
+    whole JSON values, so no text of the message can be mistaken for the number's place."""
+    rest = dict(message)
+    rest.pop("messageId", None)
+    metadata = rest.pop("metadata", None)
+    author = str(message["author"]["id"])
+    parts = [b'[{"messageId":' + orjson.dumps(f"{author}#")[:-1]]
+    tail = b"," + orjson.dumps(rest)[1:] + b"]"
+    if isinstance(metadata, dict):
+        others = {k: v for k, v in metadata.items() if k != "n"}
+        head = orjson.dumps(others)[:-1]
+        parts.append(b'","metadata":' + head + (b',"n":' if others else b'"n":'))
+        parts.append(b"}" + tail)
+    else:
+        parts.append(b'"' + tail)
+    return parts

@@ -7,7 +7,8 @@ start together, and refuses a database newer than this code. :func:`connect` ope
 connection the way every part of the backend wants it.
 
 The commit function ``sb_commit`` is the one statement of a group commit: the lease fence, the
-seqs from the one counter row, the batch rows (docs/cluster.md, "Ordering").
+seqs from the one counter row, the batch rows (docs/cluster.md, "Ordering"); ``sb_deposit``
+numbers one mail deposit from its counter row and commits it the same way.
 """
 
 from __future__ import annotations
@@ -60,6 +61,32 @@ BEGIN
     FROM unnest(p_counts, p_servers, p_epochs, p_received, p_bodies)
         WITH ORDINALITY AS t(c, s, e, r, b, i);
     RETURN v_first;
+END $$
+"""
+
+_DEPOSIT_FUNCTION: Final = """
+CREATE FUNCTION sb_deposit(
+    p_server text, p_channel text, p_author text, p_parts bytea[], p_received double precision
+) RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    v_n bigint;
+    v_number bytea;
+    v_body bytea;
+    v_first bigint;
+BEGIN
+    -- The next number of this (channel, author) sequence, in the deposit's own commit: no
+    -- gap (a failed commit takes its number back) and no repeat (the row is locked to commit).
+    INSERT INTO mail_counters (recipient, sender, n) VALUES (p_channel, p_author, 1)
+        ON CONFLICT (recipient, sender) DO UPDATE SET n = mail_counters.n + 1
+        RETURNING n INTO v_n;
+    v_number := convert_to(v_n::text, 'UTF8');
+    v_body := p_parts[1];
+    FOR i IN 2 .. array_length(p_parts, 1) LOOP
+        v_body := v_body || v_number || p_parts[i];
+    END LOOP;
+    v_first := sb_commit(ARRAY[p_server], ARRAY[NULL::bigint], ARRAY[1], ARRAY[p_received],
+                         ARRAY[v_body]);
+    RETURN ARRAY[v_first, v_n];
 END $$
 """
 
@@ -178,6 +205,7 @@ MIGRATIONS: Final[tuple[tuple[str, ...], ...]] = (
         """,
         "CREATE TABLE agent_lifetimes (key text PRIMARY KEY, value text NOT NULL)",
         _COMMIT_FUNCTION,
+        _DEPOSIT_FUNCTION,
     ),
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)

@@ -44,7 +44,7 @@ from switchboard.store.wire import (
     pack_body,
 )
 
-__all__ = ["AppendJob", "CallJob", "PgWriter", "recent_batches"]
+__all__ = ["AppendJob", "CallJob", "NumberedJob", "PgWriter", "recent_batches"]
 
 log = structlog.get_logger(__name__)
 _failures = RateLimitedLog(log)
@@ -55,6 +55,7 @@ W = TypeVar("W")
 _PROPOSED: Final = 1 << 62
 
 _COMMIT: Final = "SELECT sb_commit(%s, %s, %s, %s, %s)"
+_DEPOSIT: Final = "SELECT sb_deposit(%s, %s, %s, %s, %s)"
 
 
 @dataclass(slots=True, eq=False)
@@ -72,6 +73,21 @@ class AppendJob(Generic[W]):
 
 
 @dataclass(slots=True, eq=False)
+class NumberedJob(Generic[W]):
+    """One message numbered inside its commit (mail): its body is ``parts`` joined by the
+    number; ``result`` is its answer and number once committed."""
+
+    server_id: str
+    channel_id: str
+    author_id: str
+    parts: list[bytes]
+    received_at: float
+    waiter: W
+    result: tuple[AppendResult, int] | None = None
+    error: StoreError | None = None
+
+
+@dataclass(slots=True, eq=False)
 class CallJob(Generic[W]):
     """Work run on the writer thread between groups, owning the duplicate window (rebuilding
     it for a connector taken over); ``work`` gets the connection and the window."""
@@ -82,7 +98,7 @@ class CallJob(Generic[W]):
     error: StoreError | None = None
 
 
-Job: TypeAlias = AppendJob[W] | CallJob[W]
+Job: TypeAlias = AppendJob[W] | NumberedJob[W] | CallJob[W]
 
 
 class _Stop:
@@ -238,7 +254,7 @@ class PgWriter(Generic[W]):
         if isinstance(first, _Stop):
             return [], True
         group: list[Job[W]] = [first]
-        weight = len(first.keys) if isinstance(first, AppendJob) else 1
+        weight = _weight(first)
         while weight < self._max_rows:
             try:
                 item = self._queue.get_nowait()
@@ -247,7 +263,7 @@ class PgWriter(Generic[W]):
             if isinstance(item, _Stop):
                 return group, True
             group.append(item)
-            weight += len(item.keys) if isinstance(item, AppendJob) else 1
+            weight += _weight(item)
         return group, False
 
     def _drain(self) -> list[Job[W]]:
@@ -268,7 +284,11 @@ class PgWriter(Generic[W]):
 
     def _fail(self, jobs: list[Job[W]]) -> None:
         pending = [
-            j for j in jobs if j.error is None and not (isinstance(j, AppendJob) and j.results)
+            j
+            for j in jobs
+            if j.error is None
+            and not (isinstance(j, AppendJob) and j.results is not None)
+            and not (isinstance(j, NumberedJob) and j.result is not None)
         ]
         for job in pending:
             job.error = StoreClosedError("the store writer stopped before this write")
@@ -283,10 +303,13 @@ class PgWriter(Generic[W]):
             if isinstance(job, AppendJob):
                 appends.append(job)
                 continue
-            if appends:  # maintenance runs after the batches queued before it
+            if appends:  # in queue order: after the batches queued before it
                 self._write_appends(appends)
                 appends = []
-            self._call(job)
+            if isinstance(job, NumberedJob):
+                self._deposit(job)
+            else:
+                self._call(job)
         if appends:
             self._write_appends(appends)
 
@@ -304,6 +327,25 @@ class PgWriter(Generic[W]):
             )
             self._doubtful.clear()
         return conn
+
+    def _deposit(self, job: NumberedJob[W]) -> None:
+        try:
+            conn = self._connection()
+            row = conn.execute(
+                _DEPOSIT,
+                (job.server_id, job.channel_id, job.author_id, job.parts, job.received_at),
+                binary=True,
+            ).fetchone()
+        except Exception as exc:
+            if isinstance(exc, psycopg.Error) and _storage_cause(exc) is not None:
+                self._lost([job.server_id])
+            job.error = self._as_error(exc)
+            return
+        assert row is not None
+        seq, n = (int(x) for x in row[0])
+        self._index.learn([(seq, [(job.server_id, job.channel_id, f"{job.author_id}#{n}")])])
+        job.result = (AppendResult(seq, False), n)
+        self._head = max(self._head, seq)
 
     def _call(self, job: CallJob[W]) -> None:
         try:
@@ -466,6 +508,10 @@ class PgWriter(Generic[W]):
             error = StoreError(f"write failed: {exc}")
         error.__cause__ = exc
         return error
+
+
+def _weight(job: Job[Any]) -> int:
+    return len(job.keys) if isinstance(job, AppendJob) else 1
 
 
 def _renumbered(results: Sequence[AppendResult], delta: int) -> Sequence[AppendResult]:
