@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from psycopg.conninfo import conninfo_to_dict
 
 from switchboard.cluster.keeper import LeaseKeeper
-from switchboard.cluster.leases import LeaseTable, ensure_lease_tables
+from switchboard.cluster.leases import LeaseTable
+from switchboard.cluster.pg.schema import connect, migrate
 from switchboard.cluster.placement import Hysteresis, preferred_owner, should_hand_over
 from tests.cluster.support import Changes, RecordingOwnership, figure
 from tests.pg import ADMIN_URL as PG_ADMIN
@@ -26,9 +27,10 @@ QUICK = Hysteresis(min_hold=0.0, preferred_live=0.0)
 
 
 @pytest.fixture
-async def db(pg_url: str) -> str:
-    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
-        await ensure_lease_tables(conn)
+def db(pg_url: str) -> str:
+    """A database with the store's schema (the lease and instance tables among it)."""
+    with connect(pg_url) as conn:
+        migrate(conn)
     return pg_url
 
 

@@ -9,7 +9,7 @@ set, so the default install never loads the PostgreSQL or NATS clients.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
 
@@ -18,13 +18,52 @@ import anyio
 from switchboard.app.board import Switchboard
 from switchboard.app.stores import open_stores
 from switchboard.cluster.node import ClusterNode, NodeParts
+from switchboard.cluster.pg.leaves import PgChannelLeaves
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.view import ClusterStatus
 from switchboard.config import Config
 from switchboard.events import ChannelsRemoved, HostEvent, Listener
+from switchboard.store import Leave
 
 __all__ = ["cluster_started"]
+
+
+class _AnnouncedLeaves:
+    """The shared leaves, telling the other instances of each change this instance makes (they
+    read them again at once; a lost word costs them a second, see the node's version poll)."""
+
+    def __init__(self, leaves: PgChannelLeaves, changed: Callable[[str], None]) -> None:
+        self._leaves = leaves
+        self._changed = changed
+
+    @property
+    def version(self) -> int:
+        return self._leaves.version
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._leaves
+
+    def __len__(self) -> int:
+        return len(self._leaves)
+
+    def rows(self) -> frozenset[Leave]:
+        return self._leaves.rows()
+
+    def leave(self, agent: str, server_id: str, channel_id: str) -> bool:
+        changed = self._leaves.leave(agent, server_id, channel_id)
+        if changed:
+            self._changed("leaves")
+        return changed
+
+    def rejoin(self, agent: str, server_id: str, channel_id: str) -> bool:
+        changed = self._leaves.rejoin(agent, server_id, channel_id)
+        if changed:
+            self._changed("leaves")
+        return changed
+
+    def close(self) -> None:
+        self._leaves.close()
 
 
 @asynccontextmanager
@@ -36,8 +75,8 @@ async def cluster_started(
     if cluster is None or url is None:
         raise ValueError('cluster mode needs [cluster] and [store] backend = "postgres"')
     async with open_stores(config.store, fencing=True) as stores:
-        messages = stores.messages
-        if not isinstance(messages, PgMessageStore):
+        messages, leaves = stores.messages, stores.leaves
+        if not isinstance(messages, PgMessageStore) or not isinstance(leaves, PgChannelLeaves):
             raise TypeError("cluster mode runs on the PostgreSQL store")
         node = ClusterNode(cluster, url, messages, config.connectors, http_url=http_url)
 
@@ -52,7 +91,7 @@ async def cluster_started(
             listener=heard,
             decisions=stores.decisions,
             directory=stores.directory,
-            leaves=stores.leaves,
+            leaves=_AnnouncedLeaves(leaves, node.changed),
             lifetime_records=stores.lifetimes,
             owners_view=node.owners,
             cluster_view=ClusterStatus(node),
@@ -66,6 +105,7 @@ async def cluster_started(
             replica=ChannelReplica(
                 board.registry, lambda sid: board.router.observe(ChannelsRemoved(sid, ()))
             ),
+            reload={"leaves": leaves.refresh},
             jobs={
                 "lifetimes": board.lifetimes.run,
                 **({} if board.retention is None else {"retention": board.retention.run}),

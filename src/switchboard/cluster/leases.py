@@ -18,18 +18,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import tuple_row
 
-__all__ = ["InstanceRow", "LeaseRow", "LeaseTable", "LeaseTableError", "ensure_lease_tables"]
-
-#: The tables this module reads and writes, as the store's first migration makes them (tests
-#: that run without the store use this to make them).
-LEASE_DDL = """
-CREATE TABLE IF NOT EXISTS connector_leases (
-    server_id text PRIMARY KEY, owner text, epoch bigint NOT NULL DEFAULT 0,
-    expires_at timestamptz NOT NULL DEFAULT 'epoch');
-CREATE TABLE IF NOT EXISTS instances (
-    id text PRIMARY KEY, http_url text, started_at timestamptz, heartbeat_at timestamptz,
-    info jsonb NOT NULL DEFAULT '{}');
-"""
+__all__ = ["InstanceRow", "LeaseRow", "LeaseTable", "LeaseTableError"]
 
 
 class LeaseTableError(Exception):
@@ -58,11 +47,6 @@ class InstanceRow:
     silent_for: float
     #: What it reports with each heartbeat (its connectors, its head).
     info: dict[str, Any]
-
-
-async def ensure_lease_tables(conn: psycopg.AsyncConnection[Any]) -> None:
-    """Make the lease and instance tables if they are missing (idempotent)."""
-    await conn.execute(LEASE_DDL)
 
 
 class LeaseTable:
@@ -197,6 +181,11 @@ class LeaseTable:
             {"key": key, "me": self.me, "epoch": epoch},
         )
         return bool(rows)
+
+    async def versions(self) -> dict[str, int]:
+        """The version row of every shared table (each change of one raises its row)."""
+        rows = await self._run("SELECT name, version FROM versions")
+        return {row[0]: int(row[1]) for row in rows}
 
     async def leases(self) -> list[LeaseRow]:
         """Every lease as the database has it now."""

@@ -25,7 +25,7 @@ import structlog
 
 from switchboard.cluster.bus import ClusterBus, HeadFollower, subject_token
 from switchboard.cluster.keeper import LeaseKeeper
-from switchboard.cluster.leases import LeaseTable
+from switchboard.cluster.leases import LeaseTable, LeaseTableError
 from switchboard.cluster.placement import Hysteresis
 from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
@@ -77,6 +77,9 @@ class NodeParts:
     #: The replica of other instances' connectors' channels in the local registry.
     replica: ChannelReplica
     jobs: Mapping[str, Callable[[], Awaitable[None]]] = field(default_factory=dict)
+    #: What to read again when a shared table's version row moves (``leaves``: the channels
+    #: agents left); a table every call reads afresh (the directory) needs nothing.
+    reload: Mapping[str, Callable[[], object]] = field(default_factory=dict)
 
 
 class ClusterOwners(Mapping[str, ConnectorOwner]):
@@ -149,6 +152,8 @@ class ClusterNode:
         self._group: anyio.abc.TaskGroup | None = None
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
         self._refreshing: set[str] = set()
+        self._versions: dict[str, int] = dict.fromkeys(("leaves", "directory", "lifetimes"), -1)
+        self._poll_versions = anyio.Event()
         #: Whose channels each connector's replica holds (the owner it was fetched from).
         self._replicated: dict[str, str | None] = {}
         self._channel_tokens = {subject_token(CHANNELS + sid): sid for sid in self.configs}
@@ -190,6 +195,36 @@ class ClusterNode:
         sid = self._channel_tokens.get(token)
         if sid is not None:
             self._refresh(sid)
+        elif token in self._versions:
+            self._poll_versions.set()
+
+    def changed(self, name: str) -> None:
+        """A shared table (``leaves``) changed here: the others read it again at once."""
+        group = self._group
+        if group is not None:
+            group.start_soon(self.bus.announce_invalidation, name)
+
+    async def _follow_versions(self) -> None:
+        """Every ``poll_interval`` (or when told), read the version rows and reload what
+        moved: an invalidation lost on NATS costs a second, never a stale view."""
+        while True:
+            with anyio.move_on_after(self.head.interval):
+                await self._poll_versions.wait()
+            self._poll_versions = anyio.Event()
+            parts = self._parts
+            if parts is None:
+                continue
+            try:
+                versions = await self.table.versions()
+            except LeaseTableError as exc:
+                log.debug("cluster.versions_poll_failed", error=str(exc))
+                continue
+            for name, version in versions.items():
+                if self._versions.get(name) != version:
+                    self._versions[name] = version
+                    reload = parts.reload.get(name)
+                    if reload is not None:
+                        reload()
 
     def _refresh(self, server_id: str) -> None:
         group, parts = self._group, self._parts
@@ -273,6 +308,7 @@ class ClusterNode:
             await group.start(self.head.run)
             await self.bus.follow_invalidations(self._heard_invalidation)
             await self.bus.follow_hints("lease", self._heard_release)
+            group.start_soon(self._follow_versions)
             try:
                 await group.start(self.keeper.run)
                 task_status.started()
