@@ -1,6 +1,6 @@
 """The fake platform of the cluster's fault tests, as a connector process.
 
-Usage: ``platform_connector.py SERVER_ID DIR RATE``.
+Usage: ``platform_connector.py SERVER_ID DIR RATE [BATCH]``.
 
 The platform's state lives in files, outside any process: ``DIR/<SERVER_ID>.acked`` holds a
 line per message the host acknowledged (``accepted: true``): its number, the wall time and
@@ -9,8 +9,9 @@ the connector's pid;
 connector process (started by whichever instance owns the connector now) resumes after the
 highest acknowledged number, as a platform gateway resumes from its last acknowledged
 position, so what was committed but not acknowledged is sent again (the host must take it as
-a duplicate). It sends one message at a time, RATE a second, on ``<SERVER_ID>:room``; a
-message that is refused is sent again until acknowledged.
+a duplicate). It sends one request at a time, RATE a second (0: as fast as answered), of
+BATCH messages (default 1) on ``<SERVER_ID>:room``; what is refused is sent again until
+acknowledged. bench/bench_cluster.py drives it too.
 
 Hand-rolled JSON-RPC on stdio with no Switchboard import, so that it starts in well under a
 second: a failover's time is then the cluster's, not the connector's.
@@ -43,6 +44,7 @@ def last_acknowledged(path: str) -> int:
 
 async def main() -> None:
     sid, folder, rate = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    batch = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     room = f"{sid}:room"
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 24)
@@ -100,23 +102,27 @@ async def main() -> None:
     log_path = os.path.join(folder, f"{sid}.acked")
     n = last_acknowledged(log_path) + 1
     acked = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    pace = 1.0 / rate
+    pace = 1.0 / rate if rate > 0 else 0.0
     attempt = 0
     while not server.done():
         attempt += 1
-        message = {
-            "channelId": room,
-            "messageId": f"{sid}-{n}",
-            "author": {"id": "u1", "name": "Ann"},
-            "timestamp": "2026-12-05T12:00:00Z",
-            "content": [{"type": "text", "text": f"message {n} of {sid}"}],
-        }
-        reply = await call(f"in-{attempt}", "channels/incoming", {"messages": [message]})
-        results = (reply.get("result") or {}).get("results") or [{}]
-        if results[0].get("accepted") is True:
-            os.write(acked, f"{n} {time.time():.6f} {os.getpid()}\n".encode())
+        messages = [
+            {
+                "channelId": room,
+                "messageId": f"{sid}-{k}",
+                "author": {"id": "u1", "name": "Ann"},
+                "timestamp": "2026-12-05T12:00:00Z",
+                "content": [{"type": "text", "text": f"message {k} of {sid}"}],
+            }
+            for k in range(n, n + batch)
+        ]
+        reply = await call(f"in-{attempt}", "channels/incoming", {"messages": messages})
+        results = (reply.get("result") or {}).get("results") or []
+        if len(results) == batch and all(r.get("accepted") is True for r in results):
+            stamp = f"{time.time():.6f} {os.getpid()}"
+            os.write(acked, "".join(f"{k} {stamp}\n" for k in range(n, n + batch)).encode())
             os.fsync(acked)
-            n += 1
+            n += batch
         else:
             sys.stderr.write(f"refused {n}: {reply.get('error')}\n")
         await asyncio.sleep(pace)
