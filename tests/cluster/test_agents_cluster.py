@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from switchboard.status.http import render_tables
 from tests.cluster.harness import Cluster, audit, eventually, eventually_async, free_port, now
 from tests.cluster.support import figure
 
@@ -150,6 +151,7 @@ async def test_an_agent_on_any_instance_reads_all_publishes_anywhere_and_survive
             },
         )
     assert stale.status_code == 404
+    await _operators_see_the_cluster(cluster, other, mine)
     async with agent(elsewhere) as again:
         first = await read(again)
     redelivered = {m["seq"] for m in first if m["redelivered"]}
@@ -160,6 +162,39 @@ async def test_an_agent_on_any_instance_reads_all_publishes_anywhere_and_survive
         f" s; after its instance died, {len(redelivered)} unacknowledged messages came again "
         "flagged redelivered on the other instance"
     )
+
+
+async def _operators_see_the_cluster(cluster: Cluster, name: str, dead: str) -> None:
+    """What /status, `switchboard status`, /metrics and /readyz of ``name`` say once ``dead``
+    is gone and ``name`` runs every connector."""
+
+    def owns_all(snap: dict[str, Any]) -> bool:
+        rows = {i["id"]: i for i in snap["cluster"]["instances"]}
+        mine = {o["key"] for o in rows[name]["owns"]}
+        return mine >= {"p1", "p2"} and not rows[dead]["live"]
+
+    async def settled() -> dict[str, Any] | None:
+        snap = await cluster.status(name)
+        return snap if snap is not None and owns_all(snap) and snap["ready"] else None
+
+    snap = await eventually_async(settled, 30, f"{name} alone, running both connectors, ready")
+    rows = {i["id"]: i for i in snap["cluster"]["instances"]}
+    assert rows[name]["live"]
+    assert not rows[dead]["live"]
+    assert rows[name]["head_lag"] == 0
+    epochs = {lease["key"]: lease["epoch"] for lease in rows[name]["owns"]}
+    assert all(epoch >= 1 for epoch in epochs.values())
+    table = render_tables(snap)
+    assert f"Cluster (this instance: {name})" in table
+    assert "p1 (" in table
+    async with httpx2.AsyncClient(timeout=10) as http:
+        metrics = (await http.get(cluster.instances[name].url + "/metrics")).text
+        ready = await http.get(cluster.instances[name].url + "/readyz")
+    assert ready.status_code == 200
+    assert "switchboard_cluster_failovers_total" in metrics
+    assert "switchboard_cluster_stale_epoch_rejections_total" in metrics
+    assert "switchboard_cluster_nats_request_seconds_count" in metrics
+    assert f'switchboard_cluster_head_lag{{instance="{name}"}} 0.0' in metrics
 
 
 @contextmanager
