@@ -82,12 +82,12 @@ def suite_backend() -> str:
 
 def suite_store_config(tmp_path: Path, name: str = "store.sqlite") -> StoreConfig:
     """The ``[store]`` of a test's board: the SQLite file ``tmp_path / name``, or (with
-    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped when the test session
-    ends (tests/conftest.py)."""
+    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped when the test ends
+    (tests/conftest.py)."""
     if suite_backend() == "postgres":
-        from tests.pg import database_for_session
+        from tests.pg import database_for_test
 
-        return StoreConfig(backend="postgres", url=database_for_session("sbsuite"))
+        return StoreConfig(backend="postgres", url=database_for_test("sbsuite"))
     return StoreConfig(path=str(tmp_path / name))
 
 
