@@ -36,15 +36,15 @@ def logs() -> Iterator[list[MutableMapping[str, Any]]]:
         structlog.configure(wrapper_class=old_wrapper)
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
 def _drop_suite_databases() -> Iterator[None]:
-    """With ``SWITCHBOARD_TEST_BACKEND=postgres``, drop the databases the boards of the session
-    made (tests/helpers.py)."""
+    """With ``SWITCHBOARD_TEST_BACKEND=postgres``, drop the databases the test's boards made
+    (tests/helpers.py) once it ends: each is a copy of a template, so they must not pile up."""
     yield
     if os.environ.get("SWITCHBOARD_TEST_BACKEND") == "postgres":
-        from tests.pg import drop_session_databases
+        from tests.pg import drop_test_databases
 
-        drop_session_databases()
+        drop_test_databases()
 
 
 configure("WARNING")

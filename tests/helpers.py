@@ -19,6 +19,8 @@ import anyio
 from switchboard.app.board import Switchboard
 from switchboard.config import Config, ConnectorConfig, StoreConfig
 from switchboard.events import HostEvent
+from switchboard.store import DecisionLogProtocol, MessageStoreProtocol
+from switchboard.store.sqlite import DecisionLog, MessageStore
 
 E = TypeVar("E", bound=HostEvent)
 
@@ -80,12 +82,12 @@ def suite_backend() -> str:
 
 def suite_store_config(tmp_path: Path, name: str = "store.sqlite") -> StoreConfig:
     """The ``[store]`` of a test's board: the SQLite file ``tmp_path / name``, or (with
-    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped when the test session
-    ends (tests/conftest.py)."""
+    ``SWITCHBOARD_TEST_BACKEND=postgres``) a fresh database, dropped when the test ends
+    (tests/conftest.py)."""
     if suite_backend() == "postgres":
-        from tests.pg import database_for_session
+        from tests.pg import database_for_test
 
-        return StoreConfig(backend="postgres", url=database_for_session("sbsuite"))
+        return StoreConfig(backend="postgres", url=database_for_test("sbsuite"))
     return StoreConfig(path=str(tmp_path / name))
 
 
@@ -108,6 +110,45 @@ async def running_board(
 
 #: The store of each test folder a board was started over (a restart opens it again).
 _PLACES: dict[Path, StoreConfig] = {}
+
+
+def store_at(path: Path) -> StoreConfig:
+    """The suite's store named by the file ``path``: that SQLite file, or (on PostgreSQL) one
+    database per path, the same one again when a test reopens the path (a restart)."""
+    if suite_backend() != "postgres":
+        return StoreConfig(path=str(path))
+    found = _PLACES.get(path)
+    if found is None:
+        found = _PLACES[path] = suite_store_config(path.parent)
+    return found
+
+
+async def open_message_store(config: StoreConfig) -> MessageStoreProtocol:
+    """The message store of ``config`` alone (its caller closes it)."""
+    if config.backend == "postgres":
+        from switchboard.cluster.pg.message_store import PgMessageStore
+
+        assert config.url is not None
+        return await PgMessageStore.open(config.url)
+    return await MessageStore.open(config.path)
+
+
+async def open_decision_log(config: StoreConfig) -> DecisionLogProtocol:
+    """The decision log of ``config`` alone (its caller closes it)."""
+    if config.backend == "postgres":
+        from switchboard.cluster.pg.decisions import PgDecisionLog
+        from switchboard.cluster.pg.schema import connect, migrate
+
+        url = config.url
+        assert url is not None
+
+        def migrated() -> None:
+            with connect(url) as conn:
+                migrate(conn)
+
+        await anyio.to_thread.run_sync(migrated)
+        return await PgDecisionLog.open(url)
+    return await DecisionLog.open(config.path)
 
 
 @asynccontextmanager

@@ -28,9 +28,9 @@ from psycopg import sql
 __all__ = [
     "ADMIN_URL",
     "PrivateServer",
-    "database_for_session",
+    "database_for_test",
     "database_url",
-    "drop_session_databases",
+    "drop_test_databases",
     "fresh_database",
     "private_server",
 ]
@@ -61,12 +61,13 @@ def fresh_database(prefix: str = "sbtest", admin_url: str = ADMIN_URL) -> Iterat
             )
 
 
-#: Databases made by :func:`database_for_session`, dropped by :func:`drop_session_databases`.
+#: Databases made by :func:`database_for_test`, dropped by :func:`drop_test_databases`
+#: (tests/conftest.py calls it after every test).
 _SESSION_DATABASES: list[str] = []
 
 
-def database_for_session(prefix: str = "sbtest", admin_url: str = ADMIN_URL) -> str:
-    """Create an empty database with a unique name, dropped when the test session ends."""
+def database_for_test(prefix: str = "sbtest", admin_url: str = ADMIN_URL) -> str:
+    """Create an empty database with a unique name, dropped when the test ends."""
     name = f"{prefix}_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -74,8 +75,8 @@ def database_for_session(prefix: str = "sbtest", admin_url: str = ADMIN_URL) -> 
     return database_url(name, admin_url)
 
 
-def drop_session_databases(admin_url: str = ADMIN_URL) -> None:
-    """Drop every database :func:`database_for_session` made."""
+def drop_test_databases(admin_url: str = ADMIN_URL) -> None:
+    """Drop every database :func:`database_for_test` made."""
     if not _SESSION_DATABASES:
         return
     with psycopg.connect(admin_url, autocommit=True) as conn:

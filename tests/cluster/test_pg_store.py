@@ -273,3 +273,11 @@ async def test_decisions_appended_by_two_instances_form_one_log_in_commit_order(
         loaded = await two.decisions.load()
         assert sorted(e["n"] for e in loaded.tail) == list(range(20))
         assert two.decisions.latest_seq == 20
+
+
+async def test_a_decision_whose_caller_was_cancelled_is_still_committed(url: str) -> None:
+    async with instances(url, 1) as (one,):
+        with anyio.move_on_after(0):
+            await one.decisions.append([{"kind": "x", "n": 1}])
+        loaded = await one.decisions.load()  # queued behind the append
+        assert [e["n"] for e in loaded.tail] == [1]

@@ -162,7 +162,14 @@ class DedupeIndex:
     def learn(self, batches: Iterable[tuple[int, Sequence[Key]]]) -> None:
         """Remember stored batches given as ``(first_seq, keys)`` (another process stored them:
         a connector's former owner), keeping the newer copy of a key known twice; then evict
-        what falls out of the window. Call it with nothing pending."""
+        what falls out of the window.
+
+        Raises:
+            RuntimeError: keys are pending (their transaction is not over): committing them
+                with what was learned could keep keys that were never stored.
+        """
+        if self._pending:
+            raise RuntimeError("learn() with claimed keys pending; commit or roll them back")
         seqs, remember = self._seqs, self._order.append
         for first_seq, keys in batches:
             for seq, key in enumerate(keys, first_seq):

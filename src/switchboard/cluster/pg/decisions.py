@@ -128,7 +128,8 @@ class PgDecisionLog:
 
         task = asyncio.ensure_future(in_turn())
         self._tail = task
-        return task
+        # A caller cancelled while it waits does not cancel the write (it may still commit).
+        return asyncio.shield(task)
 
     async def _transaction_conn(self) -> psycopg.AsyncConnection[Any]:
         if self._conn.closed or self._conn.broken:

@@ -407,6 +407,9 @@ class PgWriter(Generic[W]):
 
     def _commit(self, jobs: list[AppendJob[W]]) -> None:
         index = self._index
+        # Connected before any key is claimed: reconnecting may teach the window what a lost
+        # commit stored, which must not commit this group's claims with it.
+        conn = self._connection()
         prepared = self._prepare(jobs)
         if not prepared.bodies:  # every message a duplicate: nothing to write
             index.commit()
@@ -414,7 +417,6 @@ class PgWriter(Generic[W]):
                 job.results = results
             return
         try:
-            conn = self._connection()
             started = time.perf_counter()
             row = conn.execute(
                 _COMMIT,
