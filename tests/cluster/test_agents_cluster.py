@@ -256,6 +256,10 @@ async def _nats_outage(
         return snap is not None and snap["channels_total"] == 2
 
     await eventually_async(replicated, 30, "p1's channels replicated")
+    snap = await cluster.status(mine)
+    assert snap is not None
+    states = {c["id"]: c["state"] for c in snap["connectors"]}
+    assert states["p1"] == "elsewhere", states
     arrivals: dict[str, float] = {}
     outcomes: list[tuple[float, str]] = []
     facts: dict[str, Any] = {}

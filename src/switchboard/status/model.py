@@ -82,6 +82,9 @@ class ConnectorState(StrEnum):
     FAILED = "failed"
 
 
+#: A connector another instance of the cluster runs, as ``/status`` shows its state.
+ELSEWHERE: Final = "elsewhere"
+
 #: The states in which a connector's process (its pid) is alive.
 _LIVE: Final = frozenset({ConnectorState.STARTING, ConnectorState.CONNECTED})
 
@@ -519,6 +522,18 @@ class HostStatus:
             "disabled_feature_sets": [d.to_json() for d in session.disabled_feature_sets],
         }
 
+    def _state_shown(self, sid: str, state: ConnectorState) -> str:
+        """The connector's state here; ``elsewhere`` when another instance of the cluster runs
+        it (the ``cluster`` part says which, with its lease)."""
+        cluster = self._cluster
+        if (
+            cluster is not None
+            and not cluster.runs_here(sid)
+            and state is not ConnectorState.CONNECTED
+        ):
+            return ELSEWHERE
+        return state.value
+
     def snapshot(self, *, channel_limit: int = 500) -> dict[str, Any]:
         """The whole model as JSON-ready values (the ``/status`` body)."""
         now = self._clock()
@@ -549,7 +564,7 @@ class HostStatus:
             connectors.append(
                 {
                     "id": sid,
-                    "state": status.state.value,
+                    "state": self._state_shown(sid, status.state),
                     "since": status.since,
                     "transport": status.transport,
                     "pid": status.pid if status.state in _LIVE else None,
