@@ -6,6 +6,7 @@ them. :mod:`.pg` is the PostgreSQL backend of every durable thing (see docs/clus
 The top-level modules are the cluster itself: ``placement`` (rendezvous hashing with
 hysteresis, pure), ``leases`` (lease and heartbeat SQL on PostgreSQL's clock), ``keeper``
 (renewals, self-fencing, handoff), ``bus`` (head and invalidation hints over NATS, backed by
-polling), ``rpc`` (requests to a connector's owner on another instance), ``node`` (one
-instance wired to a host) and ``view`` (what operators see of the cluster).
+polling), ``rpc`` (requests to a connector's owner on another instance), ``replica`` (the
+channels of connectors owned elsewhere), ``node`` (one instance wired to a host), ``view``
+(what operators see of the cluster) and ``probe`` (whether the NATS server answers).
 """

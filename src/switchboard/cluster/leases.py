@@ -117,15 +117,6 @@ class LeaseTable:
         """Say this instance is gone (others stop counting it at once)."""
         await self._run("DELETE FROM instances WHERE id = %(me)s", {"me": self.me})
 
-    async def live(self) -> dict[str, float]:
-        """Each live instance (heartbeat within ``ttl``) and how long since it started."""
-        rows = await self._run(
-            "SELECT id, extract(epoch FROM now() - started_at)::float8 FROM instances"
-            " WHERE heartbeat_at > now() - make_interval(secs => %(ttl)s)",
-            {"ttl": self.ttl},
-        )
-        return {row[0]: float(row[1]) for row in rows}
-
     async def instances(self) -> list[InstanceRow]:
         """Every known instance, live or not, by the database's clock."""
         rows = await self._run(
