@@ -308,6 +308,8 @@ class Switchboard:
         self.events.subscribe(self.status.observe)
         if listener is not None:
             self.events.subscribe(listener)
+        #: Set by :meth:`begin_stopping` (cluster mode hands its leases over from then on).
+        self.stopping = anyio.Event()
         #: Storage outages of the message store, told as StorageFailed / StorageRecovered.
         self.storage_watch = StorageWatch(events)
         store.watch_storage(self.storage_watch)
@@ -328,6 +330,7 @@ class Switchboard:
         """Stop taking work (idempotent): no connector is restarted, every inbox read waiting
         for messages answers now and none waits from now on, and each connector's requests are
         refused ``shutting-down`` from now on (the ones already taken are still answered)."""
+        self.stopping.set()
         self.supervisor.stop()
         self.inboxes.end_waits()
         for session in list(self.sessions.values()):

@@ -111,9 +111,18 @@ async def cluster_started(
                 **({} if board.retention is None else {"retention": board.retention.run}),
             },
         )
+
+        async def hand_over_when_stopping() -> None:
+            # At once, not after the listeners drained: the connectors refuse new batches
+            # from now on, so the sooner their next owners start them, the shorter the gap.
+            await board.stopping.wait()
+            with anyio.CancelScope(shield=True):
+                await node.keeper.hand_over_all()
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(partial(board.run, connectors=False, singletons=False))
             await tg.start(node.run, parts)
+            tg.start_soon(hand_over_when_stopping)
             try:
                 yield board
             finally:
