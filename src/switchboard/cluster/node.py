@@ -154,8 +154,11 @@ class ClusterNode:
         self._refreshing: set[str] = set()
         self._versions: dict[str, int] = dict.fromkeys(("leaves", "directory", "lifetimes"), -1)
         self._poll_versions = anyio.Event()
-        #: Whose channels each connector's replica holds (the owner it was fetched from).
-        self._replicated: dict[str, str | None] = {}
+        #: Whose channels each connector's replica holds: the owner fetched from, and its
+        #: ``channels_version`` then.
+        self._replicated: dict[str, tuple[str | None, int]] = {}
+        #: Each connector's registration changes counted here (its owner's word to the others).
+        self._channel_versions: dict[str, int] = {}
         self._channel_tokens = {subject_token(CHANNELS + sid): sid for sid in self.configs}
         self.started_at = time.time()
 
@@ -179,6 +182,7 @@ class ClusterNode:
         owner = self._local_owner(server_id)
         return {
             "channels": [] if self._parts is None else self._parts.replica.local(server_id),
+            "channels_version": self._channel_versions.get(server_id, 0),
             "owner": None if owner is None else describe(owner),
             "beat": time.time_ns(),
         }
@@ -188,6 +192,8 @@ class ClusterNode:
         so the other instances fetch them again."""
         if isinstance(event, ChannelsRegistered | ChannelsChanged | ChannelsRemoved):
             sid = event.server_id
+            # Also with each heartbeat: an instance that missed the word fetches them then.
+            self._channel_versions[sid] = self._channel_versions.get(sid, 0) + 1
             if self.owns(sid) and self._group is not None:
                 self._group.start_soon(self.bus.announce_invalidation, CHANNELS + sid)
 
@@ -236,8 +242,10 @@ class ClusterNode:
             remote = self.remote[server_id]
             fetched_from = remote.owner_instance
             try:
-                if not self.owns(server_id) and await parts.replica.refresh(remote):
-                    self._replicated[server_id] = fetched_from
+                if not self.owns(server_id):
+                    version = await parts.replica.refresh(remote)
+                    if version is not None:
+                        self._replicated[server_id] = (fetched_from, version)
             finally:
                 self._refreshing.discard(server_id)
 
@@ -249,7 +257,11 @@ class ClusterNode:
             for sid in self.configs:
                 owner = self._local_owner(sid)
                 if owner is not None:
-                    connectors[sid] = {**describe(owner), "epoch": self.keeper.epoch(sid)}
+                    connectors[sid] = {
+                        **describe(owner),
+                        "epoch": self.keeper.epoch(sid),
+                        "channels_version": self._channel_versions.get(sid, 0),
+                    }
         return {
             "connectors": connectors,
             # When this word was true (an instance restarted under its name keeps counting up).
@@ -276,6 +288,7 @@ class ClusterNode:
             if remote is None:
                 continue
             before = remote.owner_instance
+            described: dict[str, Any] | None = None
             if row.owner is None or row.owner == self.me or row.expires_in <= 0:
                 remote.update(None, None)
             else:
@@ -284,10 +297,19 @@ class ClusterNode:
                 remote.update(row.owner, described, int(info.get("beat", 0)))
             if row.owner == self.me:
                 self._replicated.pop(row.key, None)
-            elif remote.owner_instance != before or (
-                self._replicated.get(row.key, "") != remote.owner_instance
+                continue
+            held = self._replicated.get(row.key)
+            wanted = (
+                remote.owner_instance,
+                int((described or {}).get("channels_version", 0)) if row.owner else 0,
+            )
+            if (
+                remote.owner_instance != before
+                or held is None
+                or held[0] != wanted[0]
+                or (held[1] < wanted[1])
             ):
-                # A new owner, or the last fetch failed (its owner was still starting it).
+                # A new owner, a failed fetch, or registrations changed since (a lost word).
                 self._refresh(row.key)
 
     # -- running

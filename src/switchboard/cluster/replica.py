@@ -67,13 +67,13 @@ class ChannelReplica:
             self.registry.remove_server(server_id)
             self._changed(server_id)
 
-    async def refresh(self, remote: RemoteOwner) -> bool:
+    async def refresh(self, remote: RemoteOwner) -> int | None:
         """Fetch ``remote``'s channels from its owner and hold them instead of the old ones;
-        whether the replica is now its owner's (False: try again later)."""
+        the owner's ``channels_version`` they are (None: not fetched, try again later)."""
         sid = remote.server_id
         if remote.owner_instance is None:
             self.drop(sid)
-            return True
+            return 0
         instance = remote.owner_instance
         try:
             raw = await remote.ask("channels", {}, remote.config.request_timeout)
@@ -82,7 +82,7 @@ class ChannelReplica:
             # Kept as they were; the node tries again at its next tick.
             self.fetch_failures += 1
             log.debug("cluster.channels_fetch_failed", server_id=sid, error=str(exc))
-            return False
+            return None
         self.fetches += 1
         if remote.owner_instance == instance:
             # How it stands now: fresher than the owner's last heartbeat.
@@ -90,4 +90,4 @@ class ChannelReplica:
         self.registry.remove_server(sid)
         self.registry.register(sid, descriptors)
         self._changed(sid)
-        return True
+        return int(raw.get("channels_version", 0))
