@@ -140,8 +140,9 @@ class Batches(Protocol):
 class Cursors(Protocol):
     """Each agent's acknowledged position and delivered mark, durable once set.
 
-    A position must lie within ``0..latest_seq`` (``ValueError`` otherwise); the delivery
-    rules (``agents.inbox.delivery``) only ever move them forward.
+    A position must lie within ``0..latest_seq`` (``ValueError`` otherwise), and only ever
+    moves forward: setting one below the kept position changes nothing, so two sessions of one
+    agent racing (on two instances of a shared store) never move it back.
     """
 
     async def get_cursor(self, agent: str) -> int:
