@@ -14,7 +14,9 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import anyio
 import pytest
+from mcp import Client, StdioServerParameters
 
 from switchboard.config import load_config
 from switchboard.events import ChannelsRegistered, ConnectorReady
@@ -51,28 +53,38 @@ def test_each_example_loads_as_switchboard_run_would_load_it(path: Path) -> None
         assert host in ("127.0.0.1", "::1", "localhost"), f"{path.name} dials {host}"
 
 
-def test_the_demo_example_spawns_the_bundled_demo_connector() -> None:
+def test_the_demo_example_spawns_the_demo_connector_by_its_installed_command() -> None:
     (connector,) = load_config(EXAMPLES / "demo.toml").connectors
     assert connector.command is not None
-    assert connector.command[1:3] == ["-m", "switchboard.connectors.demo"]
+    assert connector.command[0] == "switchboard-demo-connector"
 
 
-async def test_the_demo_example_as_written_connects_and_registers_its_rooms(
+async def test_the_demo_example_works_where_python3_on_path_lacks_switchboard(
     tmp_path: Path,
 ) -> None:
-    """Only the interpreter is swapped for this one; grant, args and id are the file's."""
-    (connector,) = load_config(EXAMPLES / "demo.toml").connectors
-    assert connector.command is not None
-    spawned = connector.model_copy(update={"command": [sys.executable, *connector.command[1:]]})
-    recorder = Recorder()
-    async with running_board(tmp_path, spawned, recorder=recorder):
-        ready = await recorder.wait_kind(ConnectorReady)
-        registered = await recorder.wait_kind(ChannelsRegistered)
-    assert ready.server_id == "demo"
-    assert "channels.register" in ready.grant
-    assert not ready.legacy_policy
-    assert registered.server_id == "demo"
-    assert len(registered.channel_ids) == 3
+    """As Claude Desktop starts it: the virtual environment is not on PATH, and the python3
+    that is (/usr/bin's) cannot import switchboard. ``switchboard check`` passes and a real
+    MCP client sees the demo's rooms through ``switchboard run``."""
+    config = tmp_path / "demo.toml"
+    config.write_text((EXAMPLES / "demo.toml").read_text(encoding="utf-8"), encoding="utf-8")
+    switchboard = str(Path(sys.executable).with_name("switchboard"))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    with anyio.fail_after(120):
+        checked = await anyio.run_process(
+            [switchboard, "check", "--config", str(config)], env=env, check=False
+        )
+    assert checked.returncode == 0, checked.stderr.decode()
+    params = StdioServerParameters(
+        command=switchboard, args=["run", "--config", str(config)], env=env
+    )
+    with anyio.fail_after(60):
+        async with Client(params, mode="legacy") as client:
+            read = await client.call_tool("inbox", {"wait_seconds": 30})
+            assert not read.is_error, read.content
+            listed = await client.call_tool("channel_list", {})
+    assert listed.structured_content is not None
+    names = {c["name"] for c in listed.structured_content["channels"]}
+    assert len(names) == 3, listed.structured_content
 
 
 def test_the_compatibility_doc_names_every_example_and_only_existing_ones() -> None:

@@ -136,7 +136,8 @@ def _check(path: str) -> int:
             problems.extend(exc.problems)
     if problems:
         listed = "\n".join(f"  - {line}" for line in problems)
-        print(f"switchboard: config file {path} has {len(problems)} problem(s):", file=sys.stderr)
+        counted = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+        print(f"switchboard: config file {path} has {counted}:", file=sys.stderr)
         print(listed, file=sys.stderr)
         return 2
     print(f"config file {path} is fine:")

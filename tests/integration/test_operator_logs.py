@@ -302,3 +302,35 @@ async def test_a_flood_of_100000_channel_changes_leaves_under_1_mb_of_log_with_e
     (row,) = [c for c in status["connectors"] if c["id"] == "h"]
     assert row["log_events"] > 100_000
     assert row["log_lines"] < 30
+
+
+async def test_a_connector_that_dies_before_its_handshake_is_warned_with_its_own_words(
+    tmp_path: Path,
+) -> None:
+    """A Python connector whose module its interpreter cannot import exits at once. The
+    warning says the process exited and with what status, carries the last lines of its
+    stderr (``No module named ...``), says what to do, and the next try waits longer."""
+    config = _config(
+        tmp_path,
+        _connector(
+            "broken",
+            [sys.executable, "-m", "no_such_connector_module"],
+            "restart = true\nbackoff_initial = 0.05\nbackoff_max = 10\n",
+        ),
+        http=False,
+    )
+    with anyio.fail_after(120):
+        async with await _spawn(config, "--log-json") as process:
+            stderr = _Stderr(process)
+            await stderr.until(
+                lambda es: len(_events(es, "connector_failed", server_id="broken")) >= 3
+            )
+            await _stop(process, stderr)
+    failed = _events(stderr.entries(), "connector_failed", server_id="broken")
+    for entry in failed:
+        assert entry["level"] == "warning"
+        assert entry["error"] == "the connector's process exited with status 1"
+        assert "No module named no_such_connector_module" in entry["stderr"]
+        assert "switchboard check" in entry["next"]
+    delays = [e["delay"] for e in _events(stderr.entries(), "connector_restart_scheduled")]
+    assert delays[2] > delays[0]  # 50-100 % jitter of 0.05 then 0.2: it backs off

@@ -68,6 +68,28 @@ def _failure_text(exc: BaseException) -> str:
     return str(exc) or repr(exc)
 
 
+def _died(link: object) -> dict[str, str]:
+    """What a stdio connector that ended said about it: its exit status and the last lines of
+    its stderr (a Python connector's ``No module named ...``); empty for a child still running
+    or a dialed link. The warning carries them because the INFO ``connector_stderr`` lines are
+    easy to miss, and the link error alone ("closed before the response to 'initialize'")
+    names the symptom, not the cause."""
+    code, signame = exit_status(link)
+    if code is None and signame is None:
+        return {}
+    how = f"with status {code}" if signame is None else f"by {signame}"
+    said: dict[str, str] = {"error": f"the connector's process exited {how}"}
+    tail = getattr(link, "stderr_tail", "")
+    if isinstance(tail, str) and tail:
+        said["stderr"] = tail
+    if code != 0 or signame is not None:
+        said["next"] = (
+            "run the connector's command by hand to see the whole error; "
+            "`switchboard check --config FILE` checks that it can start"
+        )
+    return said
+
+
 def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Random) -> float:
     """The delay before attempt ``failures + 1``: exponential, capped, with 50-100 % jitter."""
     base: float = min(maximum, initial * float(2 ** min(failures, 30)))
@@ -196,9 +218,10 @@ class Supervisor:
                         )
                     )
                     await session.run(link)
-                ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", {})
+                ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", _died(link))
             except Exception as exc:  # a failed spawn/dial or a broken handshake
-                ended = ("connector_failed", {"error": _failure_text(exc)})
+                # The child's own exit says more than the link's "closed before the answer".
+                ended = ("connector_failed", {"error": _failure_text(exc), **_died(opened)})
                 if permanent_failure(exc):
                     ended = None
                     if not self.stopping:
