@@ -223,15 +223,21 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="switchboard-demo-") as tmp:
             store = args.store or str(Path(tmp) / "demo.sqlite")
             config = demo_config(store, interval=args.interval)
-            code: int = anyio.run(
-                lambda: run_demo(
-                    config,
-                    agent_mode=args.agent,
-                    duration=args.duration,
-                    out=sys.stdout,
-                    store_kept=args.store is not None,
+            try:
+                code: int = anyio.run(
+                    lambda: run_demo(
+                        config,
+                        agent_mode=args.agent,
+                        duration=args.duration,
+                        out=sys.stdout,
+                        store_kept=args.store is not None,
+                    )
                 )
-            )
+            except KeyboardInterrupt:
+                # Only before the demo's own handler is in place (it makes Ctrl-C an orderly
+                # stop); nothing had started.
+                print("demo stopped by Ctrl-C before it began", file=sys.stderr)
+                return 0
             return code
     _parser().print_help(sys.stderr)
     return 2
