@@ -36,6 +36,8 @@ def write_config(
     token: str | None = None,
     status_port: int | None = 0,
     agent_http_port: int | None = None,
+    agent_token: str | None = None,
+    status_extra: tuple[str, ...] = (),
     backoff: float = 0.2,
 ) -> Path:
     """A config for the steered connector; ``status_port`` None: no own status listener."""
@@ -52,7 +54,10 @@ def write_config(
         lines.append('transport = "none"')
     else:
         lines += ['transport = "http"', f"port = {agent_http_port}"]
+        if agent_token is not None:
+            lines.append(f'token = "{agent_token}"')
     lines.append("[status]")
+    lines += status_extra
     if status_port is not None:
         lines.append(f"port = {status_port}")
     if token is not None:
