@@ -153,7 +153,8 @@ def _status(path: str, *, as_json: bool) -> int:
     from switchboard.status.http import StatusUnavailable, fetch_status, render_tables
 
     try:
-        snap = fetch_status(load_config(path))
+        # Reading status needs no agent token: the agents' token variables may be unset here.
+        snap = fetch_status(load_config(path, unset_secrets=True))
     except ConfigError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 2
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "agents":
         try:
-            config = load_config(args.config)
+            config = load_config(args.config, unset_secrets=True)  # it only reads the store
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2

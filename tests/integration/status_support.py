@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,10 +124,15 @@ def connector_of(snap: Snapshot, cid: str = "steered") -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_host(
-    config: Path, *, token: str | None = None, url_event: str = "status_endpoint"
+    config: Path,
+    *,
+    token: str | None = None,
+    url_event: str = "status_endpoint",
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Host]:
-    """Run ``switchboard run --config config`` until the block ends (then SIGTERM it)."""
-    env = {**os.environ, "STATUS_TOKEN": token or ""}
+    """Run ``switchboard run --config config`` (with ``env`` added to this process's
+    environment) until the block ends (then SIGTERM it)."""
+    env = {**os.environ, "STATUS_TOKEN": token or "", **(env or {})}
     command = [sys.executable, "-m", "switchboard", "run", "--config", str(config)]
     async with await anyio.open_process(command, env=env) as process:
         assert process.stderr is not None

@@ -254,3 +254,42 @@ async def test_open_beside_agents_leaves_status_open_on_the_loopback_agents_list
     async with running_host(config) as host:
         snap = await host.wait_for(_connected)
         assert connector_of(snap)["state"] == "connected"
+
+
+async def test_status_and_agents_list_run_in_a_shell_without_the_agent_token_variables(
+    tmp_path: Path,
+) -> None:
+    """The host runs with the agent's token and a connector secret from the environment; an
+    operator's new shell has neither, and reading status or the directory needs neither."""
+    port = _free_port()
+    config = write_config(
+        tmp_path, status_port=port, agent_http_port=0, agent_token="${NEWCOMER_AGENT_TOKEN}"
+    )
+    text = config.read_text().replace("env = { ", 'env = { CHAT_SECRET = "${NEWCOMER_SECRET}", ')
+    config.write_text(text)
+    secrets_env = {"NEWCOMER_AGENT_TOKEN": AGENT_TOKEN, "NEWCOMER_SECRET": "s3cret-value"}
+    bare = {k: v for k, v in os.environ.items() if k not in secrets_env}
+    async with running_host(config, env=secrets_env) as host:
+        await host.wait_for(_connected)
+        status = await anyio.run_process(
+            [sys.executable, "-m", "switchboard", "status", "--config", str(config)],
+            env=bare,
+            check=False,
+        )
+        assert status.returncode == 0, status.stderr.decode()
+        assert status.stdout.decode().startswith("Switchboard: ready")
+        listed = await anyio.run_process(
+            [sys.executable, "-m", "switchboard", "agents", "list", "--config", str(config)],
+            env=bare,
+            check=False,
+        )
+        assert listed.returncode == 0, listed.stderr.decode()
+        assert "@agent" in listed.stdout.decode()
+    # `run` still refuses the same config in that shell, naming the variable.
+    refused = await anyio.run_process(
+        [sys.executable, "-m", "switchboard", "check", "--config", str(config)],
+        env=bare,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert b"NEWCOMER_AGENT_TOKEN is not set" in refused.stderr
