@@ -87,8 +87,8 @@ async def test_status_shows_the_connector_a_message_that_arrived_and_a_refusal(
         assert isinstance(row["pid"], int)
 
         assert {(c["id"], c["desired"], c["confirmed"]) for c in snap["channels"]} == {
-            ("lobby", "closed", "open"),  # traffic proved it open at the connector
-            ("news", "closed", "closed"),
+            ("lobby", "default", "open"),  # nobody decided; traffic proved it open
+            ("news", "default", "closed"),
         }
         [said] = snap["recent_traffic"]
         assert said["direction"] == "in"

@@ -88,7 +88,7 @@ async def _steps(page: Page, host: Host, folder: Path) -> None:
     await expect(page.locator("#live")).to_have_text("live")
     await expect(
         page.locator('#channels tr[data-channel="steered:lobby"] td.desired')
-    ).to_have_text("closed")
+    ).to_have_text("default")
     await _shot(page, folder, "1-connected")
 
     # A message arrives (markup from a stranger is shown as text), and a refusal is listed.
@@ -102,9 +102,13 @@ async def _steps(page: Page, host: Host, folder: Path) -> None:
     await expect(row.locator("td.messages-in")).to_have_text("1")
     await expect(page.locator("#refusals tbody tr")).to_have_count(1, timeout=30_000)
     await expect(page.locator("#refusals tbody tr td").nth(4)).to_contain_text("unknown channel")
-    await expect(
-        page.locator('#channels tr[data-channel="steered:lobby"] td.confirmed')
-    ).to_have_text("open")
+    lobby = page.locator('#channels tr[data-channel="steered:lobby"]')
+    await expect(lobby.locator("td.confirmed")).to_have_text("open")
+    # Nobody decided about the lobby: "default" beside "open" is not a problem, not marked,
+    # and the legend under the table says what the two columns mean.
+    await expect(lobby.locator("td.desired")).to_have_text("default")
+    assert await lobby.get_attribute("class") in (None, "")
+    await expect(page.locator("#channels-legend")).to_contain_text("nobody decided")
     await _shot(page, folder, "2-message")
 
     # The connector is killed: the page shows it restarting, then connected again.

@@ -210,7 +210,7 @@ class AgentService:
             servers[sid] = owner.state.value
             if owner.disabled_feature_sets:
                 disabled[sid] = owner.disabled_feature_sets
-        rows = channel_rows(side.registry, self._desk.own, side.lifecycle.desired_state)
+        rows = channel_rows(side.registry, self._desk.own, side.lifecycle.desired_shown)
         return ChannelListing(rows, servers, disabled)
 
     async def publish(

@@ -134,9 +134,13 @@ class ChannelInfo(BaseModel):
     label: str
     type: str
     direction: Literal["inbound", "outbound", "bidirectional"] | str
-    open: bool = Field(description="Whether the connector confirmed the channel open.")
+    open: bool = Field(
+        description="Whether the channel is open at the connector (confirmed by an answered "
+        "open or by traffic)."
+    )
     desired: str = Field(
-        description="The recorded desired state: open, closed, tuned-out, or unknown."
+        description="What was decided for the channel: open, closed or tuned-out; default when "
+        "nobody decided (nothing is asked of the connector, and `open` stands). Not a problem."
     )
 
     @classmethod

@@ -54,8 +54,10 @@ function render(s) {
       : "(" + s.channels_total + ")";
   fill("channels", s.channels, (tr, ch) => {
     tr.dataset.channel = ch.connector + ":" + ch.id;
-    const open = ch.desired === "open" ? "open" : ch.desired === "unknown" ? null : "closed";
-    if (open !== null && open !== ch.confirmed) tr.className = "mismatch";
+    // Only a decision the channel does not follow yet is marked; "default" (nobody decided)
+    // is never a problem.
+    const wanted = { open: "open", "tuned-out": "open", closed: "closed" }[ch.desired];
+    if (wanted !== undefined && wanted !== ch.confirmed) tr.className = "mismatch";
     cell(tr, ch.connector);
     cell(tr, ch.id);
     cell(tr, ch.label);
