@@ -41,7 +41,7 @@ class ConfigError(Exception):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 _DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])", re.IGNORECASE)

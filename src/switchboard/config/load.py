@@ -253,6 +253,54 @@ def _toml_array(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
+# What each TOML type is called, for a value of the wrong type.
+_TOML_TYPES: dict[type, str] = {
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number with a fraction",
+    list: "a list",
+    dict: "a table",
+}
+_NUMBER = {"int_type": r"-?\d+", "float_type": r"-?\d+(\.\d+)?"}
+_WANTED = {
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string in quotes",
+}
+
+
+def _type_problem(kind: str, loc: tuple[int | str, ...], given: object) -> str | None:
+    """A value of the wrong TOML type, said plainly with the line that fixes it. Nothing is
+    converted for the user: ``port = "8766"`` and ``restart = "yes"`` are mistakes (a quoted
+    number may be a typo of another key's value), and every one is listed at once."""
+    wanted = _WANTED.get(kind)
+    if wanted is None or not loc:
+        return None
+    key = str(loc[-1])
+    got = _TOML_TYPES.get(type(given), "another kind of value")
+    secret = _secret_place(loc)
+    said = f"`{key}` must be {wanted}, not {got}"
+    if not secret and isinstance(given, str | int | float) and not isinstance(given, bool):
+        said += f" ({given!r})"
+    fix: str | None = None
+    if isinstance(given, str) and not secret:
+        text = given.strip()
+        if kind == "bool_type" and text.lower() in ("true", "yes", "on", "1"):
+            fix = f"{key} = true"
+        elif kind == "bool_type" and text.lower() in ("false", "no", "off", "0"):
+            fix = f"{key} = false"
+        elif kind in _NUMBER and re.fullmatch(_NUMBER[kind], text):
+            fix = f"{key} = {text}"
+    elif kind == "string_type" and not secret and isinstance(given, int | float | bool):
+        fix = f"{key} = {json.dumps(str(given).lower() if isinstance(given, bool) else str(given))}"
+    if fix is not None:
+        said += f"; write {fix} (Switchboard does not convert it for you)"
+    return said
+
+
 def _problem(error: Mapping[str, Any]) -> str:
     """One line for one pydantic error: where, what, and the fix when one is known."""
     loc: tuple[int | str, ...] = tuple(error["loc"])
@@ -287,6 +335,9 @@ def _problem(error: Mapping[str, Any]) -> str:
         )
     if message.startswith("Value error, "):
         return f"{where}: {message.removeprefix('Value error, ')}"
+    typed = _type_problem(kind, loc, given)
+    if typed is not None:
+        return f"{where}: {typed}"
     shown = "" if _secret_place(loc) or isinstance(given, dict | list) else f" (got {given!r})"
     return f"{where}: {message}{shown}"
 

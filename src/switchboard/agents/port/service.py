@@ -459,7 +459,7 @@ class AgentService:
         other = tuneouts.holding(ref) if kind is ScopeKind.CHANNEL else None
         what = f"channel {shown}" if kind is ScopeKind.CHANNEL else f"every channel but {shown}"
         if other is not None:
-            message = f"The tune-out of {what} is agent {other.epoch.owner!r}'s, not yours"
+            message = f"The tune-out of {what} belongs to @{other.epoch.owner}, not to you"
         else:
             message = f"You have no tune-out of {what} (as its owner or its reader)"
         raise Refusal(RefusalKind.NOT_TUNED_OUT, f"{message}, so nothing changed.")

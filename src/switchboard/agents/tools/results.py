@@ -539,14 +539,17 @@ def refused(refusal: Refusal) -> CallToolResult:
     ``_meta[REFUSAL_META]``, for programs. No ``structuredContent``: a tool's output schema
     describes its successful result, and a refusal is not one.
     """
+    said = refusal.message.rstrip()
+    if not said.endswith((".", "!", "?")):
+        said += "."  # "... nothing was done. Next: ...", never "done Next:"
     facts = {
         "refusal": refusal.kind.value,
-        "message": refusal.message,
+        "message": said,
         "next": refusal.next_step,
         **refusal.data,
     }
     return CallToolResult(
-        content=[TextContent(type="text", text=f"{refusal.message} Next: {refusal.next_step}")],
+        content=[TextContent(type="text", text=f"{said} Next: {refusal.next_step}")],
         is_error=True,
         _meta={REFUSAL_META: facts},
     )
