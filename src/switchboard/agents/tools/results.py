@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec
+from typing import Any, Final, Literal, ParamSpec
 
 import structlog
 from mcp.types import CallToolResult, TextContent
@@ -31,7 +31,7 @@ from switchboard.agents.port.protocol import (
     message_text,
 )
 from switchboard.refusals.outcome import PublishOutcome
-from switchboard.refusals.refusal import Refusal
+from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import StoredMessage
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "answer_bytes",
     "bounded",
     "bounded_context",
+    "connecting_note",
     "cut_text",
     "fitting",
     "inbox_answer",
@@ -64,6 +65,7 @@ __all__ = [
     "ok_size",
     "refusal_boundary",
     "refused",
+    "still_connecting",
 ]
 
 log = structlog.get_logger(__name__)
@@ -201,6 +203,48 @@ def fitting(items: Sequence[BaseModel], room: int) -> int:
     return kept
 
 
+STILL_CONNECTING: Final = ("connecting", "disconnected")
+"""The server states in which a server's channels are not registered yet."""
+
+
+def connecting_note(servers: Mapping[str, str]) -> str | None:
+    """What to tell an agent while servers are still connecting (their channels are not
+    registered yet, so none of their names is known), or None when none is."""
+    waiting = sorted(sid for sid, state in servers.items() if state in STILL_CONNECTING)
+    if not waiting:
+        return None
+    named = ", ".join(repr(sid) for sid in waiting)
+    which = "server" if len(waiting) == 1 else "servers"
+    return (
+        f"Still connecting to {which} {named}: its channels are not registered yet, so they "
+        "are not listed and their names are not known. Try again in a moment (channel_list "
+        "shows each server's state; inbox with wait_seconds waits for the first messages)."
+    )
+
+
+def still_connecting(refusal: Refusal, servers: Mapping[str, str]) -> Refusal:
+    """``refusal`` as said while servers are still connecting: an ``unknown-channel`` for a
+    name no registered channel answers to may name a channel that is not registered yet, so
+    it says so and to try again shortly (a client that calls at once, such as the Inspector's
+    CLI starting a fresh Switchboard per call, sees this first)."""
+    if refusal.kind is not RefusalKind.UNKNOWN_CHANNEL or refusal.data.get("gone"):
+        return refusal
+    note = connecting_note(servers)
+    if note is None:
+        return refusal
+    said = refusal.message.rstrip()
+    if not said.endswith((".", "!", "?")):
+        said += "."
+    waiting = [sid for sid, state in servers.items() if state in STILL_CONNECTING]
+    return Refusal(
+        refusal.kind,
+        f"{said} {note.split(':', 1)[0]}, so the channel may not be registered yet.",
+        "call channel_list in a moment, and once every server it shows is ready, pass one of "
+        "the names it shows as channel",
+        **{**refusal.data, "connecting": waiting},
+    )
+
+
 class ChannelListResult(BaseModel):
     channels: list[ChannelInfo]
     next_cursor: int | None = Field(
@@ -210,6 +254,11 @@ class ChannelListResult(BaseModel):
     )
     total: int = Field(default=0, description="How many channels there are in all.")
     servers: dict[str, str] = Field(description="Each configured server and its state.")
+    note: str | None = Field(
+        default=None,
+        description="Set while a server is still connecting: its channels are not listed yet; "
+        "call channel_list again in a moment.",
+    )
     disabled_feature_sets: dict[str, list[DisabledSetInfo]] = Field(
         default_factory=dict,
         description="Per server, the feature sets its grant or selection left disabled "

@@ -40,7 +40,7 @@ from switchboard.agents.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
 from switchboard.agents.tools.message_tools import TOOLS as MESSAGE_TOOLS
 from switchboard.agents.tools.presence_tools import TOOLS as PRESENCE_TOOLS
 from switchboard.agents.tools.push import INBOX_URI, InboxPush
-from switchboard.agents.tools.results import refused
+from switchboard.agents.tools.results import REFUSAL_META, refused, still_connecting
 from switchboard.agents.tools.task_tools import TOOLS as TASK_TOOLS
 from switchboard.agents.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
 from switchboard.refusals.refusal import Refusal, RefusalKind
@@ -104,6 +104,7 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             subscriptions=notifier.bus,
             tools=offered,
         )
+        self._port = port
         self._passthrough = ConnectorPassthrough(port, reserved=OWN_TOOLS)
         #: Switchboard's own tools this agent is offered (the rest of OWN_TOOLS are refused).
         self._offered = frozenset(tool.name for tool in offered)
@@ -130,6 +131,17 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             partial(inbox_cancelled, port),
         )
 
+    def _while_connecting(
+        self, result: CallToolResult | InputRequiredResult
+    ) -> CallToolResult | InputRequiredResult:
+        """An ``unknown-channel`` refusal given while a server is still connecting says so:
+        the name may be a channel it has not registered yet."""
+        refusal = _refusal_of(result) if isinstance(result, CallToolResult) else None
+        if refusal is None or refusal.kind is not RefusalKind.UNKNOWN_CHANNEL:
+            return result
+        amended = still_connecting(refusal, self._port.server_states())
+        return result if amended is refusal else refused(amended)
+
     async def list_tools(self) -> list[Tool]:
         return [*await super().list_tools(), *self._passthrough.tools()]
 
@@ -141,14 +153,28 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
     ) -> CallToolResult | InputRequiredResult:
         if name in self._offered:
             try:
-                return await super().call_tool(name, arguments, context)
+                result = await super().call_tool(name, arguments, context)
             except ToolError as exc:
                 if isinstance(exc.__cause__, ValidationError):
                     return refused(argument_refusal(name, exc.__cause__))
                 raise
+            return self._while_connecting(result)
         if name in OWN_TOOLS:
             return refused(_not_offered(name))
         return await self._passthrough.call(name, arguments)
+
+
+def _refusal_of(result: CallToolResult) -> Refusal | None:
+    """The refusal an ``isError`` result carries (its ``_meta`` facts), or None."""
+    facts = (result.meta or {}).get(REFUSAL_META) if result.is_error else None
+    if not isinstance(facts, dict):
+        return None
+    try:
+        kind = RefusalKind(str(facts.get("refusal")))
+    except ValueError:
+        return None
+    data = {k: v for k, v in facts.items() if k not in ("refusal", "message", "next")}
+    return Refusal(kind, str(facts.get("message", "")), str(facts.get("next", "")), **data)
 
 
 def _argument_problem(error: Mapping[str, Any]) -> str:
