@@ -171,7 +171,34 @@ async def test_a_signal_ends_the_demo_in_order_with_a_summary_and_no_leftovers(
     assert code == 0, err
     assert "Traceback" not in err + text
     assert "KeyboardInterrupt" not in err
-    (last,) = text.splitlines()[-1:]
+    (last,) = [line for line in text.splitlines() if line.startswith("demo ")][-1:]
     assert last.startswith(f"demo stopped by {said} after "), text
+    assert "Try next: `switchboard demo --agent stdio`" in text
     assert re.search(r": \d+ messages? stored, \d+ repl(y|ies) sent; the temporary store is ", last)
     assert list(temp.iterdir()) == []
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+_COUNTS = re.compile(r"\d+ messages? stored, \d+ repl(?:y|ies) sent")
+
+
+def _readme_sample() -> tuple[list[str], list[str]]:
+    """README's sample demo output: the lines before its ``...`` and the lines after."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```text\n[demo] connected") + len("```text\n")
+    lines = text[start : text.index("\n```", start)].splitlines()
+    cut = lines.index("...")
+    return lines[:cut], lines[cut + 1 :]
+
+
+def test_the_readme_sample_is_what_the_demo_prints_from_start_to_end() -> None:
+    """README's two set-up commands end in `switchboard demo`; what it shows there is the
+    start and the end of a real run, word for word (counts may differ with timing)."""
+    head, tail = _readme_sample()
+    done = _run("demo", timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[: len(head)] == head, done.stdout
+    assert [_COUNTS.sub("N", line) for line in lines[-len(tail) :]] == [
+        _COUNTS.sub("N", line) for line in tail
+    ], done.stdout

@@ -125,6 +125,15 @@ def _answer(author: str, text: str) -> str | None:
     return None
 
 
+TRY_NEXT = (
+    "Try next: `switchboard demo --agent stdio` lets your own MCP agent take the scripted "
+    "agent's place (docs/clients.md);\n"
+    "  `switchboard run --config examples/demo.toml` runs the same from a config file you can "
+    "change (docs/configuration.md)."
+)
+"""What the scripted demo says last: where to go from here."""
+
+
 def _counted(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
@@ -179,4 +188,6 @@ async def run_demo(
     if agent_mode == "scripted":
         what += f", {_counted(tally.replies, 'reply', 'replies')} sent"
     print(f"{done}: {what}; {where}", file=view.out, flush=True)
+    if agent_mode == "scripted":
+        print(TRY_NEXT, file=view.out, flush=True)
     return 0
