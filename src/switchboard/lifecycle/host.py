@@ -188,7 +188,7 @@ class LifecycleHost:
         ``closed`` or ``tuned-out`` as someone decided it (the agent, a module, the
         connector's ``initiallyOpen`` or subscription policy, speech that opened it), or
         ``default`` when nobody decided (no record, or only the default or a machine's close):
-        then nothing is asked of the connector, and its own state stands. ``closed`` there
+        then the defaults apply (docs/lifecycle.md, "States"). ``closed`` there
         would read as a decision the channel contradicts (docs/lifecycle.md)."""
         record = self.book.record(ref)
         if record is None or record.source in self.UNDECIDED:

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import Config, is_loopback
 from switchboard.status.model import HostStatus
+from switchboard.status.paint import paint
 from switchboard.web import (
     bare_host,
     bind_listener,
@@ -274,6 +275,14 @@ def _asset(name: str) -> bytes:
     return resources.files("switchboard").joinpath("status", "page", name).read_bytes()
 
 
+_PAGE_HEADERS: Final = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
 def _json(body: Any, status_code: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status_code, media_type="application/json")
 
@@ -401,18 +410,20 @@ def status_app(
 
     def asset(name: str, media_type: str) -> Callable[[Request], Any]:
         async def serve(_request: Request) -> Response:
-            return Response(
-                _asset(name),
-                media_type=media_type,
-                headers={
-                    "Cache-Control": "no-store",
-                    "Content-Security-Policy": "default-src 'self'; object-src 'none'; "
-                    "base-uri 'none'; frame-ancestors 'none'",
-                    "X-Content-Type-Options": "nosniff",
-                },
-            )
+            return Response(_asset(name), media_type=media_type, headers=_PAGE_HEADERS)
 
         return serve
+
+    template = _asset("page.html").decode("utf-8")
+
+    async def page(_request: Request) -> Response:
+        # Painted on the server from the model, so the page shows the host before (or
+        # without) its script; the script then keeps it live.
+        return Response(
+            paint(model.snapshot(), template),
+            media_type="text/html; charset=utf-8",
+            headers=_PAGE_HEADERS,
+        )
 
     async def events(request: Request) -> Response:
         async def stream() -> AsyncIterator[dict[str, str]]:
@@ -438,7 +449,7 @@ def status_app(
             Route("/status", status),
             Route("/metrics", metrics),
             Route("/status/events", events),
-            Route("/status/page", asset("page.html", "text/html; charset=utf-8")),
+            Route("/status/page", page),
             Route("/status/page.js", asset("page.js", "text/javascript; charset=utf-8")),
             Route("/status/page.css", asset("page.css", "text/css; charset=utf-8")),
         ]

@@ -142,7 +142,7 @@ class ChannelInfo(BaseModel):
     )
     desired: str = Field(
         description="What was decided for the channel: open, closed or tuned-out; default when "
-        "nobody decided (nothing is asked of the connector, and `open` stands). Not a problem."
+        "nobody decided (the host's defaults apply: docs/lifecycle.md). Not a problem."
     )
 
     @classmethod
