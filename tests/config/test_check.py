@@ -147,8 +147,13 @@ def test_the_summary_says_whether_the_store_exists(tmp_path: Path) -> None:
 def test_a_python_connector_whose_interpreter_cannot_import_its_module_is_a_problem(
     tmp_path: Path,
 ) -> None:
-    """The python3 on this PATH (/usr/bin's) has no switchboard: the connector would die at
-    once with ``No module named 'switchboard'``, so the check says so and names the fix."""
+    """The python3 on this PATH is the base interpreter, outside the virtual environment, as
+    a desktop client's PATH finds the system's: it has no switchboard, so the connector would
+    die at once with ``No module named 'switchboard'``; the check says so and names the fix."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (bin_dir / "python3").symlink_to(base)
     path = tmp_path / "switchboard.toml"
     path.write_text(
         '[[connectors]]\nid = "demo"\n'
@@ -160,11 +165,12 @@ def test_a_python_connector_whose_interpreter_cannot_import_its_module_is_a_prob
         '[[connectors]]\nid = "fine"\n'
         f'command = ["{sys.executable}", "-m", "switchboard.connectors.demo"]\n'
     )
-    done = _check(path, env={**os.environ, "PATH": "/usr/bin:/bin"})
+    done = _check(path, env={**os.environ, "PATH": str(bin_dir)})
     assert done.returncode == 2, done.stdout
     assert "has 3 problems" in done.stderr
     assert (
-        "connector 'demo': python3 (/usr/bin/python3) cannot import switchboard.connectors.demo: "
+        f"connector 'demo': python3 ({bin_dir / 'python3'}) cannot import "
+        "switchboard.connectors.demo: "
         "ModuleNotFoundError: No module named 'switchboard'; "
         'use command = ["switchboard-demo-connector", ...] instead'
     ) in done.stderr
