@@ -346,7 +346,7 @@ class InboxMessage(BaseModel):
         if shown != text:
             cut.append(f"its text ({len(shown):,} of {len(text):,} characters shown)")
         if cut_blocks:
-            cut.append(f"{cut_blocks} content block(s)")
+            cut.append(f"{cut_blocks} content block{'' if cut_blocks == 1 else 's'}")
         if metadata is not None and json_bytes(metadata) > _METADATA_BYTES:
             metadata = None
             cut.append("its metadata")
@@ -509,7 +509,8 @@ def inbox_answer(result: InboxResult) -> CallToolResult:
     lines += [inbox_line(m) for m in result.messages]
     lines += [f"context: {json.dumps(c, ensure_ascii=False)}" for c in result.context]
     if result.context_left_out:
-        lines.append(f"context: {result.context_left_out} item(s) too large, left out")
+        left = result.context_left_out
+        lines.append(f"context: {left} item{'' if left == 1 else 's'} too large, left out")
     return bounded(
         CallToolResult(
             content=[TextContent(type="text", text="\n".join(lines))],
