@@ -1,4 +1,4 @@
-"""The contracts every backend of the store keeps: SQLite today, a shared database later.
+"""The contracts every backend of the store keeps: the SQLite file, and PostgreSQL (shared).
 
 Every durable thing is reached through one of these protocols: :class:`MessageStoreProtocol`
 (batches with a committed head, cursors, mail numbering), :class:`DecisionLogProtocol`,
