@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import JSONRPCResponse
+from pydantic import SecretStr
 
 from switchboard.config import AgentConfig, Config
 from tests.helpers import serving, suite_store_config
@@ -42,7 +43,7 @@ INITIALIZE: dict[str, Any] = {
 def _config(tmp_path: Path) -> Config:
     return Config(
         store=suite_store_config(tmp_path),
-        agent=AgentConfig(transport="http", port=0, token=TOKEN),
+        agent=AgentConfig(transport="http", port=0, token=SecretStr(TOKEN)),
     )
 
 

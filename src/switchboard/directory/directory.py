@@ -1,6 +1,8 @@
-"""``Directory``: the durable listing of agent and service addresses, in the store's SQLite file.
+"""``Directory``: the durable listing of agent and service addresses, in the store's database.
 
-It owns one table, ``directory_entries``, beside (never touching) the message store's; calls are
+It owns one table, ``directory_entries``, beside (never touching) the message store's, reached
+through a small port (:class:`~.interface.DirectoryDb`): the SQLite file here
+(:class:`SqliteDirectoryDb`), or a shared database's (the cluster extra); calls are
 synchronous and short. Claims are compare-and-set under owner tokens (hashed, compared in
 constant time): a free address is taken, the same token refreshes it, an address without a
 token is taken over by one with a token, anything else is refused. Changes to a held entry need
@@ -174,7 +176,8 @@ def _entry(row: Row) -> Entry:
 
 
 class Directory:
-    """The directory over one SQLite file. Open with ``Directory.open(path)``; close when done.
+    """The directory over one database. ``Directory.open(path)`` opens it in an SQLite file
+    (``Directory(db)`` over another :class:`~.interface.DirectoryDb`); close when done.
 
     It owns one table, ``directory_entries``, created if missing; it shares the file with the
     message store (WAL mode lets both open it) but never touches the store's tables or its

@@ -1,4 +1,4 @@
-"""The contract a backend of the directory keeps (SQLite today: :class:`~.directory.Directory`).
+"""The contract a backend of the directory keeps (:class:`~.directory.Directory`, over a port).
 
 The host reaches the directory only through :class:`DirectoryStore`; tests/store/contract/ is
 the one suite of it, run against each backend.

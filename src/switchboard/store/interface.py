@@ -1,4 +1,4 @@
-"""The contracts every backend of the store keeps: SQLite today, a shared database later.
+"""The contracts every backend of the store keeps: the SQLite file, and PostgreSQL (shared).
 
 Every durable thing is reached through one of these protocols: :class:`MessageStoreProtocol`
 (batches with a committed head, cursors, mail numbering), :class:`DecisionLogProtocol`,
@@ -140,8 +140,9 @@ class Batches(Protocol):
 class Cursors(Protocol):
     """Each agent's acknowledged position and delivered mark, durable once set.
 
-    A position must lie within ``0..latest_seq`` (``ValueError`` otherwise); the delivery
-    rules (``agents.inbox.delivery``) only ever move them forward.
+    A position must lie within ``0..latest_seq`` (``ValueError`` otherwise), and only ever
+    moves forward: setting one below the kept position changes nothing, so two sessions of one
+    agent racing (on two instances of a shared store) never move it back.
     """
 
     async def get_cursor(self, agent: str) -> int:
