@@ -53,6 +53,7 @@ PLATFORM = str(ROOT / "tests" / "cluster" / "platform_connector.py")
 ADMIN = os.environ.get("SWITCHBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 NATS = os.environ.get("SWITCHBOARD_TEST_NATS", "nats://127.0.0.1:4222")
 TOKEN = "bench-agent-token-0123456789abcdefghijkl"
+STATUS_TOKEN = "bench-operator-token-0123456789abcdefgh"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -97,6 +98,7 @@ class Run:
         text += f"[cluster]\nnats_url = {q(NATS)}\ninstance_id = {q(name)}\nlease_ttl = 3.0\n"
         text += f"subject_prefix = {q(self.prefix)}\n"
         text += f'[agent]\ntransport = "http"\nhost = "127.0.0.1"\nport = {port}\n'
+        text += f"[status]\ntoken = {q(STATUS_TOKEN)}\n"
         text += f'[[agents]]\nhandle = "@reader"\ntoken = {q(TOKEN)}\n'
         for sid in self.sids:
             argv = [
@@ -282,7 +284,12 @@ async def measure(
 
 def _answers(port: int) -> bool:
     try:
-        return httpx2.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code in (200, 503)
+        answer = httpx2.get(
+            f"http://127.0.0.1:{port}/readyz",
+            timeout=1,
+            headers={"Authorization": f"Bearer {STATUS_TOKEN}"},
+        )
+        return answer.status_code in (200, 503)
     except httpx2.HTTPError:
         return False
 

@@ -151,6 +151,7 @@ def test_the_cluster_examples_are_three_instances_differing_only_in_name_and_por
 ) -> None:
     monkeypatch.setenv("RESIDENT_TOKEN", "resident-token-0123456789abcdefghij")
     monkeypatch.setenv("RESEARCHER_TOKEN", "researcher-token-0123456789abcdefgh")
+    monkeypatch.setenv("SWITCHBOARD_STATUS_TOKEN", "operator-token-0123456789abcdefghijk")
     configs = [load_config(CLUSTER / f"sb-{n}.toml") for n in (1, 2, 3)]
     ids, ports = set(), set()
     for config in configs:
@@ -160,6 +161,7 @@ def test_the_cluster_examples_are_three_instances_differing_only_in_name_and_por
         ports.add(config.agent.port)
         assert config.connectors == configs[0].connectors
         assert config.agents == configs[0].agents
+        assert config.status.token is not None
     assert ids == {"sb-1", "sb-2", "sb-3"}
     assert len(ports) == 3
 

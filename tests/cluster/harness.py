@@ -29,6 +29,10 @@ from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.schema import connect, migrate
 
 PLATFORM = str(Path(__file__).with_name("platform_connector.py"))
+#: The operator's token: with agents' tokens, the status surface on the agents' listener needs
+#: one of its own.
+STATUS_TOKEN = "operator-token-0123456789abcdefghijklmn"
+OPERATOR = {"Authorization": f"Bearer {STATUS_TOKEN}"}
 
 
 def _toml(value: object) -> str:
@@ -112,6 +116,7 @@ class Cluster:
             f"lease_ttl = {self.ttl}\nsubject_prefix = {q(self.prefix)}\n"
         )
         text += f'[agent]\ntransport = "http"\nhost = "127.0.0.1"\nport = {instance.port}\n'
+        text += f"[status]\ntoken = {q(STATUS_TOKEN)}\n"
         for handle, token in self.agents.items():
             text += f"[[agents]]\nhandle = {q(handle)}\ntoken = {q(token)}\n"
         for sid in self.connectors:
@@ -171,7 +176,7 @@ class Cluster:
 
     async def status(self, name: str) -> dict[str, Any] | None:
         try:
-            async with httpx2.AsyncClient(timeout=2) as http:
+            async with httpx2.AsyncClient(timeout=2, headers=OPERATOR) as http:
                 answer = await http.get(self.instances[name].url + "/status")
         except httpx2.HTTPError:
             return None

@@ -23,7 +23,15 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from switchboard.status.http import render_tables
-from tests.cluster.harness import Cluster, audit, eventually, eventually_async, free_port, now
+from tests.cluster.harness import (
+    OPERATOR,
+    Cluster,
+    audit,
+    eventually,
+    eventually_async,
+    free_port,
+    now,
+)
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -187,7 +195,7 @@ async def _operators_see_the_cluster(cluster: Cluster, name: str, dead: str) -> 
     table = render_tables(snap)
     assert f"Cluster (this instance: {name})" in table
     assert "p1 (" in table
-    async with httpx2.AsyncClient(timeout=10) as http:
+    async with httpx2.AsyncClient(timeout=10, headers=OPERATOR) as http:
         metrics = (await http.get(cluster.instances[name].url + "/metrics")).text
         ready = await http.get(cluster.instances[name].url + "/readyz")
     assert ready.status_code == 200
