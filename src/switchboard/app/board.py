@@ -38,6 +38,7 @@ from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.lifetimes import Lifetimes
 from switchboard.agents.roster.roster import Roster
+from switchboard.agents.roster.samplers import Samplers
 from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.streams import OutgoingStreams
 from switchboard.agents.tools import server_for
@@ -86,9 +87,10 @@ class Switchboard:
     argument, only what it uses; nothing is wired onto a part after it is built:
 
     1. the registry, the owners of the connectors (the session map), the host's
-       :class:`~switchboard.events.EventBus`, the connectors' rate-limited logs, the session
-       factory and the supervisor;
-    2. the agent side's lower parts: the roster, routing, the directory, attachments, mail, desks,
+       :class:`~switchboard.events.EventBus`, the connectors' rate-limited logs, the roster, the
+       directory, attachments and the sessions that can sample (they answer the connectors'
+       inference), the session factory and the supervisor;
+    2. the agent side's lower parts: routing, mail, desks,
        lifetimes, the default channel, typing, streams and context hooks;
     3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
        state, the decision journal kept with both as its parts, and the decision gate;
@@ -135,6 +137,15 @@ class Switchboard:
         self.events = events = EventBus()
         #: What each connector causes the log to say, rate-limited and counted per server.
         self.connector_logs = connector_logs = ConnectorLogs()
+        #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
+        self.roster = Roster.from_entries(config.roster())
+        #: The directory of agents and services (docs/directory.md): in the store's file when
+        #: started with :meth:`started`, else an in-memory one.
+        self.directory = directory if directory is not None else Directory.open(":memory:")
+        #: Which agents have a session attached (online/offline, last-seen in the directory).
+        self.attachments = Attachments(self.roster, self.directory, clock=clock)
+        #: The agents' sessions that can sample: they answer the connectors' inference.
+        self.samplers = Samplers(self.roster, self.attachments)
         self._session_factory = SessionFactory(
             sessions=self.sessions,
             registry=registry,
@@ -142,13 +153,12 @@ class Switchboard:
             events=events,
             clock=clock,
             logs=connector_logs,
+            inference=self.samplers,
         )
         self.supervisor = Supervisor(
             registry=registry, sessions=self._session_factory, events=events
         )
         # -- the agent side's lower parts
-        #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
-        self.roster = Roster.from_entries(config.roster())
         #: Each agent's desk (turns, own channels, locus), made on first use.
         self.desks = Desks(self.roster, config.agent)
         #: Which agents each message is for (docs/agents.md, "Routing"); the channels agents
@@ -156,11 +166,6 @@ class Switchboard:
         self.router = Router(
             self.roster, registry, leaves if leaves is not None else ChannelLeaves.open()
         )
-        #: The directory of agents and services (docs/directory.md): in the store's file when
-        #: started with :meth:`started`, else an in-memory one.
-        self.directory = directory if directory is not None else Directory.open(":memory:")
-        #: Which agents have a session attached (online/offline, last-seen in the directory).
-        self.attachments = Attachments(self.roster, self.directory, clock=clock)
         # -- what the lifecycle and the tune-outs share, lowest first
         book = LifecycleBook()
         tuneout_state = TuneOutState()
@@ -261,6 +266,7 @@ class Switchboard:
             mail=self.mail,
             directory=self.directory,
             lifetimes=self.lifetimes,
+            samplers=self.samplers,
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).

@@ -44,6 +44,7 @@ from switchboard.transport.handlers import (
     FutureLike,
     NotificationHandler,
     RequestHandler,
+    handled_request_id,
 )
 from switchboard.transport.link import BatchLink, Link, NamedLink
 from switchboard.transport.memory import MemoryLink, memory_link_pair
@@ -101,6 +102,7 @@ __all__ = [
     "dial_tcp",
     "dial_websocket",
     "encode_frames",
+    "handled_request_id",
     "internal_error",
     "invalid_params",
     "invalid_request",

@@ -44,6 +44,7 @@ from switchboard.agents.presence.context import ContextHooks
 from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.agents.roster.lifetimes import Lifetimes
 from switchboard.agents.roster.roster import Roster
+from switchboard.agents.roster.samplers import Sampler, Samplers
 from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.publishing import AgentPublish, publish_for_agent
 from switchboard.agents.speech.speech import Speech, speak
@@ -133,6 +134,7 @@ class AgentSide:
     mail: Mail
     directory: DirectoryStore
     lifetimes: Lifetimes
+    samplers: Samplers
 
     def port(self, agent: str) -> AgentPort:
         """The port through which the tools of the agent named ``agent`` reach the host."""
@@ -635,6 +637,13 @@ class AgentService:
                 **facts,
             )
         return result
+
+    def offer_sampling(self, key: Hashable, sampler: Sampler | None, client: str) -> None:
+        # Offered under this port's agent: a session samples for the agent it speaks for.
+        self._side.samplers.offer(self._desk.name, key, sampler, client)
+
+    def withdraw_sampling(self, key: Hashable) -> None:
+        self._side.samplers.withdraw(self._desk.name, key)
 
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
         self._side.events.subscribe(_ToolsWatch(listener), takes=_ToolsWatch.OBSERVES)
