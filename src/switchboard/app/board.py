@@ -34,6 +34,7 @@ from switchboard.agents.inbox.routing import Router
 from switchboard.agents.inbox.watch import InboxWatchers
 from switchboard.agents.port.service import AgentSide
 from switchboard.agents.presence.context import ContextHooks
+from switchboard.agents.presence.turns import TurnSignals
 from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.lifetimes import Lifetimes
@@ -91,7 +92,7 @@ class Switchboard:
        directory, attachments and the sessions that can sample (they answer the connectors'
        inference), the session factory and the supervisor;
     2. the agent side's lower parts: routing, mail, desks,
-       lifetimes, the default channel, typing, streams and context hooks;
+       lifetimes, the default channel, typing, streams, context hooks and turn signals;
     3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
        state, the decision journal kept with both as its parts, and the decision gate;
     4. the :class:`~switchboard.lifecycle.host.LifecycleHost`, then the
@@ -181,6 +182,8 @@ class Switchboard:
         self.typing = TypingKeeper(registry, owners)
         self.streams = OutgoingStreams(registry, owners)
         self.context_hooks = ContextHooks(self.registry, self.default_channel, owners)
+        #: The agents' turns told as inference/lifecycle (docs/inference.md).
+        self.turns = TurnSignals(owners, self.samplers.model_seen, self.attachments)
         # -- lifecycle: desired state, decisions, reconciliation, speech into closed channels
         self.lifecycle = LifecycleHost(
             registry=registry,
@@ -267,6 +270,7 @@ class Switchboard:
             directory=self.directory,
             lifetimes=self.lifetimes,
             samplers=self.samplers,
+            turns=self.turns,
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
@@ -339,6 +343,7 @@ class Switchboard:
         """Supervise every configured connector until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.typing.run)
+            tg.start_soon(self.turns.run)
             tg.start_soon(self.lifecycle.run)
             tg.start_soon(self.tuneouts.run_timer)
             tg.start_soon(self.lifetimes.run)
@@ -376,6 +381,8 @@ class Switchboard:
                     # Shielded and bounded: also when the host is cancelled, the requests its
                     # connectors sent are answered before their links close.
                     with anyio.CancelScope(shield=True):
+                        # Every turn still open is told aborted while its connectors listen.
+                        await board.turns.end_all("aborted")
                         await board._finish_connectors()
                     tg.cancel_scope.cancel()
 

@@ -296,6 +296,10 @@ class ConnectorSession:
         peer = self._live_peer()
         return await peer.request("context/beforeInference", params, timeout=answer_within)
 
+    async def inference_phase(self, params: Mapping[str, Any]) -> None:
+        """``inference/lifecycle``, a notification."""
+        await self._live_peer().notify("inference/lifecycle", params)
+
     def _after_answer(self, function: Callable[[], None]) -> None:
         """Run ``function`` once the answer now being returned has left (at most
         :data:`ANSWER_WAIT` later); at once when the connection is not running."""

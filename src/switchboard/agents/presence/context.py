@@ -157,7 +157,9 @@ class ContextHooks:
     - **Who is asked.** Every server that is ready (its initial policy exchange is complete, H-04)
       and whose grant holds ``contextHooks.beforeInference.observe`` or at least one
       ``…inject.<position>`` leaf. ``userMessage`` is filled only with ``observe`` (null for an
-      inject-only server, H-24). All are asked in parallel, each with a timeout (5 s); an error, a
+      inject-only server, H-24), and holds only the text of the turn's messages that came from
+      that server (null when none did): a connector observes nothing another one said. All are
+      asked in parallel, each with a timeout (5 s); an error, a
       timeout or a lost link means that server adds nothing and the turn goes on (H-29).
     - **What is kept.** Each returned injection alone: its ``position`` must be one of ``system``,
       ``beforeUser``, ``afterUser`` and its ``inject.<position>`` leaf must be in the grant *as it
@@ -206,19 +208,28 @@ class ContextHooks:
         return self._owners
 
     async def gather(
-        self, desk: AgentDesk, *, user_message: str | None = None
+        self,
+        desk: AgentDesk,
+        *,
+        user_message: str | None = None,
+        said: Mapping[str, str] | None = None,
+        inference_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """Send ``context/beforeInference`` to every server that takes it; keep what may stay.
 
         Args:
             desk: The agent whose turn begins.
             user_message: The text that began the turn; sent only to servers granted observe.
+            said: Instead of ``user_message``, the text that began the turn by server id: a
+                server granted observe is told only what came from it (None when nothing did).
+            inference_id: The turn's id (shared with its ``inference/lifecycle``); a new one
+                when None.
 
         Returns:
             The authorized injections, each ``{serverId, namespace, position, content,
             metadata?}`` with ``content`` as content blocks.
         """
-        inference_id = uuid.uuid4().hex
+        inference_id = inference_id or uuid.uuid4().hex
         answers: dict[str, list[dict[str, Any]]] = {}
         asked = [s for s in self._owners.values() if _takes_hook(s)]
         if not asked:
@@ -229,7 +240,11 @@ class ContextHooks:
                     "inferenceId": inference_id,
                     "conversationId": desk.conversation_id,
                     "turnIndex": max(desk.turn.number - 1, 0),
-                    "userMessage": user_message if session.grant.allows(_OBSERVE) else None,
+                    "userMessage": (
+                        (user_message if said is None else said.get(session.server_id))
+                        if session.grant.allows(_OBSERVE)
+                        else None
+                    ),
                     "model": self.model.wire(),
                 }
                 channels = build_channel_context(self, desk, session.server_id)

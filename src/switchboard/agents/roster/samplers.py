@@ -71,7 +71,8 @@ class Samplers:
     - **Which session.** Each session is offered at its ``initialize``; one whose client did not
       declare sampling is remembered only to say so. A request goes to the newest session that can
       sample; one whose connection ended (:class:`SamplerGone`) is forgotten and the next newest is
-      asked. An agent with no session attached (the host's attachments) has none that can sample.
+      asked. When none is left, the message says whether the agent has no session attached (the
+      host's attachments) or none whose client declared sampling.
     - **The model.** :meth:`model_seen` is the model the client of the agent's last answered
       sampling request reported.
     """
@@ -133,8 +134,6 @@ class Samplers:
     async def infer(self, agent: str, ask: InferenceAsk) -> InferenceAnswer:
         name = _key(agent)
         sessions = self._by_agent.get(name, {})
-        if not self._attachments.count(name):
-            sessions.clear()
         while sessions:
             key, sampler = next(reversed(sessions.items()))
             try:
@@ -160,7 +159,7 @@ class Samplers:
     def _unavailable(self, name: str) -> str:
         handle = f"@{name}"
         hint = ATTACH_HINT.format(agent=handle)
-        if not self._attachments.count(name):
+        if not self._attachments.count(name) and name not in self._plain:
             return (
                 f"{handle} answers this connector's inference but has no session attached: {hint}"
             )

@@ -107,12 +107,16 @@ class McpSampler:
         return InferenceAnswer(content.text, result.model, result.stop_reason)
 
 
-def _client_name(session: ServerSession) -> str:
-    params = session.client_params
-    if params is None:
+def _client_name(params: Mapping[str, Any]) -> str:
+    info = params.get("clientInfo")
+    if not isinstance(info, Mapping):
         return "an MCP client"
-    info = params.client_info
-    return f"{info.name} {info.version}".strip()
+    return f"{info.get('name', 'an MCP client')} {info.get('version', '')}".strip()
+
+
+def _can_sample(params: Mapping[str, Any]) -> bool:
+    capabilities = params.get("capabilities")
+    return isinstance(capabilities, Mapping) and isinstance(capabilities.get("sampling"), Mapping)
 
 
 def _connection_of(session: ServerSession) -> object:
@@ -130,10 +134,10 @@ class SamplingOffer:
     async def middleware(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         result: HandlerResult = await call_next(ctx)
         if ctx.method == "initialize":
-            session = ctx.session
-            caps = session.client_capabilities
-            client = _client_name(session)
-            can = caps is not None and caps.sampling is not None
-            sampler = McpSampler(session, client) if can else None
-            self._port.offer_sampling(_connection_of(session), sampler, client)
+            # The connection takes the client's params only after the middleware: read them
+            # from the request.
+            params = ctx.params if isinstance(ctx.params, Mapping) else {}
+            client = _client_name(params)
+            sampler = McpSampler(ctx.session, client) if _can_sample(params) else None
+            self._port.offer_sampling(_connection_of(ctx.session), sampler, client)
         return result

@@ -1,0 +1,165 @@
+"""The mcpl-cc-bridge toy server works with a default config, its inference answered by the
+agent's own model through MCP sampling.
+
+The scripted connector is ``toy_bridge`` (peers.md §6's wire behaviour, a real subprocess over
+stdio). The agent is a real MCP SDK ``Client`` connected in memory (``mode="legacy"``: the
+2025-11-25 handshake, the one with server-to-client requests) whose ``sampling_callback`` plays
+the model. tests/integration/test_toy_sampling_clients.py runs the same over ``switchboard
+run`` with the SDK over stdio and streamable HTTP, and with the TypeScript SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
+
+from switchboard.app import build_server
+from switchboard.app.board import Switchboard
+from switchboard.events import ConnectorReady
+from tests.helpers import Recorder, connector, running_board
+from tests.integration.peers.support import (
+    Agent,
+    answer_to,
+    named,
+    policy_sent,
+    received,
+    script,
+)
+
+pytestmark = pytest.mark.anyio
+
+Sampling = Callable[[Any, CreateMessageRequestParams], Awaitable[CreateMessageResult | ErrorData]]
+
+
+class Model:
+    """The agent's model, as its client's sampling callback: it answers each ask it is given
+    (``gate`` set: only once the gate opens) and keeps what it was asked."""
+
+    def __init__(self, *, gate: anyio.Event | None = None, error: str | None = None) -> None:
+        self.asked: list[CreateMessageRequestParams] = []
+        self.gate = gate
+        self.error = error
+        self.cancelled = 0
+
+    async def __call__(
+        self, _context: Any, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
+        self.asked.append(params)
+        if self.gate is not None:
+            try:
+                await self.gate.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled += 1
+                raise
+        if self.error is not None:
+            return ErrorData(code=-1, message=self.error)
+        last = params.messages[-1].content
+        text = last.text if isinstance(last, TextContent) else "?"
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=f"summary of {text!r}"),
+            model="test-model-7",
+            stop_reason="maxTokens",
+        )
+
+
+@asynccontextmanager
+async def toy(
+    tmp_path: Path,
+    *,
+    model: Sampling | None,
+    attach: bool = True,
+    env: dict[str, str] | None = None,
+    **config: Any,
+) -> AsyncIterator[tuple[Switchboard, Agent | None, Recorder, Path]]:
+    """A board running the toy with a default config (plus ``config``), and the agent attached
+    over MCP with ``model`` as its sampling callback (None: a client that cannot sample)."""
+    record = tmp_path / "toy.jsonl"
+    recorder = Recorder()
+    cc = connector("toy", script("toy_bridge", str(record)), env=env or {}, **config)
+    async with running_board(tmp_path, cc, recorder=recorder) as board:
+        if not attach:
+            yield board, None, recorder, record
+            return
+        async with Client(
+            build_server(board, agent="agent"), mode="legacy", sampling_callback=model
+        ) as client:
+            yield board, Agent(client), recorder, record
+
+
+async def ask(agent: Agent, text: str) -> None:
+    published = await agent.call("channel_publish", {"channel": "toy:lobby", "text": text})
+    assert published["status"] == "delivered", published
+
+
+FIRST_ASK = 109
+"""The id of the toy's first inference/request on cue: its scenario used 101..108."""
+
+
+async def test_the_toy_works_with_a_default_config_and_its_inference_is_answered_by_sampling(
+    tmp_path: Path, logs: list[MutableMapping[str, Any]]
+) -> None:
+    """H-36 (a stream: one chunk naming the request, then the answer), H-22, H-26, H-30..H-33."""
+    model = Model()
+    async with toy(tmp_path, model=model) as (board, agent, recorder, record):
+        assert agent is not None
+        await recorder.wait_kind(ConnectorReady)
+        events = ["event:toy-beat", "event:toy-mcpl", "event:toy-native", "event:toy-dm"]
+        await agent.inbox_until("toy-m1", "toy-m2", "toy-m3", *events)
+        assert list(await agent.channels("toy")) == ["toy:lobby"]
+        assert agent.message("toy-m1")["tags"] == ["chat:mention"]
+        assert agent.message("event:toy-native")["channel_id"] == "toy:lobby"
+        await ask(agent, "ask: the lobby today")
+        await agent.inbox_until(f"toy-answer-{FIRST_ASK}", f"toy-model-{FIRST_ASK}")
+        refusals = board.sessions["toy"].statistics()
+    policy = policy_sent(record)["params"]
+    assert policy["enabled"] == ["toy"]
+    for leaf in ("inferenceRequest", "inferenceLifecycle", "contextHooks.beforeInference.observe"):
+        assert leaf in policy["effectiveCapabilities"]
+    # The mapping (docs/inference.md): the system message is the system prompt.
+    (asked,) = model.asked
+    assert asked.system_prompt == "You are the toy's summarizer."
+    assert [(m.role, getattr(m.content, "text", None)) for m in asked.messages] == [
+        ("user", "the lobby today")
+    ]
+    assert (asked.max_tokens, asked.temperature) == (64, 0.2)
+    answer = answer_to(record, FIRST_ASK)
+    assert answer["result"] == {
+        "content": "summary of 'the lobby today'",
+        "model": "test-model-7",
+        "finishReason": "max_tokens",
+        "usage": {"inputTokens": None, "outputTokens": None},
+    }
+    (chunk,) = named(record, "inference/chunk")
+    assert chunk["params"] == {
+        "requestId": FIRST_ASK,
+        "index": 0,
+        "delta": "summary of 'the lobby today'",
+    }
+    got = received(record)
+    assert got.index(chunk) < got.index(answer), "the chunk precedes the complete answer"
+    texts = {m["message_id"]: m["text"] for m in agent.seen}
+    assert texts[f"toy-answer-{FIRST_ASK}"] == "answer summary of 'the lobby today'"
+    # The toy advertises no modelInfo: never granted, so model/info is denied (H-18).
+    assert texts[f"toy-model-{FIRST_ASK}"] == "model-error -32002 "
+    assert refusals.inference_refused == 1  # that model/info, counted
+    # The context hook: beforeUser kept, the never-granted afterUser dropped (H-26).
+    assert named(record, "context/beforeInference")
+    assert any(e["event"] == "injection_dropped" for e in logs)
+    # Lifecycle: metadata only, exactly one terminal per started (H-30, H-32).
+    phases = [m["params"] for m in named(record, "inference/lifecycle")]
+    assert phases, "the agent's turns are told"
+    allowed = {"inferenceId", "conversationId", "turnIndex", "phase", "model", "usage"}
+    assert all(set(p) <= allowed for p in phases)
+    started = [p["inferenceId"] for p in phases if p["phase"] == "started"]
+    ended = [p["inferenceId"] for p in phases if p["phase"] != "started"]
+    assert len(set(ended)) == len(ended)
+    assert set(ended) <= set(started)
+    assert set(started) - set(ended) <= {started[-1]}, "only the last turn may still be open"
