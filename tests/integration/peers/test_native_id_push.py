@@ -9,20 +9,16 @@ inference included, is test_toy_bridge.py's.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from switchboard.events import ConnectorReady
-from tests.helpers import Recorder, connector
+from tests.helpers import connector
 from tests.integration.peers.support import (
     agent_on,
     answer_to,
     named,
     policy_sent,
-    received,
     script,
 )
 
