@@ -286,6 +286,7 @@ class InferenceServer:
         allows: Callable[[str], bool],
         peer: Callable[[], Peer | None],
         refused: Callable[[str, Any, int | None, str, Any], None],
+        answered: Callable[[str, str], None] | None = None,
     ) -> None:
         self._config = config
         self._agents = agents
@@ -293,6 +294,7 @@ class InferenceServer:
         self._allows = allows
         self._peer = peer
         self._refused = refused
+        self._answered = answered
         self._in_flight: dict[str | int, None] = {}
         self.answered = 0
         """Requests answered with a result on this connection."""
@@ -379,6 +381,8 @@ class InferenceServer:
                             {"requestId": request_id, "index": 0, "delta": answer.text},
                         )
             self.answered += 1
+            if self._answered is not None:
+                self._answered(agent, answer.model)
             return result
         except RpcError as exc:
             self._refused("inference/request", params, exc.code, exc.message, exc.data)

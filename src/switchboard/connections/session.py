@@ -61,6 +61,7 @@ from switchboard.events import (
     ConnectorReady,
     ConnectorRefused,
     EventBus,
+    InferenceAnswered,
     ManifestApplied,
 )
 from switchboard.protocol import (
@@ -228,6 +229,9 @@ class ConnectorSession:
             allows=self._grant_allows,
             peer=lambda: self._peer,
             refused=self._refused,
+            answered=lambda agent, model: events.emit(
+                InferenceAnswered(self.server_id, agent, model)
+            ),
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,

@@ -22,7 +22,7 @@ from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData
 
 from switchboard.app import build_server
 from switchboard.app.board import Switchboard
-from switchboard.events import ConnectorReady
+from switchboard.events import ConnectorReady, MessagesAccepted
 from tests.helpers import Recorder, connector, running_board
 from tests.integration.peers.support import (
     Agent,
@@ -46,7 +46,7 @@ class Model:
         self.asked: list[CreateMessageRequestParams] = []
         self.gate = gate
         self.error = error
-        self.cancelled = 0
+        self.cancelled_seen = anyio.Event()
 
     async def __call__(
         self, _context: Any, params: CreateMessageRequestParams
@@ -56,7 +56,7 @@ class Model:
             try:
                 await self.gate.wait()
             except anyio.get_cancelled_exc_class():
-                self.cancelled += 1
+                self.cancelled_seen.set()
                 raise
         if self.error is not None:
             return ErrorData(code=-1, message=self.error)
@@ -163,3 +163,132 @@ async def test_the_toy_works_with_a_default_config_and_its_inference_is_answered
     assert len(set(ended)) == len(ended)
     assert set(ended) <= set(started)
     assert set(started) - set(ended) <= {started[-1]}, "only the last turn may still be open"
+
+
+SCENARIO_ASK = 105
+"""The id of the toy's own inference/request with ``TOY_INFERENCE=1`` (after 101..104)."""
+
+
+def _answer_text(agent: Agent, prefix: str) -> list[str]:
+    return [m["text"] for m in agent.seen if m["message_id"].startswith(prefix)]
+
+
+async def _read_until(agent: Agent, prefix: str, count: int, within: float = 30.0) -> list[str]:
+    """Read the inbox until ``count`` messages whose id starts with ``prefix`` arrived."""
+    with anyio.fail_after(within):
+        while len(_answer_text(agent, prefix)) < count:
+            read = await agent.call("inbox", {"wait_seconds": 5})
+            assert not read["is_error"], read
+            agent.seen.extend(read["messages"])
+    return _answer_text(agent, prefix)
+
+
+def _error(record: Path, rid: int) -> dict[str, Any]:
+    error: dict[str, Any] = answer_to(record, rid)["error"]
+    return error
+
+
+async def test_with_no_session_attached_the_inference_is_refused_naming_the_agent_and_the_way_in(
+    tmp_path: Path,
+) -> None:
+    """S→H requests are always answered (H-17): an error, never silence."""
+    async with toy(tmp_path, model=None, attach=False, env={"TOY_INFERENCE": "1"}) as (
+        board,
+        _agent,
+        recorder,
+        record,
+    ):
+        await recorder.wait_for(
+            lambda e: (
+                isinstance(e, MessagesAccepted)
+                and any(m["messageId"] == f"toy-answer-{SCENARIO_ASK}" for m in e.messages)
+            )
+        )
+        statistics = board.sessions["toy"].statistics()
+        snapshot = board.status.snapshot()
+    error = _error(record, SCENARIO_ASK)
+    assert error["code"] == -32603
+    assert error["data"] == {"reason": "inference-unavailable", "agent": "@agent"}
+    assert "@agent" in error["message"]
+    assert "no session attached" in error["message"]
+    assert "sampling capability" in error["message"]
+    assert statistics.inference_refused == 1
+    (row,) = [c for c in snapshot["connectors"] if c["id"] == "toy"]
+    assert row["inference"] == {"answered": 0, "refused": 1, "in_flight": 0}
+    assert [r["kind"] for r in snapshot["recent_refusals"]] == ["inference_refused"]
+
+
+async def test_a_client_that_declared_no_sampling_is_named_in_the_refusal(tmp_path: Path) -> None:
+    async with toy(tmp_path, model=None) as (_board, agent, _recorder, record):
+        assert agent is not None
+        await agent.inbox_until("toy-m3")
+        await ask(agent, "ask: anything")
+        (text,) = await _read_until(agent, "toy-answer-", 1)
+    assert text.startswith("error -32603 inference-unavailable")
+    error = _error(record, FIRST_ASK)
+    assert "no attached session's client" in error["message"]
+    assert "declared the sampling capability" in error["message"]
+
+
+async def test_a_sampling_request_the_client_refuses_is_answered_sampling_failed(
+    tmp_path: Path,
+) -> None:
+    model = Model(error="the user declined this sampling request")
+    async with toy(tmp_path, model=model) as (_board, agent, _recorder, record):
+        assert agent is not None
+        await agent.inbox_until("toy-m3")
+        await ask(agent, "ask: anything")
+        (text,) = await _read_until(agent, "toy-answer-", 1)
+    assert text.startswith("error -32603 sampling-failed")
+    error = _error(record, FIRST_ASK)
+    assert "the user declined this sampling request" in error["message"]
+    assert error["data"]["agent"] == "@agent"
+    assert named(record, "inference/chunk") == [], "no chunk for a request that failed"
+
+
+async def test_a_sampling_request_past_inference_timeout_is_cancelled_and_answered_with_a_timeout(
+    tmp_path: Path,
+) -> None:
+    model = Model(gate=anyio.Event())  # the model never answers
+    async with toy(tmp_path, model=model, inference_timeout=0.5) as (_b, agent, _r, record):
+        assert agent is not None
+        await agent.inbox_until("toy-m3")
+        await ask(agent, "ask: anything")
+        (text,) = await _read_until(agent, "toy-answer-", 1)
+        with anyio.fail_after(10):
+            await model.cancelled_seen.wait()
+    assert text.startswith("error -32603 inference-timeout")
+    assert "0.5 s" in _error(record, FIRST_ASK)["message"]
+
+
+async def test_past_max_inference_requests_more_asks_are_refused_at_once_and_the_agent_works_on(
+    tmp_path: Path,
+) -> None:
+    """The cap: one in flight, two more refused at once (never queued); meanwhile the agent's
+    own tool calls are answered; once the model answers, model/info tells its model."""
+    gate = anyio.Event()
+    model = Model(gate=gate)
+    env = {"TOY_MODEL_INFO": "1"}
+    async with toy(tmp_path, model=model, env=env, max_inference_requests=1) as (
+        board,
+        agent,
+        _recorder,
+        _record,
+    ):
+        assert agent is not None
+        await agent.inbox_until("toy-m3")
+        await ask(agent, "ask 3: the busy lobby")
+        refused = await _read_until(agent, "toy-answer-", 2)
+        assert all(t.startswith("error -32603 inference-busy") for t in refused), refused
+        assert len(model.asked) == 1, "the refused asks never reached the model"
+        assert board.sessions["toy"].inference.in_flight == 1
+        listing = await agent.call("channel_list")  # the agent's own work is not held up
+        assert not listing["is_error"]
+        gate.set()
+        answers = await _read_until(agent, "toy-answer-", 3)
+        (model_text,) = await _read_until(agent, "toy-model-", 1)
+        snapshot = board.status.snapshot()
+    assert "answer summary of 'the busy lobby'" in answers
+    assert model_text == "model test-model-7"
+    (row,) = [c for c in snapshot["connectors"] if c["id"] == "toy"]
+    assert row["inference"] == {"answered": 1, "refused": 2, "in_flight": 0}

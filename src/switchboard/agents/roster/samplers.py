@@ -142,14 +142,6 @@ class Samplers:
                 sessions.pop(key, None)
                 continue
             self._seen[name] = ModelSeen(answer.model, sampler.client)
-            log.info(
-                "inference_answered",
-                server_id=ask.server_id,
-                feature_set=ask.feature_set,
-                agent=f"@{name}",
-                model=answer.model,
-                client=sampler.client,
-            )
             return answer
         raise InferenceUnavailable(self._unavailable(name))
 
