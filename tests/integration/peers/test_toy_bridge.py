@@ -10,7 +10,7 @@ run`` with the SDK over stdio and streamable HTTP, and with the TypeScript SDK.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, MutableMapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
+from mcp.client.session import SamplingFnT
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
 
 from switchboard.app import build_server
@@ -35,8 +36,6 @@ from tests.integration.peers.support import (
 
 pytestmark = pytest.mark.anyio
 
-Sampling = Callable[[Any, CreateMessageRequestParams], Awaitable[CreateMessageResult | ErrorData]]
-
 
 class Model:
     """The agent's model, as its client's sampling callback: it answers each ask it is given
@@ -49,7 +48,7 @@ class Model:
         self.cancelled_seen = anyio.Event()
 
     async def __call__(
-        self, _context: Any, params: CreateMessageRequestParams
+        self, context: Any, params: CreateMessageRequestParams
     ) -> CreateMessageResult | ErrorData:
         self.asked.append(params)
         if self.gate is not None:
@@ -74,7 +73,7 @@ class Model:
 async def toy(
     tmp_path: Path,
     *,
-    model: Sampling | None,
+    model: SamplingFnT | None,
     attach: bool = True,
     env: dict[str, str] | None = None,
     **config: Any,
