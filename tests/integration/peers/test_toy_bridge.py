@@ -292,3 +292,24 @@ async def test_past_max_inference_requests_more_asks_are_refused_at_once_and_the
     assert model_text == "model test-model-7"
     (row,) = [c for c in snapshot["connectors"] if c["id"] == "toy"]
     assert row["inference"] == {"answered": 1, "refused": 2, "in_flight": 0}
+
+
+async def test_a_second_request_under_an_id_in_flight_is_refused_and_chunks_echo_the_string_id(
+    tmp_path: Path,
+) -> None:
+    """A chunk names its request by id, so an id is never shared by two in flight; the
+    chunk's requestId is the request's id as sent, a string here (H-36, A-33)."""
+    gate = anyio.Event()
+    model = Model(gate=gate)
+    async with toy(tmp_path, model=model) as (_board, agent, _recorder, record):
+        assert agent is not None
+        await agent.inbox_until("toy-m3")
+        await ask(agent, "dup: twice")
+        (first,) = await _read_until(agent, "toy-dup-", 1)
+        gate.set()
+        texts = await _read_until(agent, "toy-dup-", 2)
+    assert first == "error -32600"
+    assert texts[1] == "answer summary of 'twice'"
+    assert len(model.asked) == 1
+    (chunk,) = named(record, "inference/chunk")
+    assert chunk["params"]["requestId"] == "dup-1"

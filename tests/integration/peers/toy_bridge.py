@@ -16,7 +16,9 @@ On cue from a ``channels/publish``: ``ask: PROMPT`` sends a streaming ``inferenc
 once; each answer, and then ``model/info``'s, comes back as an incoming ``toy-answer-<id>`` whose
 text starts ``answer``, ``error <code> <reason>``; ``model <id>`` or ``model-error <code>
 <reason>`` (the toy advertises no ``modelInfo``; ``TOY_MODEL_INFO=1`` adds it).
-Any other publish is answered by ``toy-done``. Every host message is recorded in RECORD.
+``dup: PROMPT`` sends two requests under one string id (``"dup-1"``), in one write, and tells
+each answer as ``toy-dup-0`` and ``toy-dup-1``. Any other publish is answered by ``toy-done``.
+Every host message is recorded in RECORD.
 """
 
 from __future__ import annotations
@@ -119,6 +121,20 @@ async def main() -> None:
             reason = (info["error"].get("data") or {}).get("reason", "")
             await tell(f"toy-model-{rid}", f"model-error {info['error']['code']} {reason}")
 
+    async def ask_twice(prompt: str) -> None:
+        request = {"jsonrpc": "2.0", "id": "dup-1", "method": "inference/request"}
+        request["params"] = ask_params(prompt)
+        first = wire.expect("dup-1")
+        await wire.send_together(request, request)
+        for n, answer in enumerate((first, None)):
+            got = await (answer if answer is not None else wire.expect("dup-1"))
+            outcome = (
+                f"answer {got['result']['content']}"
+                if "result" in got
+                else f"error {got['error']['code']}"
+            )
+            await tell(f"toy-dup-{n}", outcome)
+
     async def initialize(msg: dict[str, Any]) -> None:
         advertised = dict(TOY)
         if os.environ.get("TOY_MODEL_INFO") == "1":
@@ -173,7 +189,9 @@ async def main() -> None:
         if "id" in msg:
             await wire.answer(msg, {"delivered": True, "messageId": f"toy-out-{msg['id']}"})
         text = "".join(b.get("text", "") for b in msg["params"]["content"])
-        if text.startswith("ask"):
+        if text.startswith("dup:"):
+            await ask_twice(text[4:].strip())
+        elif text.startswith("ask"):
             head, _, prompt = text.partition(":")
             count = int(head[3:].strip() or "1")
             await asyncio.gather(*(ask(prompt.strip()) for _ in range(count)))
