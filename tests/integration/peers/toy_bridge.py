@@ -122,7 +122,7 @@ async def main() -> None:
             await tell(f"toy-model-{rid}", f"model-error {info['error']['code']} {reason}")
 
     async def ask_twice(prompt: str) -> None:
-        request = {"jsonrpc": "2.0", "id": "dup-1", "method": "inference/request"}
+        request: dict[str, Any] = {"jsonrpc": "2.0", "id": "dup-1", "method": "inference/request"}
         request["params"] = ask_params(prompt)
         first = wire.expect("dup-1")
         await wire.send_together(request, request)
