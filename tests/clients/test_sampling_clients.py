@@ -160,3 +160,20 @@ async def test_the_typescript_sdk_over_streamable_http_answers_the_toys_inferenc
     async with http_switchboard(tmp_path, toy_config(tmp_path, "http")) as (url, token):
         report = await ts_sampling(["--url", url, "--token", token])
     assert_ts_answered(report)
+
+
+async def test_a_session_that_ended_is_passed_over_for_the_next_one_that_can_sample(
+    tmp_path: Path,
+) -> None:
+    """The newest session is asked first; one whose connection ended is forgotten and the
+    next newest answers (no timeout waited out)."""
+    first, gone = Model(), Model()
+    async with (
+        http_switchboard(tmp_path, toy_config(tmp_path, "http")) as (url, token),
+        http_agent(url, token, first) as agent,
+    ):
+        async with http_agent(url, token, gone) as newest:
+            await newest.inbox_until("toy-m3", within=60)
+        text = await ask_the_toy(agent)
+    assert text == f"answer python says: {PROMPT}"
+    assert (len(first.asked), len(gone.asked)) == (1, 0)

@@ -355,10 +355,6 @@ class AgentPort(Protocol):
         ``None`` when it did not (remembered to say so). ``client`` is its name and version."""
         ...
 
-    def withdraw_sampling(self, key: Hashable) -> None:
-        """The session ``key`` names ended: ask it nothing more."""
-        ...
-
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` whenever :meth:`connector_tools` may have changed (a connector's
         list was fetched anew or dropped, or a manifest change narrowed a grant). It runs

@@ -666,9 +666,6 @@ class AgentService:
         # Offered under this port's agent: a session samples for the agent it speaks for.
         self._side.samplers.offer(self._desk.name, key, sampler, client)
 
-    def withdraw_sampling(self, key: Hashable) -> None:
-        self._side.samplers.withdraw(self._desk.name, key)
-
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
         self._side.events.subscribe(_ToolsWatch(listener), takes=_ToolsWatch.OBSERVES)
 

@@ -106,12 +106,6 @@ class Samplers:
         while len(sessions) > MAX_SESSIONS:
             del sessions[next(iter(sessions))]
 
-    def withdraw(self, agent: str, key: Hashable) -> None:
-        """Session ``key`` of ``agent`` ended."""
-        sessions = self._by_agent.get(_key(agent))
-        if sessions is not None:
-            sessions.pop(key, None)
-
     # -- InferenceAgents ----------------------------------------------------------------------
 
     def answerer(self, config: ConnectorConfig) -> str | None:

@@ -18,6 +18,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.types import (
+    CONNECTION_CLOSED,
     AudioContent,
     CreateMessageRequest,
     CreateMessageRequestParams,
@@ -87,6 +88,8 @@ class McpSampler:
         except NoBackChannelError as exc:
             raise SamplerGone(str(exc)) from None
         except MCPError as exc:
+            if exc.error.code == CONNECTION_CLOSED:  # the session ended: ask the next one
+                raise SamplerGone(f"{self.client}'s connection ended") from None
             raise SamplingFailed(
                 f"{self.client} refused the sampling request: {exc.error.message} "
                 f"(code {exc.error.code})"
