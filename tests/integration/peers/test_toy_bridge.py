@@ -20,10 +20,13 @@ import pytest
 from mcp import Client
 from mcp.client.session import SamplingFnT
 from mcp.types import CreateMessageRequestParams, CreateMessageResult, ErrorData, TextContent
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from switchboard.app import build_server
 from switchboard.app.board import Switchboard
 from switchboard.events import ConnectorReady, MessagesAccepted
+from switchboard.status.http import metrics_registry
 from tests.helpers import Recorder, connector, running_board
 from tests.integration.peers.support import (
     Agent,
@@ -288,10 +291,19 @@ async def test_past_max_inference_requests_more_asks_are_refused_at_once_and_the
         answers = await _read_until(agent, "toy-answer-", 3)
         (model_text,) = await _read_until(agent, "toy-model-", 1)
         snapshot = board.status.snapshot()
+        metrics = generate_latest(metrics_registry(board.status)).decode()
     assert "answer summary of 'the busy lobby'" in answers
     assert model_text == "model test-model-7"
     (row,) = [c for c in snapshot["connectors"] if c["id"] == "toy"]
     assert row["inference"] == {"answered": 1, "refused": 2, "in_flight": 0}
+    samples = {
+        (x.name, tuple(sorted(x.labels.items()))): x.value
+        for family in text_string_to_metric_families(metrics)
+        for x in family.samples
+    }
+    name = "switchboard_connector_inference_total"
+    assert samples[(name, (("connector", "toy"), ("outcome", "answered")))] == 1
+    assert samples[(name, (("connector", "toy"), ("outcome", "refused")))] == 2
 
 
 async def test_a_second_request_under_an_id_in_flight_is_refused_and_chunks_echo_the_string_id(
