@@ -227,11 +227,9 @@ class ConnectorSession:
             inference,
             check_feature_set=self._check_feature_set,
             allows=self._grant_allows,
-            peer=lambda: self._peer,
+            peer=self._current_peer,
             refused=self._refused,
-            answered=lambda agent, model: events.emit(
-                InferenceAnswered(self.server_id, agent, model)
-            ),
+            answered=self._inference_answered,
         )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
@@ -299,6 +297,12 @@ class ConnectorSession:
         """``context/beforeInference``, answered within ``answer_within`` seconds."""
         peer = self._live_peer()
         return await peer.request("context/beforeInference", params, timeout=answer_within)
+
+    def _current_peer(self) -> Peer | None:
+        return self._peer
+
+    def _inference_answered(self, agent: str, model: str) -> None:
+        self._events.emit(InferenceAnswered(self.server_id, agent, model))
 
     async def inference_phase(self, params: Mapping[str, Any]) -> None:
         """``inference/lifecycle``, a notification."""

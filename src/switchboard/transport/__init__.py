@@ -40,6 +40,7 @@ from switchboard.transport.framing import (
     encode_frames,
 )
 from switchboard.transport.handlers import (
+    HANDLED_REQUEST_ID,
     Deferred,
     FutureLike,
     NotificationHandler,
@@ -64,6 +65,7 @@ from switchboard.transport.ws import WebSocketLink, dial_websocket, websocket_li
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
+    "HANDLED_REQUEST_ID",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",

@@ -78,7 +78,7 @@ class TurnSignals:
         self._open: dict[str, OpenTurn] = {}
         self._send, self._queued = anyio.create_memory_object_stream[tuple[str, Terminal]](1000)
         if attachments is not None:
-            attachments.watch_gone(lambda agent: self.end_soon(agent, "aborted"))
+            attachments.watch_gone(self._detached)
 
     def open_turn(self, agent: str) -> OpenTurn | None:
         """The turn of ``agent`` whose terminal is owed, if any."""
@@ -111,6 +111,9 @@ class TurnSignals:
                 self._send.send_nowait((agent, phase))
             except anyio.WouldBlock:
                 log.warning("lifecycle_terminal_not_queued", agent=agent, phase=phase)
+
+    def _detached(self, agent: str) -> None:
+        self.end_soon(agent, "aborted")
 
     async def end_all(self, phase: Terminal) -> None:
         """Tell every open turn's terminal (the host is stopping)."""
