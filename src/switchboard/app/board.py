@@ -181,7 +181,9 @@ class Switchboard:
         # -- presence: typing indicators, outgoing streams, beforeInference context
         self.typing = TypingKeeper(registry, owners)
         self.streams = OutgoingStreams(registry, owners)
-        self.context_hooks = ContextHooks(self.registry, self.default_channel, owners)
+        self.context_hooks = ContextHooks(
+            self.registry, self.default_channel, owners, model_seen=self.samplers.model_seen
+        )
         #: The agents' turns told as inference/lifecycle (docs/inference.md).
         self.turns = TurnSignals(owners, self.samplers.model_seen, self.attachments)
         # -- lifecycle: desired state, decisions, reconciliation, speech into closed channels

@@ -159,8 +159,17 @@ async def test_only_connectors_granted_the_lifecycle_hear_it_and_only_modelinfo_
     tmp_path: Path,
 ) -> None:
     """H-33: none without ``inferenceLifecycle``; H-31: ``model`` only with ``modelInfo``, once
-    the agent's sampling client reported one."""
-    granted, bare, no_model = lifecycle_connector(), lifecycle_connector(), lifecycle_connector()
+    the agent's sampling client reported one (``context/beforeInference`` tells it too)."""
+    granted, bare, no_model = (
+        lifecycle_connector(contextHooks=HOOKS),
+        lifecycle_connector(),
+        lifecycle_connector(),
+    )
+
+    async def no_context(method: str, params: Any) -> Any:
+        return {"featureSet": "mem", "contextInjections": []}
+
+    granted.extra["context/beforeInference"] = no_context
 
     async def model(context: Any, params: CreateMessageRequestParams) -> CreateMessageResult:
         return CreateMessageResult(
@@ -191,3 +200,5 @@ async def test_only_connectors_granted_the_lifecycle_hear_it_and_only_modelinfo_
         "capabilities": [],
     }
     assert "model" not in to_no_model
+    (hook,) = granted.got("context/beforeInference")
+    assert hook["model"]["id"] == "m-9", "the hook tells the model the client reported too"

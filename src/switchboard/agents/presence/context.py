@@ -11,7 +11,7 @@ What it deliberately does not know: MCP, when a turn begins (the port calls
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,7 @@ import anyio
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.connections.inference import ModelSeen
 from switchboard.connections.owner import ConnectorOwner, Owners, SessionState
 from switchboard.transport import TransportError
 
@@ -166,15 +167,18 @@ class ContextHooks:
       stands when the answer arrives* (H-26, H-27); the ``featureSet`` and ``namespace`` the server
       claims play no part (H-28). Injections are returned grouped by position, in server order
       within each group, each naming the ``serverId`` it came from.
-    - **The model.** An MCP agent does not tell Switchboard which model it runs, so ``model`` is
-      :data:`UNKNOWN_MODEL` (id ``"unknown"``) unless the caller knows better.
+    - **The model.** An MCP agent does not tell Switchboard which model it runs: ``model`` is the
+      one its sampling client last reported (vendor ``"unknown"``), else :data:`UNKNOWN_MODEL`
+      (id ``"unknown"``).
 
     It reads the host through exactly what it uses, given at construction: the registry, the
     default channel and the connectors' owners (so it is a :class:`ContextSource` itself).
 
     Attributes:
         timeout: Seconds each server has to answer.
-        model: The ``model`` param sent.
+        model: The ``model`` param sent while the agent's sampling client has reported none.
+        model_seen: The model an agent's sampling client last reported (by agent name), sent
+            as ``model`` once there is one.
     """
 
     def __init__(
@@ -185,12 +189,14 @@ class ContextHooks:
         *,
         timeout: float = BEFORE_INFERENCE_TIMEOUT,
         model: ModelInfo = UNKNOWN_MODEL,
+        model_seen: Callable[[str], ModelSeen | None] | None = None,
     ) -> None:
         self._registry = registry
         self._default_channel = default_channel
         self._owners = owners
         self.timeout = timeout
         self.model = model
+        self._model_seen = model_seen
 
     @property
     def registry(self) -> ChannelRegistry:
@@ -234,6 +240,8 @@ class ContextHooks:
         asked = [s for s in self._owners.values() if _takes_hook(s)]
         if not asked:
             return []
+        seen = self._model_seen(desk.name) if self._model_seen is not None else None
+        model = self.model if seen is None else ModelInfo(seen.model, "unknown")
         async with anyio.create_task_group() as tg:
             for session in asked:
                 params = {
@@ -245,7 +253,7 @@ class ContextHooks:
                         if session.grant.allows(_OBSERVE)
                         else None
                     ),
-                    "model": self.model.wire(),
+                    "model": model.wire(),
                 }
                 channels = build_channel_context(self, desk, session.server_id)
                 if channels is not None:
