@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from switchboard.config import ConnectorConfig
 from switchboard.protocol import CapabilityDenied
+from switchboard.refusals.errors import HostError
 from switchboard.transport import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -120,11 +121,11 @@ class ModelSeen:
     client: str
 
 
-class InferenceUnavailable(Exception):
+class InferenceUnavailable(HostError):
     """No attached session of the agent can sample; the message says who and what to do."""
 
 
-class SamplingFailed(Exception):
+class SamplingFailed(HostError):
     """The agent's client answered the sampling request with an error (or not at all)."""
 
 

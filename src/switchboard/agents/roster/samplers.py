@@ -25,6 +25,7 @@ from switchboard.connections.inference import (
     InferenceUnavailable,
     ModelSeen,
 )
+from switchboard.refusals.errors import HostError
 
 __all__ = ["ATTACH_HINT", "MAX_SESSIONS", "Sampler", "SamplerGone", "Samplers"]
 
@@ -42,7 +43,7 @@ ATTACH_HINT: Final = (
 )
 
 
-class SamplerGone(Exception):
+class SamplerGone(HostError):
     """The session's connection ended: it can sample no more."""
 
 
