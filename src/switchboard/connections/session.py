@@ -116,7 +116,8 @@ class ConnectorSession:
     ``experimental.mcpl``, ``notifications/initialized``, then the ``featureSets/update`` *Request*
     that carries the effective grant, sent even when the grant is empty), and answers what the
     connector sends: ``channels/register``, ``channels/changed``, ``channels/list``,
-    ``channels/incoming`` and ``push/event``. Every privileged inbound method is checked against the
+    ``channels/incoming``, ``push/event``, and ``inference/request`` and ``model/info`` (answered
+    by an agent's sampling, :class:`~switchboard.connections.inference.InferenceServer`). Every privileged inbound method is checked against the
     grant *as it stands when the message arrives*; before the policy exchange completes the grant is
     treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
 
