@@ -4,7 +4,7 @@ agent's own model through MCP sampling.
 The scripted connector is ``toy_bridge`` (peers.md §6's wire behaviour, a real subprocess over
 stdio). The agent is a real MCP SDK ``Client`` connected in memory (``mode="legacy"``: the
 2025-11-25 handshake, the one with server-to-client requests) whose ``sampling_callback`` plays
-the model. tests/integration/test_toy_sampling_clients.py runs the same over ``switchboard
+the model. tests/clients/test_sampling_clients.py runs the same over ``switchboard
 run`` with the SDK over stdio and streamable HTTP, and with the TypeScript SDK.
 """
 
