@@ -117,9 +117,10 @@ class ConnectorSession:
     that carries the effective grant, sent even when the grant is empty), and answers what the
     connector sends: ``channels/register``, ``channels/changed``, ``channels/list``,
     ``channels/incoming``, ``push/event``, and ``inference/request`` and ``model/info`` (answered
-    by an agent's sampling, :class:`~switchboard.connections.inference.InferenceServer`). Every privileged inbound method is checked against the
-    grant *as it stands when the message arrives*; before the policy exchange completes the grant is
-    treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
+    by an agent's sampling, :class:`~switchboard.connections.inference.InferenceServer`). Every
+    privileged inbound method is checked against the grant *as it stands when the message
+    arrives*; before the policy exchange completes the grant is treated as empty, so the answer
+    is ``-32002`` with ``data.capability`` (MCPL §5.3).
 
     A pre-0.5 connector (:mod:`~switchboard.connections.compat`, the ``compat`` setting) is judged
     by 0.4 rules instead: its manifest is read the 0.4 way, privileged messages it sends before the
