@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from switchboard import __version__
@@ -133,3 +137,68 @@ def test_a_log_level_before_conformance_still_reaches_the_kit() -> None:
         done = _run(*words, "conformance", "server", "--list")
         assert done.returncode == 0, done.stderr
         assert "server.handshake.advertisement_shape" in done.stdout
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("signum", "said"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")]
+)
+async def test_a_signal_ends_the_demo_in_order_with_a_summary_and_no_leftovers(
+    tmp_path: Path, signum: signal.Signals, said: str
+) -> None:
+    """Ctrl-C (SIGINT, as a terminal sends it) or SIGTERM mid-demo: no traceback, the
+    closing line says what stopped it and what it did, exit status 0, and the temporary
+    store's folder is gone."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp)}
+    argv = [sys.executable, "-m", "switchboard", "demo", "--duration", "60", "--interval", "0.2"]
+    out = bytearray()
+    with anyio.fail_after(60):
+        async with await anyio.open_process(argv, env=env) as process:
+            assert process.stdout is not None
+            assert process.stderr is not None
+            while b"<agent>" not in out:
+                out.extend(await process.stdout.receive())
+            (made,) = temp.iterdir()
+            assert made.name.startswith("switchboard-demo-")
+            process.send_signal(signum)
+            async for chunk in process.stdout:
+                out.extend(chunk)
+            err = b"".join([chunk async for chunk in process.stderr]).decode()
+            code = await process.wait()
+    text = out.decode()
+    assert code == 0, err
+    assert "Traceback" not in err + text
+    assert "KeyboardInterrupt" not in err
+    (last,) = [line for line in text.splitlines() if line.startswith("demo ")][-1:]
+    assert last.startswith(f"demo stopped by {said} after "), text
+    assert "Try next: `switchboard demo --agent stdio`" in text
+    assert re.search(r": \d+ messages? stored, \d+ repl(y|ies) sent; the temporary store is ", last)
+    assert list(temp.iterdir()) == []
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+_COUNTS = re.compile(r"\d+ messages? stored, \d+ repl(?:y|ies) sent")
+
+
+def _readme_sample() -> tuple[list[str], list[str]]:
+    """README's sample demo output: the lines before its ``...`` and the lines after."""
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```text\n[demo] connected") + len("```text\n")
+    lines = text[start : text.index("\n```", start)].splitlines()
+    cut = lines.index("...")
+    return lines[:cut], lines[cut + 1 :]
+
+
+def test_the_readme_sample_is_what_the_demo_prints_from_start_to_end() -> None:
+    """README's two set-up commands end in `switchboard demo`; what it shows there is the
+    start and the end of a real run, word for word (counts may differ with timing)."""
+    head, tail = _readme_sample()
+    done = _run("demo", timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[: len(head)] == head, done.stdout
+    assert [_COUNTS.sub("N", line) for line in lines[-len(tail) :]] == [
+        _COUNTS.sub("N", line) for line in tail
+    ], done.stdout

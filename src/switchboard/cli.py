@@ -136,7 +136,8 @@ def _check(path: str) -> int:
             problems.extend(exc.problems)
     if problems:
         listed = "\n".join(f"  - {line}" for line in problems)
-        print(f"switchboard: config file {path} has {len(problems)} problem(s):", file=sys.stderr)
+        counted = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+        print(f"switchboard: config file {path} has {counted}:", file=sys.stderr)
         print(listed, file=sys.stderr)
         return 2
     print(f"config file {path} is fine:")
@@ -152,7 +153,8 @@ def _status(path: str, *, as_json: bool) -> int:
     from switchboard.status.http import StatusUnavailable, fetch_status, render_tables
 
     try:
-        snap = fetch_status(load_config(path))
+        # Reading status needs no agent token: the agents' token variables may be unset here.
+        snap = fetch_status(load_config(path, unset_secrets=True))
     except ConfigError as exc:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 2
@@ -204,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "agents":
         try:
-            config = load_config(args.config)
+            config = load_config(args.config, unset_secrets=True)  # it only reads the store
         except ConfigError as exc:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
@@ -222,15 +224,21 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="switchboard-demo-") as tmp:
             store = args.store or str(Path(tmp) / "demo.sqlite")
             config = demo_config(store, interval=args.interval)
-            code: int = anyio.run(
-                lambda: run_demo(
-                    config,
-                    agent_mode=args.agent,
-                    duration=args.duration,
-                    out=sys.stdout,
-                    store_kept=args.store is not None,
+            try:
+                code: int = anyio.run(
+                    lambda: run_demo(
+                        config,
+                        agent_mode=args.agent,
+                        duration=args.duration,
+                        out=sys.stdout,
+                        store_kept=args.store is not None,
+                    )
                 )
-            )
+            except KeyboardInterrupt:
+                # Only before the demo's own handler is in place (it makes Ctrl-C an orderly
+                # stop); nothing had started.
+                print("demo stopped by Ctrl-C before it began", file=sys.stderr)
+                return 0
             return code
     _parser().print_help(sys.stderr)
     return 2

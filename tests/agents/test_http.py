@@ -20,6 +20,7 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from pydantic import SecretStr
 
 from switchboard.agents.http import MCP_PATH, bind_endpoint, plan_endpoint, serve_endpoint
 from switchboard.app import build_server
@@ -77,6 +78,9 @@ async def test_a_request_with_a_wrong_token_is_refused_with_401_and_invalid_toke
         assert answer.status_code == 401
         assert answer.headers["www-authenticate"].startswith("Bearer ")
         assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+    said = wrong.json()["error_description"]
+    assert "the bearer token is not the token of agent @" in said
+    assert "''s" not in said
 
 
 async def test_the_right_token_lets_an_mcp_client_list_the_tools(tmp_path: Path) -> None:
@@ -209,7 +213,7 @@ def test_an_unusable_token_is_refused_at_load(tmp_path: Path, token: str, why: s
 
 def test_token_and_token_file_together_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at most one of `token` or `token_file`"):
-        AgentConfig(transport="http", token=TOKEN, token_file="t")
+        AgentConfig(transport="http", token=SecretStr(TOKEN), token_file="t")
 
 
 def test_a_token_file_is_read_stripped(tmp_path: Path) -> None:

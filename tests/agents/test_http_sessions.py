@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import JSONRPCResponse
+from pydantic import SecretStr
 
 from switchboard.config import AgentConfig, Config, StoreConfig
 from tests.helpers import serving
@@ -42,7 +43,7 @@ INITIALIZE: dict[str, Any] = {
 def _config(tmp_path: Path) -> Config:
     return Config(
         store=StoreConfig(path=str(tmp_path / "store.sqlite")),
-        agent=AgentConfig(transport="http", port=0, token=TOKEN),
+        agent=AgentConfig(transport="http", port=0, token=SecretStr(TOKEN)),
     )
 
 

@@ -27,7 +27,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.clients.test_ts_clients import http_switchboard, write_config
+from tests.clients.test_ts_clients import INSPECTOR, http_switchboard, run_node, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -147,3 +147,62 @@ def test_the_channels_line_names_the_server_as_claude_mcp_add_registered_it() ->
     registered = shlex.split(found["claude-code-stdio"])[3]
     words = shlex.split(found["claude-code-channels"])
     assert words == ["claude", "--dangerously-load-development-channels", f"server:{registered}"]
+
+
+def _live(words: list[str], live_url: str, token: str) -> list[str]:
+    """``words`` with the documented URL's address replaced by the live one and the shell's
+    ``$SWITCHBOARD_AGENT_TOKEN`` filled in, as a shell would."""
+    live = urlsplit(live_url)
+    out = []
+    for word in words:
+        if word.startswith("http://127.0.0.1:8765"):
+            word = urlunsplit(urlsplit(word)._replace(netloc=live.netloc))
+        out.append(filled(word, token) if "$SWITCHBOARD_AGENT_TOKEN" in word else word)
+    return out
+
+
+def _inspector(words: list[str]) -> list[str]:
+    """The snippet's ``npx @modelcontextprotocol/inspector`` as the pinned Inspector's CLI."""
+    assert words[:2] == ["npx", "@modelcontextprotocol/inspector"], words
+    return [str(INSPECTOR / "cli.js"), *words[2:]]
+
+
+async def test_the_inspector_cli_stdio_line_lists_the_channels(tmp_path: Path) -> None:
+    words = shlex.split(snippets()["inspector-cli-stdio"])
+    assert words[2] == "--cli"
+    config = write_config(tmp_path, "stdio")
+    args = [
+        switchboard_command() if w == COMMAND else str(config) if w == CONFIG else w
+        for w in _inspector(words)
+    ]
+    code, out, err = await run_node(args)
+    assert code == 0, err
+    listed = json.loads(out)
+    assert listed.get("isError") is not True
+    assert set(listed["structuredContent"]) >= {"channels", "servers"}
+
+
+async def test_the_inspector_cli_http_line_and_the_curl_line_reach_switchboard_with_the_token(
+    tmp_path: Path,
+) -> None:
+    found = snippets()
+    inspector_words = shlex.split(found["inspector-cli-http"])
+    curl_words = shlex.split(found["curl-initialize"])
+    assert curl_words[0] == "curl"
+    async with http_switchboard(tmp_path) as (url, token):
+        code, out, err = await run_node(_inspector(_live(inspector_words, url, token)))
+        assert code == 0, err
+        assert "inbox" in {tool["name"] for tool in json.loads(out)["tools"]}
+        with anyio.fail_after(60):
+            done = await anyio.run_process(_live(curl_words, url, token), check=False)
+            at = curl_words.index(next(w for w in curl_words if w.startswith("Authorization")))
+            without = await anyio.run_process(
+                _live(curl_words[: at - 1] + curl_words[at + 1 :], url, token), check=False
+            )
+    answer = done.stdout.decode()
+    assert done.returncode == 0, done.stderr.decode()
+    assert answer.startswith("HTTP/1.1 200"), answer[:200]
+    assert "mcp-session-id:" in answer.lower()
+    assert '"serverInfo"' in answer
+    assert without.stdout.decode().startswith("HTTP/1.1 401")
+    assert "www-authenticate: bearer" in without.stdout.decode().lower()

@@ -19,7 +19,9 @@ from switchboard.config.check import machine_problems, program_argv, summary
 __all__: list[str] = []
 
 
-def _check(path: Path, *, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def _check(
+    path: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "switchboard", "check", "--config", str(path)],
         capture_output=True,
@@ -27,6 +29,7 @@ def _check(path: Path, *, cwd: Path | None = None) -> subprocess.CompletedProces
         timeout=120,
         check=False,
         cwd=cwd,
+        env=env,
     )
 
 
@@ -34,7 +37,7 @@ def test_a_good_config_passes_with_a_short_summary_and_starts_nothing(tmp_path: 
     path = tmp_path / "switchboard.toml"
     path.write_text(
         '[store]\npath = "data/s.sqlite"\n[agent]\ntransport = "stdio"\n'
-        f'[[connectors]]\nid = "demo"\ncommand = ["{sys.executable}", "-m", "x"]\n'
+        f'[[connectors]]\nid = "demo"\ncommand = ["{sys.executable}", "-m", "switchboard"]\n'
         '[[connectors]]\nid = "chat"\nurl = "ws://127.0.0.1:9/mcpl"\n'
     )
     done = _check(path, cwd=Path("/"))
@@ -76,7 +79,7 @@ def test_every_machine_problem_is_listed_at_once(tmp_path: Path) -> None:
     )
     done = _check(path)
     assert done.returncode == 2
-    assert "has 3 problem(s):" in done.stderr
+    assert "has 3 problems:" in done.stderr
     assert "connector 'a': the program 'no-such-program-abc' is not on PATH" in done.stderr
     assert f"connector 'b': its cwd {tmp_path / 'nowhere'} does not exist" in done.stderr
     assert "so the folder cannot be made" in done.stderr
@@ -139,3 +142,41 @@ def test_the_summary_says_whether_the_store_exists(tmp_path: Path) -> None:
     assert f"store: {store} (exists)" in lines
     assert "connectors (0): none" in lines
     assert os.path.isabs(load_config(path).store.path)
+
+
+def test_a_python_connector_whose_interpreter_cannot_import_its_module_is_a_problem(
+    tmp_path: Path,
+) -> None:
+    """The python3 on this PATH is the base interpreter, outside the virtual environment, as
+    a desktop client's PATH finds the system's: it has no switchboard, so the connector would
+    die at once with ``No module named 'switchboard'``; the check says so and names the fix."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    (bin_dir / "python3").symlink_to(base)
+    path = tmp_path / "switchboard.toml"
+    path.write_text(
+        '[[connectors]]\nid = "demo"\n'
+        'command = ["python3", "-m", "switchboard.connectors.demo", "--hello"]\n'
+        '[[connectors]]\nid = "mine"\n'
+        f'command = ["{sys.executable}", "-u", "-m", "no_such_connector_module"]\n'
+        '[[connectors]]\nid = "script"\n'
+        f'command = ["{sys.executable}", "connector.py"]\ncwd = "{tmp_path}"\n'
+        '[[connectors]]\nid = "fine"\n'
+        f'command = ["{sys.executable}", "-m", "switchboard.connectors.demo"]\n'
+    )
+    done = _check(path, env={**os.environ, "PATH": str(bin_dir)})
+    assert done.returncode == 2, done.stdout
+    assert "has 3 problems" in done.stderr
+    assert (
+        f"connector 'demo': python3 ({bin_dir / 'python3'}) cannot import "
+        "switchboard.connectors.demo: "
+        "ModuleNotFoundError: No module named 'switchboard'; "
+        'use command = ["switchboard-demo-connector", ...] instead'
+    ) in done.stderr
+    assert "connector 'mine':" in done.stderr
+    assert "No module named 'no_such_connector_module'" in done.stderr
+    assert f"would run connector.py, which does not exist ({tmp_path / 'connector.py'})" in (
+        done.stderr
+    )
+    assert "'fine'" not in done.stderr

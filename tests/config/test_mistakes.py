@@ -233,6 +233,41 @@ def test_several_mistakes_are_listed_one_line_each(tmp_path: Path) -> None:
     assert any(line.startswith("  - agent.port: -1 is not a TCP port") for line in lines)
 
 
+def test_quoted_numbers_and_yes_are_refused_not_converted_and_listed_at_once(
+    tmp_path: Path,
+) -> None:
+    """``port = "8766"``, ``restart = "yes"``, a quoted float and a float for an integer are
+    four mistakes, each said with the TOML line that fixes it; no pydantic text."""
+    path = _write(
+        tmp_path,
+        '[agent]\ntransport = "http"\nport = "8766"\n'
+        '[[connectors]]\nid = "c"\ncommand = ["true"]\nrestart = "yes"\n'
+        'backoff_initial = "0.5"\nmax_frame_bytes = 1.5\n',
+    )
+    err = _refused(path, command="run")
+    assert "is invalid (4 problems):" in err
+    assert (
+        "agent.port: `port` must be a whole number, not a string ('8766'); write port = 8766"
+    ) in err
+    assert (
+        "connectors.0.restart: `restart` must be true or false, not a string ('yes'); "
+        "write restart = true"
+    ) in err
+    assert "write backoff_initial = 0.5" in err
+    assert (
+        "connectors.0.max_frame_bytes: `max_frame_bytes` must be a whole number, not a number "
+        "with a fraction (1.5)"
+    ) in err
+    assert "Input should be" not in err
+    assert "pydantic" not in err
+
+
+def test_check_counts_one_problem_in_the_singular(tmp_path: Path) -> None:
+    path = _write(tmp_path, _NO_AGENT + '[[connectors]]\nid = "c"\ncommand = ["no-such-x"]\n')
+    err = _refused(path)
+    assert f"config file {path} has 1 problem:" in err
+
+
 @pytest.mark.anyio
 async def test_spawning_a_missing_working_folder_names_it_and_is_permanent(
     tmp_path: Path,

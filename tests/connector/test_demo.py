@@ -175,3 +175,11 @@ async def test_without_the_register_grant_the_town_stays_quiet() -> None:
             await demo.wait_ready()
         await host.barrier()
         assert host.pending() == []
+
+
+def test_a_room_says_every_line_once_before_any_line_again() -> None:
+    chatter = Chatter(5)
+    dm = [chatter.next(["demo:dm:carol"]) for _ in range(6)]
+    texts = [line.text for line in dm if line is not None]
+    assert len(set(texts[:3])) == 3
+    assert set(texts[3:]) == set(texts[:3])

@@ -37,14 +37,20 @@ def _seed(store: Path, clock: FakeClock | None = None) -> None:
         directory.register("weather", capability="forecasts", tags=["public"])
 
 
-def test_list_prints_one_line_per_entry_and_the_total(tmp_path: Path) -> None:
+def test_list_prints_a_table_with_headings_like_status_and_the_total(tmp_path: Path) -> None:
     config, store = _config(tmp_path)
     _seed(store)
     done = _run("list", "--config", config)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split("\t")[0] for line in lines[:-1]] == ["@alice", "@old", "weather"]
-    assert lines[-1] == "1-3 of 3"
+    assert lines[0].split() == ["address", "kind", "state", "holder", "tags", "description"]
+    assert set(lines[1]) == {"-", " "}
+    assert [line.split()[0] for line in lines[2:-1]] == ["@alice", "@old", "weather"]
+    assert "\t" not in done.stdout
+    weather = lines[4]
+    assert weather.index("service") == lines[0].index("kind")  # columns line up
+    assert "public" in weather
+    assert lines[-1] == "1-3 of 3 entries"
     assert "alice-secret" not in done.stdout
 
 

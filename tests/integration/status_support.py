@@ -14,7 +14,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,8 @@ def write_config(
     token: str | None = None,
     status_port: int | None = 0,
     agent_http_port: int | None = None,
+    agent_token: str | None = None,
+    status_extra: tuple[str, ...] = (),
     backoff: float = 0.2,
 ) -> Path:
     """A config for the steered connector; ``status_port`` None: no own status listener."""
@@ -52,7 +54,10 @@ def write_config(
         lines.append('transport = "none"')
     else:
         lines += ['transport = "http"', f"port = {agent_http_port}"]
+        if agent_token is not None:
+            lines.append(f'token = "{agent_token}"')
     lines.append("[status]")
+    lines += status_extra
     if status_port is not None:
         lines.append(f"port = {status_port}")
     if token is not None:
@@ -119,10 +124,15 @@ def connector_of(snap: Snapshot, cid: str = "steered") -> dict[str, Any]:
 
 @asynccontextmanager
 async def running_host(
-    config: Path, *, token: str | None = None, url_event: str = "status_endpoint"
+    config: Path,
+    *,
+    token: str | None = None,
+    url_event: str = "status_endpoint",
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Host]:
-    """Run ``switchboard run --config config`` until the block ends (then SIGTERM it)."""
-    env = {**os.environ, "STATUS_TOKEN": token or ""}
+    """Run ``switchboard run --config config`` (with ``env`` added to this process's
+    environment) until the block ends (then SIGTERM it)."""
+    env = {**os.environ, "STATUS_TOKEN": token or "", **(env or {})}
     command = [sys.executable, "-m", "switchboard", "run", "--config", str(config)]
     async with await anyio.open_process(command, env=env) as process:
         assert process.stderr is not None

@@ -168,7 +168,7 @@ async def test_with_log_json_every_line_is_json_and_the_connectors_life_is_told_
     assert len(entries) == len(stderr.raw.strip().split(b"\n"))
     assert all({"event", "level", "timestamp"} <= e.keys() for e in entries)
     # The stdlib's records (uvicorn's here) are JSON lines of the same shape.
-    assert _events(entries, "Application startup complete.", logger="uvicorn.error")
+    assert _events(entries, "Application startup complete.", logger="uvicorn")
 
     [started] = _events(entries, "connector_started", server_id="crasher")
     assert started["command"] == [sys.executable, str(tmp_path / "crasher.py")]
@@ -302,3 +302,70 @@ async def test_a_flood_of_100000_channel_changes_leaves_under_1_mb_of_log_with_e
     (row,) = [c for c in status["connectors"] if c["id"] == "h"]
     assert row["log_events"] > 100_000
     assert row["log_lines"] < 30
+
+
+async def test_a_connector_that_dies_before_its_handshake_is_warned_with_its_own_words(
+    tmp_path: Path,
+) -> None:
+    """A Python connector whose module its interpreter cannot import exits at once. The
+    warning says the process exited and with what status, carries the last lines of its
+    stderr (``No module named ...``), says what to do, and the next try waits longer."""
+    config = _config(
+        tmp_path,
+        _connector(
+            "broken",
+            [sys.executable, "-m", "no_such_connector_module"],
+            "restart = true\nbackoff_initial = 0.05\nbackoff_max = 10\n",
+        ),
+        http=False,
+    )
+    with anyio.fail_after(120):
+        async with await _spawn(config, "--log-json") as process:
+            stderr = _Stderr(process)
+            await stderr.until(
+                lambda es: len(_events(es, "connector_failed", server_id="broken")) >= 3
+            )
+            await _stop(process, stderr)
+    failed = _events(stderr.entries(), "connector_failed", server_id="broken")
+    for entry in failed:
+        assert entry["level"] == "warning"
+        assert entry["error"] == "the connector's process exited with status 1"
+        assert "No module named no_such_connector_module" in entry["stderr"]
+        assert "switchboard check" in entry["next"]
+    delays = [e["delay"] for e in _events(stderr.entries(), "connector_restart_scheduled")]
+    assert delays[2] > delays[0]  # 50-100 % jitter of 0.05 then 0.2: it backs off
+
+
+async def test_in_the_console_format_a_connectors_traceback_is_printed_below_its_line(
+    tmp_path: Path,
+) -> None:
+    """What the connector wrote is shown as it wrote it, one indented ``|`` line each, not
+    escaped into one ``line="...\\n..."``; and uvicorn's INFO lines are not tagged as errors."""
+    config = _config(
+        tmp_path, _connector("crasher", _script(tmp_path, "crasher", CRASHER)), http=True
+    )
+    with anyio.fail_after(120):
+        async with await _spawn(config) as process:
+            stderr = _Stderr(process)
+            while not (
+                b"connector_exited" in stderr.raw and b"Application startup complete." in stderr.raw
+            ):
+                stderr._take(await stderr._stream.receive())
+            process.send_signal(signal.SIGTERM)
+            await stderr.to_end()
+            assert await process.wait() == 0
+    text = stderr.raw.decode()
+    lines = text.splitlines()
+    [at] = [
+        n
+        for n, line in enumerate(lines)
+        if line == "    | Traceback (most recent call last):" and lines[n - 1] == "    line:"
+    ]
+    assert " connector_stderr " in lines[at - 2]
+    assert "name=crasher" in lines[at - 2]
+    assert lines[at - 1] == "    line:"
+    assert "    | KeyError: 'missing'" in lines
+    assert not [line for line in lines if "connector_stderr" in line and "\\n" in line]
+    startup = next(line for line in lines if "Application startup complete." in line)
+    assert startup.endswith("[uvicorn]")
+    assert "[uvicorn.error]" not in text

@@ -56,7 +56,7 @@ async def board_at(path: Path) -> AsyncIterator[Switchboard]:
             AgentEntry(handle="@alice", roles=["default_delivery"]),
             AgentEntry(handle="@bob"),
         ],
-        store=StoreConfig(path=str(path), retain="30d"),
+        store=StoreConfig.model_validate({"path": str(path), "retain": "30d"}),
     )
     try:
         yield Switchboard(config, store, directory=directory, clock=lambda: time.time() + LATER)

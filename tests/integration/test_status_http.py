@@ -87,8 +87,8 @@ async def test_status_shows_the_connector_a_message_that_arrived_and_a_refusal(
         assert isinstance(row["pid"], int)
 
         assert {(c["id"], c["desired"], c["confirmed"]) for c in snap["channels"]} == {
-            ("lobby", "closed", "open"),  # traffic proved it open at the connector
-            ("news", "closed", "closed"),
+            ("lobby", "default", "open"),  # nobody decided; traffic proved it open
+            ("news", "default", "closed"),
         }
         [said] = snap["recent_traffic"]
         assert said["direction"] == "in"
@@ -204,3 +204,92 @@ async def test_switchboard_status_prints_tables_and_says_when_nothing_answers(
         assert row.split()[:2] == ["steered", "connected"]
         assert "@agent" in out
         assert str(tmp_path / "store.sqlite") in out
+
+
+AGENT_TOKEN = "agent-" + "a" * 26
+
+
+async def test_on_a_token_protected_agents_listener_status_needs_the_operator_token(
+    tmp_path: Path,
+) -> None:
+    """The agents' endpoint needs a bearer token, so /status, the page and its events do too:
+    without [status] token they are closed (403 saying what to set), and an agent's token does
+    not open them. /healthz stays open."""
+    config = write_config(tmp_path, status_port=None, agent_http_port=0, agent_token=AGENT_TOKEN)
+    async with running_host(config) as host:
+        assert (await host.client.get("/healthz")).status_code == 200
+        for path in ("/status", "/status/page", "/status/events", "/metrics", "/readyz"):
+            for headers in ({}, {"Authorization": f"Bearer {AGENT_TOKEN}"}):
+                closed = await host.client.get(path, headers=headers)
+                assert closed.status_code == 403, (path, closed.status_code)
+                assert "set token = " in closed.text
+                assert "open_beside_agents = true" in closed.text
+        assert "status_endpoint_closed" in "".join(host.stderr)
+
+
+async def test_with_an_operator_token_the_agents_listener_serves_status_to_that_token_only(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path, status_port=None, agent_http_port=0, agent_token=AGENT_TOKEN, token=TOKEN
+    )
+    async with running_host(config, token=TOKEN) as host:
+        await host.wait_for(_connected)
+        bare = await host.client.get("/status", headers={"Authorization": ""})
+        assert bare.status_code == 401
+        agent = await host.client.get("/status", headers={"Authorization": f"Bearer {AGENT_TOKEN}"})
+        assert agent.status_code == 401
+
+
+async def test_open_beside_agents_leaves_status_open_on_the_loopback_agents_listener(
+    tmp_path: Path,
+) -> None:
+    config = write_config(
+        tmp_path,
+        status_port=None,
+        agent_http_port=0,
+        agent_token=AGENT_TOKEN,
+        status_extra=("open_beside_agents = true",),
+    )
+    async with running_host(config) as host:
+        snap = await host.wait_for(_connected)
+        assert connector_of(snap)["state"] == "connected"
+
+
+async def test_status_and_agents_list_run_in_a_shell_without_the_agent_token_variables(
+    tmp_path: Path,
+) -> None:
+    """The host runs with the agent's token and a connector secret from the environment; an
+    operator's new shell has neither, and reading status or the directory needs neither."""
+    port = _free_port()
+    config = write_config(
+        tmp_path, status_port=port, agent_http_port=0, agent_token="${NEWCOMER_AGENT_TOKEN}"
+    )
+    text = config.read_text().replace("env = { ", 'env = { CHAT_SECRET = "${NEWCOMER_SECRET}", ')
+    config.write_text(text)
+    secrets_env = {"NEWCOMER_AGENT_TOKEN": AGENT_TOKEN, "NEWCOMER_SECRET": "s3cret-value"}
+    bare = {k: v for k, v in os.environ.items() if k not in secrets_env}
+    async with running_host(config, env=secrets_env) as host:
+        await host.wait_for(_connected)
+        status = await anyio.run_process(
+            [sys.executable, "-m", "switchboard", "status", "--config", str(config)],
+            env=bare,
+            check=False,
+        )
+        assert status.returncode == 0, status.stderr.decode()
+        assert status.stdout.decode().startswith("Switchboard: ready")
+        listed = await anyio.run_process(
+            [sys.executable, "-m", "switchboard", "agents", "list", "--config", str(config)],
+            env=bare,
+            check=False,
+        )
+        assert listed.returncode == 0, listed.stderr.decode()
+        assert "@agent" in listed.stdout.decode()
+    # `run` still refuses the same config in that shell, naming the variable.
+    refused = await anyio.run_process(
+        [sys.executable, "-m", "switchboard", "check", "--config", str(config)],
+        env=bare,
+        check=False,
+    )
+    assert refused.returncode == 2
+    assert b"NEWCOMER_AGENT_TOKEN is not set" in refused.stderr

@@ -15,6 +15,7 @@ missing the test is skipped with the reason, except in CI (``CI=true``), where i
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -88,7 +89,7 @@ async def _steps(page: Page, host: Host, folder: Path) -> None:
     await expect(page.locator("#live")).to_have_text("live")
     await expect(
         page.locator('#channels tr[data-channel="steered:lobby"] td.desired')
-    ).to_have_text("closed")
+    ).to_have_text("default")
     await _shot(page, folder, "1-connected")
 
     # A message arrives (markup from a stranger is shown as text), and a refusal is listed.
@@ -102,9 +103,13 @@ async def _steps(page: Page, host: Host, folder: Path) -> None:
     await expect(row.locator("td.messages-in")).to_have_text("1")
     await expect(page.locator("#refusals tbody tr")).to_have_count(1, timeout=30_000)
     await expect(page.locator("#refusals tbody tr td").nth(4)).to_contain_text("unknown channel")
-    await expect(
-        page.locator('#channels tr[data-channel="steered:lobby"] td.confirmed')
-    ).to_have_text("open")
+    lobby = page.locator('#channels tr[data-channel="steered:lobby"]')
+    await expect(lobby.locator("td.confirmed")).to_have_text("open")
+    # Nobody decided about the lobby: "default" beside "open" is not a problem, not marked,
+    # and the legend under the table says what the two columns mean.
+    await expect(lobby.locator("td.desired")).to_have_text("default")
+    assert await lobby.get_attribute("class") in (None, "")
+    await expect(page.locator("#channels-legend")).to_contain_text("nobody decided")
     await _shot(page, folder, "2-message")
 
     # The connector is killed: the page shows it restarting, then connected again.
@@ -117,3 +122,54 @@ async def _steps(page: Page, host: Host, folder: Path) -> None:
     await expect(state).to_have_text("connected", timeout=30_000)
     await expect(row.locator("td.pid")).not_to_have_text(str(pid))
     await _shot(page, folder, "4-reconnected")
+
+
+DATED = r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$"
+
+
+async def test_the_page_is_painted_by_the_server_and_says_when_a_table_is_empty(
+    tmp_path: Path,
+) -> None:
+    """Without its script the page already shows the host: the connector's row with its
+    dialect once (not ``mcpl-0.5 0.5``) and ``0`` publishes (not a blank), the message that
+    arrived with a dated time, and a sentence where a table has no rows. With the script the
+    same cells follow the host live."""
+    _need_chromium()
+    folder = _artifacts(tmp_path)
+    config = write_config(tmp_path, backoff=5.0)
+    async with running_host(config) as host, async_playwright() as pw:
+        host.say("lobby", "ada", "hello from the first paint")
+        await host.wait_for(
+            lambda s: connector_of(s)["state"] == "connected" and s["traffic"]["messages_in"] == 1
+        )
+        browser = await pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            still = await browser.new_context(java_script_enabled=False)
+            page = await still.new_page()
+            await page.goto(host.base + "/status/page")
+            await _first_paint(page)
+            await _shot(page, folder, "5-first-paint-without-script")
+
+            live = await browser.new_page()
+            await live.goto(host.base + "/status/page")
+            await expect(live.locator("#live")).to_have_text("live", timeout=30_000)
+            await _first_paint(live)
+            await _shot(live, folder, "6-live")
+        finally:
+            await browser.close()
+
+
+async def _first_paint(page: Page) -> None:
+    row = page.locator('#connectors tr[data-connector="steered"]')
+    await expect(row.locator("td.state")).to_have_text("connected")
+    await expect(row.locator("td.dialect")).to_have_text("mcpl-0.5")
+    await expect(row.locator("td.out")).to_have_text("0")
+    await expect(page.locator("#ready")).to_have_text("ready")
+    said = page.locator("#traffic tbody tr").first
+    await expect(said.locator("td.text")).to_have_text("hello from the first paint")
+    await expect(said.locator("td").first).to_have_text(re.compile(DATED))
+    await expect(page.locator("#refusals tbody tr.empty")).to_have_text(
+        "No refusals: every request of the connectors was taken."
+    )
+    lobby = page.locator('#channels tr[data-channel="steered:lobby"]')
+    await expect(lobby.locator("td.desired")).to_have_text("default")

@@ -145,7 +145,11 @@ async def test_the_store_status_shows_the_retention_settings_and_its_last_pass(
     tmp_path: Path,
 ) -> None:
     config = _config(tmp_path).model_copy(
-        update={"store": StoreConfig(path=str(tmp_path / "s.sqlite"), retain="30d")}
+        update={
+            "store": StoreConfig.model_validate(
+                {"path": str(tmp_path / "s.sqlite"), "retain": "30d"}
+            )
+        }
     )
     async with await MessageStore.open(config.store.path) as store:
         board = Switchboard(config, store)

@@ -345,9 +345,11 @@ def test_a_malformed_duration_is_refused_naming_the_units(bad: object) -> None:
 
 
 def test_the_store_settings_read_durations_and_sizes() -> None:
-    store = StoreConfig(retain="30d", max_size="2GB", retention_interval="90s")
+    store = StoreConfig.model_validate(
+        {"retain": "30d", "max_size": "2GB", "retention_interval": "90s"}
+    )
     assert (store.retain, store.max_size, store.retention_interval) == (30 * DAY, 2 * 10**9, 90)
-    assert StoreConfig(max_size="2GiB").max_size == 2 * 2**30
+    assert StoreConfig.model_validate({"max_size": "2GiB"}).max_size == 2 * 2**30
     assert StoreConfig(retain=3600).retain == 3600
     assert StoreConfig().retain is None
     assert StoreConfig().max_size is None

@@ -608,7 +608,8 @@ class _Refusals:
                 f"agent {agent!r} needs a bearer token: send `Authorization: Bearer <token>` "
                 f"with the token of {source}"
                 if given is None
-                else f"the bearer token is not agent {agent!r}'s: send the token of {source}"
+                else f"the bearer token is not the token of agent @{agent}: send the token of "
+                f"{source}"
             )
         else:
             where = "your agent's token (its [[agents]] table's token or token_file)"

@@ -289,7 +289,7 @@ class Switchboard:
             configs=config.connectors,
             sessions=self.sessions,
             registry=registry,
-            desired=self.lifecycle.desired_state,
+            desired=self.lifecycle.desired_shown,
             roster=self.roster,
             attachments=self.attachments,
             store=store,

@@ -261,13 +261,9 @@ def _status_beside(
     board: Switchboard, status: StatusPlan, plan: EndpointPlan, until: anyio.Event
 ) -> Any:
     """The wrap that mounts the status surface on the agents' listener."""
-    closed = None
-    if status.token is None and not status.agents_loopback:
-        closed = (
-            "the status surface is off on this listener: it binds beyond loopback and [status] "
-            'has no token; set token = "${SWITCHBOARD_STATUS_TOKEN}" in [status]'
-        )
-        log.warning("status_endpoint_closed", why=closed)
+    closed = status.closed_beside(agents_need_tokens=plan.auth == "bearer")
+    if closed is not None:
+        log.info("status_endpoint_closed", why=closed)
     app = status_app(
         board.status, token=status.token, hosts=plan.allowed_hosts, closed=closed, until=until
     )

@@ -4,9 +4,10 @@
 (and its ``env_file``). What it cannot know is whether a connector's program can be started
 here, its ``cwd`` exists, or the store's folder can be made. :func:`spawn_problem` answers the
 first two for one connector (the host asks it before each spawn, so a missing program is a
-permanent error of that connector, not a retry); :func:`store_problem` the last;
-:func:`machine_problems` all of them for ``switchboard check``, and :func:`summary` the lines
-that command prints when the config is fine.
+permanent error of that connector, not a retry); :func:`start_problem` asks a Python or Node
+connector's interpreter whether its module or script is there (``switchboard check`` only: it
+runs the interpreter once); :func:`store_problem` the last; :func:`machine_problems` all of
+them for ``switchboard check``, and :func:`summary` the lines it prints when the config is fine.
 
 What it deliberately does not know: the HTTP endpoint's token files and port (that is
 ``switchboard.agents.http``), or whether a dialed connector answers.
@@ -15,14 +16,41 @@ What it deliberately does not know: the HTTP endpoint's token files and port (th
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 from switchboard.config.connectors import ConnectorConfig
 from switchboard.config.model import Config
 
-__all__ = ["machine_problems", "program_argv", "spawn_problem", "store_problem", "summary"]
+__all__ = [
+    "machine_problems",
+    "program_argv",
+    "spawn_problem",
+    "start_problem",
+    "store_problem",
+    "summary",
+]
+
+_PYTHON = re.compile(r"python[0-9.]*$")
+_NODE = re.compile(r"(node|nodejs|bun|deno)$")
+# Options of the Python interpreter that take the next word as their value.
+_PYTHON_VALUED = frozenset({"-X", "-W", "--check-hash-based-pycs"})
+# Asks the connector's interpreter whether it can find the module, without running it.
+_FIND_MODULE = (
+    "import importlib.util, sys\n"
+    "try:\n"
+    "    found = importlib.util.find_spec(sys.argv[1]) is not None\n"
+    "except Exception as exc:\n"
+    "    print(f'{type(exc).__name__}: {exc}'); sys.exit(3)\n"
+    "if not found:\n"
+    "    print(f'No module named {sys.argv[1]!r}'); sys.exit(3)\n"
+)
+PROBE_TIMEOUT = 20.0
+"""Seconds ``switchboard check`` waits for a connector's interpreter to say whether its
+module is there."""
 
 
 def _search_path(config: ConnectorConfig) -> str | None:
@@ -89,6 +117,75 @@ def spawn_problem(config: ConnectorConfig) -> str | None:
     return f"connector {config.id!r}: {problem}" if problem else None
 
 
+def _python_target(args: list[str]) -> tuple[str, str] | None:
+    """``("module", name)`` or ``("script", path)`` that a Python command line runs."""
+    words = iter(args)
+    for word in words:
+        if word == "-m":
+            name = next(words, None)
+            return ("module", name) if name else None
+        if word.startswith("-m") and not word.startswith("--"):
+            return "module", word[2:]
+        if word in _PYTHON_VALUED:
+            next(words, None)
+        elif word == "-c" or word == "-":
+            return None
+        elif not word.startswith("-"):
+            return "script", word
+    return None
+
+
+def start_problem(config: ConnectorConfig) -> str | None:
+    """Why ``config``'s command would exit at once, as far as can be told without running the
+    connector, or ``None``: a Python command's ``-m`` module that its interpreter cannot find
+    (the interpreter is asked, with the connector's ``env`` and ``cwd``), or a Python or Node
+    script that does not exist. Other programs are not looked into. Runs a process: for
+    ``switchboard check``, not before each spawn."""
+    if config.command is None or spawn_problem(config) is not None:
+        return None
+    argv = program_argv(config)
+    program, name = argv[0], Path(argv[0]).name
+    target: tuple[str, str] | None = None
+    if _PYTHON.match(name):
+        target = _python_target(argv[1:])
+    elif _NODE.match(name):
+        scripts = [word for word in argv[1:] if not word.startswith("-")]
+        target = ("script", scripts[0]) if scripts else None
+    if target is None:
+        return None
+    kind, what = target
+    if kind == "script":
+        path = Path(config.cwd or ".") / what
+        if path.exists():
+            return None
+        return f"connector {config.id!r}: {name} would run {what}, which does not exist ({path})"
+    try:
+        done = subprocess.run(
+            [program, "-c", _FIND_MODULE, what],
+            env={**os.environ, **config.env},
+            cwd=config.cwd,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"connector {config.id!r}: could not ask {program} about {what}: {exc}"
+    if done.returncode == 0:
+        return None
+    said = done.stdout.strip() or done.stderr.strip() or f"exit status {done.returncode}"
+    said = said.splitlines()[-1]
+    hint = "give the full path of the Python it is installed in (a virtual environment's python)"
+    if what.split(".")[0] == "switchboard":
+        hint = f"use the installed command instead, or this Switchboard's Python: {sys.executable}"
+        if what.startswith("switchboard.connectors.demo"):
+            hint = 'use command = ["switchboard-demo-connector", ...] instead'
+    found = shutil.which(program, path=_search_path(config))
+    shown = program if "/" in program or found is None else f"{program} ({found})"
+    return f"connector {config.id!r}: {shown} cannot import {what}: {said}; {hint}"
+
+
 def store_problem(config: Config) -> str | None:
     """Why the store file cannot be opened or made, or ``None``: it is a folder, or the
     nearest existing folder above it is not one this user may write in."""
@@ -119,7 +216,9 @@ def store_problem(config: Config) -> str | None:
 def machine_problems(config: Config) -> list[str]:
     """Every problem of ``config`` on this machine: each connector's program and cwd, and the
     store; empty when there is none."""
-    problems = [p for c in config.connectors if (p := spawn_problem(c)) is not None]
+    problems = [
+        p for c in config.connectors if (p := spawn_problem(c) or start_problem(c)) is not None
+    ]
     store = store_problem(config)
     if store is not None:
         problems.append(store)

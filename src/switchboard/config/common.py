@@ -41,7 +41,13 @@ class ConfigError(Exception):
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """The base of every config table: unknown keys are refused, and no value is converted
+    (``strict``): ``port = "8766"`` or ``restart = "yes"`` is a mistake to list, never a
+    silent guess. A TOML integer is still a valid float. A field that must take a string for
+    another type (an enum, a ``Path``) says so with ``Field(strict=False)``, or is a
+    ``Literal`` of strings, or is read by a ``mode="before"`` validator (the durations)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 _DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd])", re.IGNORECASE)

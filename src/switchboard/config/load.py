@@ -15,6 +15,7 @@ import io
 import json
 import os
 import re
+import secrets
 import shlex
 import sys
 import tomllib
@@ -39,8 +40,18 @@ __all__ = ["demo_config", "demo_connector_command", "expand_env", "load_config",
 
 _REFERENCE = re.compile(r"\$\$\{|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}|\$\{")
 
+# The secrets only ``switchboard run`` uses: the agents' tokens and the connectors'
+# environments. A command that only reads (``status``, ``agents``) may run without them.
+_SECRET_PLACE = re.compile(r"(agent\.token|agents\.\d+\.token|connectors\.\d+\.env\.[^.]+)")
 
-def _expand_text(text: str, where: str, env: Mapping[str, str], problems: list[str]) -> str:
+
+def _expand_text(
+    text: str,
+    where: str,
+    env: Mapping[str, str],
+    problems: list[str],
+    unset_secrets: bool = False,
+) -> str:
     def one(match: re.Match[str]) -> str:
         whole = match.group(0)
         if whole == "$${":
@@ -54,6 +65,9 @@ def _expand_text(text: str, where: str, env: Mapping[str, str], problems: list[s
             return whole
         if default is not None:
             return env.get(name) or default[2:]
+        if name not in env and unset_secrets and _SECRET_PLACE.fullmatch(where):
+            # Never used by the command that asked; unguessable, so it proves nothing.
+            return secrets.token_urlsafe(32)
         if name not in env:
             problems.append(
                 f"{where}: the environment variable {name} is not set (used as ${{{name}}}); "
@@ -66,20 +80,24 @@ def _expand_text(text: str, where: str, env: Mapping[str, str], problems: list[s
     return _REFERENCE.sub(one, text)
 
 
-def _expand_value(value: object, where: str, env: Mapping[str, str], problems: list[str]) -> object:
+def _expand_value(
+    value: object, where: str, env: Mapping[str, str], problems: list[str], lax: bool = False
+) -> object:
     if isinstance(value, str):
-        return _expand_text(value, where, env, problems)
+        return _expand_text(value, where, env, problems, lax)
     if isinstance(value, list):
-        return [_expand_value(v, f"{where}.{i}", env, problems) for i, v in enumerate(value)]
+        return [_expand_value(v, f"{where}.{i}", env, problems, lax) for i, v in enumerate(value)]
     if isinstance(value, dict):
         return {
-            k: _expand_value(v, f"{where}.{k}" if where else str(k), env, problems)
+            k: _expand_value(v, f"{where}.{k}" if where else str(k), env, problems, lax)
             for k, v in value.items()
         }
     return value
 
 
-def expand_env(data: dict[str, object], env: Mapping[str, str]) -> dict[str, object]:
+def expand_env(
+    data: dict[str, object], env: Mapping[str, str], *, unset_secrets: bool = False
+) -> dict[str, object]:
     """``data`` (a parsed TOML document) with ``${NAME}`` in every string value replaced.
 
     ``${NAME}`` is the value of the environment variable ``NAME``; ``${NAME:-default}`` is its
@@ -92,7 +110,7 @@ def expand_env(data: dict[str, object], env: Mapping[str, str]) -> dict[str, obj
             holds a ``${`` that is not a reference.
     """
     problems: list[str] = []
-    expanded = _expand_value(data, "", env, problems)
+    expanded = _expand_value(data, "", env, problems, unset_secrets)
     if problems:
         raise ConfigError("; ".join(problems), problems)
     assert isinstance(expanded, dict)
@@ -235,6 +253,54 @@ def _toml_array(items: list[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
 
+# What each TOML type is called, for a value of the wrong type.
+_TOML_TYPES: dict[type, str] = {
+    str: "a string",
+    bool: "a boolean",
+    int: "an integer",
+    float: "a number with a fraction",
+    list: "a list",
+    dict: "a table",
+}
+_NUMBER = {"int_type": r"-?\d+", "float_type": r"-?\d+(\.\d+)?"}
+_WANTED = {
+    "int_type": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string in quotes",
+}
+
+
+def _type_problem(kind: str, loc: tuple[int | str, ...], given: object) -> str | None:
+    """A value of the wrong TOML type, said plainly with the line that fixes it. Nothing is
+    converted for the user: ``port = "8766"`` and ``restart = "yes"`` are mistakes (a quoted
+    number may be a typo of another key's value), and every one is listed at once."""
+    wanted = _WANTED.get(kind)
+    if wanted is None or not loc:
+        return None
+    key = str(loc[-1])
+    got = _TOML_TYPES.get(type(given), "another kind of value")
+    secret = _secret_place(loc)
+    said = f"`{key}` must be {wanted}, not {got}"
+    if not secret and isinstance(given, str | int | float) and not isinstance(given, bool):
+        said += f" ({given!r})"
+    fix: str | None = None
+    if isinstance(given, str) and not secret:
+        text = given.strip()
+        if kind == "bool_type" and text.lower() in ("true", "yes", "on", "1"):
+            fix = f"{key} = true"
+        elif kind == "bool_type" and text.lower() in ("false", "no", "off", "0"):
+            fix = f"{key} = false"
+        elif kind in _NUMBER and re.fullmatch(_NUMBER[kind], text):
+            fix = f"{key} = {text}"
+    elif kind == "string_type" and not secret and isinstance(given, int | float | bool):
+        fix = f"{key} = {json.dumps(str(given).lower() if isinstance(given, bool) else str(given))}"
+    if fix is not None:
+        said += f"; write {fix} (Switchboard does not convert it for you)"
+    return said
+
+
 def _problem(error: Mapping[str, Any]) -> str:
     """One line for one pydantic error: where, what, and the fix when one is known."""
     loc: tuple[int | str, ...] = tuple(error["loc"])
@@ -269,6 +335,9 @@ def _problem(error: Mapping[str, Any]) -> str:
         )
     if message.startswith("Value error, "):
         return f"{where}: {message.removeprefix('Value error, ')}"
+    typed = _type_problem(kind, loc, given)
+    if typed is not None:
+        return f"{where}: {typed}"
     shown = "" if _secret_place(loc) or isinstance(given, dict | list) else f" (got {given!r})"
     return f"{where}: {message}{shown}"
 
@@ -291,7 +360,9 @@ def _invalid(p: Path, problems: list[str]) -> ConfigError:
     )
 
 
-def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: str | Path, *, env: Mapping[str, str] | None = None, unset_secrets: bool = False
+) -> Config:
     """Read, expand and validate a TOML config file, raising :class:`ConfigError` with a clear
     reason for every problem (one line each, with the fix when one is known).
 
@@ -301,6 +372,10 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Co
     that holds a ``/``, the last against the connector's ``cwd`` when it has one) are made
     absolute against the config file's folder. Nothing else is checked on disk here; see
     :mod:`switchboard.config.check`.
+
+    ``unset_secrets`` is for the commands that only read (``switchboard status``,
+    ``switchboard agents``): the agents' tokens and the connectors' ``env`` may then refer to
+    variables this shell does not set (see :func:`expand_env`); such a config must not run.
     """
     p = Path(path)
     base = Path(os.path.abspath(p)).parent
@@ -322,7 +397,7 @@ def load_config(path: str | Path, *, env: Mapping[str, str] | None = None) -> Co
             assert isinstance(named, str)
             data["env_file"] = named = _absolute(named, base)
             real = {**read_env_file(Path(named)), **real}
-        data = expand_env(data, real)
+        data = expand_env(data, real, unset_secrets=unset_secrets)
     except ConfigError as exc:
         raise ConfigError(
             f"config file {p}: {exc}", [f"config file {p}: {line}" for line in exc.problems]

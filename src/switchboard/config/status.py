@@ -33,6 +33,11 @@ class StatusConfig(Strict):
     token_file: str | None = Field(
         default=None, min_length=1, description="a file holding the operator's bearer token"
     )
+    open_beside_agents: bool = Field(
+        default=False,
+        description="leave the status surface open without a token on the agents' loopback "
+        "HTTP listener even when that listener needs agent tokens (default: closed there)",
+    )
 
     @model_validator(mode="after")
     def _safe_status(self) -> StatusConfig:

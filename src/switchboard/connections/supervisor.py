@@ -35,6 +35,7 @@ from switchboard.events import (
     EventBus,
 )
 from switchboard.store import MessageStoreProtocol
+from switchboard.transport import LinkClosedError
 
 __all__ = ["HEALTHY_AFTER", "SessionFactory", "Supervisor", "backoff_delay", "exit_status"]
 
@@ -61,12 +62,49 @@ def exit_status(link: object) -> tuple[int | None, str | None]:
         return None, f"signal {-code}"
 
 
-def _failure_text(exc: BaseException) -> str:
-    """What went wrong, said once: the one failure of a task group is that failure (not
-    "unhandled errors in a TaskGroup")."""
+def _only(exc: BaseException) -> BaseException:
+    """The one failure of a task group is that failure (not "unhandled errors in a
+    TaskGroup")."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _failure_text(exc: BaseException) -> str:
+    """What went wrong, said once."""
+    exc = _only(exc)
     return str(exc) or repr(exc)
+
+
+def _failed(exc: BaseException, link: object) -> dict[str, str]:
+    """The fields of ``connector_failed``: the error, and how the child ended (:func:`_died`).
+    When the link closed because the child exited, the child's exit is the error."""
+    died = _died(link)
+    if isinstance(_only(exc), LinkClosedError) and "exited" in died:
+        return {"error": died.pop("exited"), **died}
+    return {"error": _failure_text(exc), **died}
+
+
+def _died(link: object) -> dict[str, str]:
+    """What a stdio connector that ended said about it: its exit status and the last lines of
+    its stderr (a Python connector's ``No module named ...``); empty for a child still running
+    or a dialed link. The warning carries them because the INFO ``connector_stderr`` lines are
+    easy to miss, and the link error alone ("closed before the response to 'initialize'")
+    names the symptom, not the cause."""
+    code, signame = exit_status(link)
+    if code is None and signame is None:
+        return {}
+    how = f"with status {code}" if signame is None else f"by {signame}"
+    said: dict[str, str] = {"exited": f"the connector's process exited {how}"}
+    tail = getattr(link, "stderr_tail", "")
+    if isinstance(tail, str) and tail:
+        said["stderr"] = tail
+    if code != 0 or signame is not None:
+        said["next"] = (
+            "run the connector's command by hand to see the whole error; "
+            "`switchboard check --config FILE` checks that it can start"
+        )
+    return said
 
 
 def backoff_delay(failures: int, initial: float, maximum: float, rng: random.Random) -> float:
@@ -201,9 +239,10 @@ class Supervisor:
                         )
                     )
                     await session.run(link)
-                ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", {})
+                ended: tuple[str, dict[str, str]] | None = ("connector_link_ended", _died(link))
             except Exception as exc:  # a failed spawn/dial or a broken handshake
-                ended = ("connector_failed", {"error": _failure_text(exc)})
+                # The child's own exit says more than the link's "closed before the answer".
+                ended = ("connector_failed", _failed(exc, opened))
                 if permanent_failure(exc):
                     ended = None
                     if not self.stopping:

@@ -58,11 +58,38 @@ def add_agents_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     imp.add_argument("file", help="snapshot file to read, or - for stdin")
 
 
-def _line(entry: Entry) -> str:
-    state = ("online" if entry.online else "offline") + "," + ("busy" if entry.busy else "idle")
-    holder = entry.holder or "-"
-    tags = ",".join(entry.tags) or "-"
-    return f"{entry.address}\t{entry.kind}\t{state}\t{holder}\t{tags}\t{entry.description}"
+_HEADERS = ("address", "kind", "state", "holder", "tags", "description")
+
+
+def _row(entry: Entry) -> list[str]:
+    state = ("online" if entry.online else "offline") + ", " + ("busy" if entry.busy else "idle")
+    return [
+        entry.address,
+        entry.kind,
+        state,
+        entry.holder or "-",
+        ", ".join(entry.tags) or "-",
+        entry.description or "",
+    ]
+
+
+def _table(rows: list[list[str]]) -> str:
+    """``rows`` under :data:`_HEADERS`, as ``switchboard status`` prints its tables: columns
+    padded to their widest cell (at most 60 characters, longer ones cut with ``…``), a rule
+    of dashes under the headings."""
+    cells = [list(_HEADERS), *[[v.replace("\n", " ") for v in row] for row in rows]]
+    widths = [min(60, max(len(row[i]) for row in cells)) for i in range(len(_HEADERS))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                (v if len(v) <= w else v[: w - 1] + "…").ljust(w)
+                for v, w in zip(row, widths, strict=True)
+            ).rstrip()
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
 
 
 def _write_atomically(path: str, text: str) -> None:
@@ -102,11 +129,12 @@ def _run(args: argparse.Namespace, directory: Directory, out: TextIO) -> int:
             }
             print(json.dumps(document, indent=2), file=out)
         else:
-            for entry in page.entries:
-                print(_line(entry), file=out)
             shown = len(page.entries)
+            if shown:
+                print(_table([_row(entry) for entry in page.entries]), file=out)
             first = page.offset + 1 if shown else page.offset
-            print(f"{first}-{page.offset + shown} of {page.total}", file=out)
+            counted = "entry" if page.total == 1 else "entries"
+            print(f"{first}-{page.offset + shown} of {page.total} {counted}", file=out)
         return 0
     if verb == "show":
         print(json.dumps(directory.lookup(args.address).to_public(), indent=2), file=out)

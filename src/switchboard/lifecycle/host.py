@@ -173,10 +173,27 @@ class LifecycleHost:
         """The channel's desired record."""
         return self.book.record(ref)
 
+    #: Sources that record a state nobody decided: shown as ``default``, not ``closed``.
+    UNDECIDED: ClassVar[frozenset[Source]] = frozenset(
+        {Source.DEFAULT_CLOSED, Source.SUBSCRIPTION_GC, Source.HOUSEKEEPING}
+    )
+
     def desired_state(self, ref: ChannelRef) -> str:
         """``open``, ``closed``, ``tuned-out``, or ``unknown`` without a record."""
         record = self.book.record(ref)
         return "unknown" if record is None else record.state.value
+
+    def desired_shown(self, ref: ChannelRef) -> str:
+        """What the agent and its operator are shown as the channel's desired state: ``open``,
+        ``closed`` or ``tuned-out`` as someone decided it (the agent, a module, the
+        connector's ``initiallyOpen`` or subscription policy, speech that opened it), or
+        ``default`` when nobody decided (no record, or only the default or a machine's close):
+        then the defaults apply (docs/lifecycle.md, "States"). ``closed`` there
+        would read as a decision the channel contradicts (docs/lifecycle.md)."""
+        record = self.book.record(ref)
+        if record is None or record.source in self.UNDECIDED:
+            return "default"
+        return record.state.value
 
     def covered_by_tune_out(self, ref: ChannelRef) -> bool:
         """Whether an active tune-out (of any scope) covers ``ref`` (machine closes read it)."""

@@ -70,6 +70,10 @@ class RefusalKind(StrEnum):
     CONNECTOR_FAILED = "connector-failed"
     """The connector answered that nothing was delivered (a publish), or answered a forwarded
     tool call with an error or with something that is not a tool result."""
+    # -- arguments
+    INVALID_ARGUMENTS = "invalid-arguments"
+    """A tool's arguments do not match its input schema (a missing one, a wrong type, a value
+    out of range): nothing ran (``tool``, ``problems``)."""
     # -- connector tools
     UNKNOWN_TOOL = "unknown-tool"
     """No tool answers to the name, or the connector no longer lists it."""
@@ -151,6 +155,8 @@ NEXT_STEP: Mapping[RefusalKind, str] = {
     "channel_open for it (its result says why it cannot open), or write somewhere else",
     RefusalKind.CONNECTOR_FAILED: "check the channel with channel_list; change the text or pick "
     "another channel",
+    RefusalKind.INVALID_ARGUMENTS: "call the tool again with the arguments fixed as said; its "
+    "input schema (in the tool list) gives every argument's name and type",
     RefusalKind.UNKNOWN_TOOL: "list the tools again (your client may need to refresh its tool "
     "list) and call one that is listed",
     RefusalKind.NO_TARGET: "start the words with a >>target line",

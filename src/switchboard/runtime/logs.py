@@ -56,10 +56,12 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if json
-        else structlog.dev.ConsoleRenderer(
-            colors=False,
-            # Without locals: a request's frames hold its headers, and so its bearer token.
-            exception_formatter=structlog.dev.plain_traceback,
+        else _text_below(
+            structlog.dev.ConsoleRenderer(
+                colors=False,
+                # Without locals: a request's frames hold its headers, and so its bearer token.
+                exception_formatter=structlog.dev.plain_traceback,
+            )
         )
     )
     # In JSON mode a traceback becomes a field of the one line; the console renderer prints
@@ -75,6 +77,7 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
             foreign_pre_chain=[
                 structlog.stdlib.add_log_level,
                 structlog.stdlib.add_logger_name,
+                _plain_logger_name,
                 timestamper,
             ],
             processors=[
@@ -102,6 +105,48 @@ def configure(level: str = "INFO", *, json: bool = False) -> None:
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+#: Fields whose text a console line prints below itself, one indented line each, when it has
+#: several lines (a connector's stderr, a traceback it printed): escaped into one
+#: ``line="...\\n..."`` they could not be read.
+TEXT_BELOW: Final = frozenset({"line", "stderr"})
+
+_RENAMED: Final = {"uvicorn.error": "uvicorn"}
+"""uvicorn logs everything it says (``Application startup complete.``) on ``uvicorn.error``; an
+INFO line tagged ``[uvicorn.error]`` reads as an error."""
+
+
+def _plain_logger_name(
+    _logger: object, _name: str, event: structlog.typing.EventDict
+) -> structlog.typing.EventDict:
+    name = event.get("logger")
+    if isinstance(name, str) and name in _RENAMED:
+        event["logger"] = _RENAMED[name]
+    return event
+
+
+def _text_below(render: structlog.dev.ConsoleRenderer) -> structlog.typing.Processor:
+    """``render`` (the console renderer), with each multi-line :data:`TEXT_BELOW` field taken
+    out of the ``key=value`` part and printed below the line, each of its lines indented and
+    marked ``|`` (so it cannot pass for a line of Switchboard's own)."""
+
+    def rendered(logger: object, name: str, event: structlog.typing.EventDict) -> str:
+        blocks = [
+            (key, event.pop(key))
+            for key in [k for k in TEXT_BELOW if isinstance(event.get(k), str)]
+            if "\n" in event[key]
+        ]
+        head = render(logger, name, event)
+        if not blocks:
+            return head
+        lines = [head]
+        for key, text in blocks:
+            lines.append(f"    {key}:")
+            lines.extend(f"    | {part}" for part in str(text).splitlines())
+        return "\n".join(lines)
+
+    return rendered
 
 
 _LEVELS: Final = (

@@ -40,6 +40,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import Config, is_loopback
 from switchboard.status.model import HostStatus
+from switchboard.status.paint import paint
 from switchboard.web import (
     bare_host,
     bind_listener,
@@ -94,12 +95,41 @@ class StatusPlan:
         own: ``(host, port)`` of the own listener (``[status] port``), or None.
         beside_agents: Whether it is also served on the agents' HTTP listener.
         agents_loopback: Whether the agents' listener binds a loopback address.
+        open_beside_agents: ``[status] open_beside_agents``: the operator chose to leave it
+            open on the agents' loopback listener although that listener needs agent tokens.
     """
 
     token: str | None = field(repr=False)
     own: tuple[str, int] | None
     beside_agents: bool
     agents_loopback: bool
+    open_beside_agents: bool = False
+
+    def closed_beside(self, agents_need_tokens: bool) -> str | None:
+        """Why the surface is closed on the agents' listener (every route but ``/healthz``
+        answers 403 with it), or None when it is served there.
+
+        Closed when the listener binds beyond loopback and there is no operator token, and
+        when the agents' endpoint needs tokens but there is no operator token and the
+        operator did not set ``open_beside_agents``: someone who set a token believes the
+        port is closed, and ``/status`` carries recent messages and their authors.
+        """
+        if self.token is not None:
+            return None
+        if not self.agents_loopback:
+            return (
+                "the status surface is off on this listener: it binds beyond loopback and "
+                '[status] has no token; set token = "${SWITCHBOARD_STATUS_TOKEN}" in [status]'
+            )
+        if agents_need_tokens and not self.open_beside_agents:
+            return (
+                "the status surface is closed on this listener because the agents' endpoint "
+                'needs a token: set token = "${SWITCHBOARD_STATUS_TOKEN}" in [status] and send '
+                "it as `Authorization: Bearer <token>` (switchboard status does), or set "
+                "open_beside_agents = true in [status] to leave it open on this loopback "
+                "listener"
+            )
+        return None
 
 
 def plan_status(config: Config) -> StatusPlan:
@@ -119,6 +149,7 @@ def plan_status(config: Config) -> StatusPlan:
         own=None if table.port is None else (table.host, table.port),
         beside_agents=config.agent.transport == "http",
         agents_loopback=is_loopback(config.agent.host),
+        open_beside_agents=table.open_beside_agents,
     )
 
 
@@ -252,6 +283,14 @@ def _asset(name: str) -> bytes:
     return resources.files("switchboard").joinpath("status", "page", name).read_bytes()
 
 
+_PAGE_HEADERS: Final = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
 def _json(body: Any, status_code: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status_code, media_type="application/json")
 
@@ -344,10 +383,11 @@ def status_app(
     - **Who may read them.** ``/healthz`` is always open. With an operator token (``[status] token``
       or ``token_file``) every other route needs it: ``Authorization: Bearer <token>``, or the
       cookie the page sets when opened once as ``/status/page?token=<token>``. Without a token they
-      are open on a loopback listener; on an agents' listener bound beyond loopback they answer 403
-      saying to set ``[status] token`` (an own listener beyond loopback without a token is refused
-      when the config is loaded). The Host header is checked as the agents' endpoint checks it (DNS
-      rebinding).
+      are open on a loopback listener, except on an agents' listener that needs agent tokens
+      (unless ``[status] open_beside_agents``) or binds beyond loopback: there they answer 403
+      saying to set ``[status] token`` (:meth:`StatusPlan.closed_beside`; an own listener
+      beyond loopback without a token is refused when the config is loaded). The Host header
+      is checked as the agents' endpoint checks it (DNS rebinding).
 
     Args:
         token: the operator token every route but ``/healthz`` needs, or None.
@@ -378,18 +418,20 @@ def status_app(
 
     def asset(name: str, media_type: str) -> Callable[[Request], Any]:
         async def serve(_request: Request) -> Response:
-            return Response(
-                _asset(name),
-                media_type=media_type,
-                headers={
-                    "Cache-Control": "no-store",
-                    "Content-Security-Policy": "default-src 'self'; object-src 'none'; "
-                    "base-uri 'none'; frame-ancestors 'none'",
-                    "X-Content-Type-Options": "nosniff",
-                },
-            )
+            return Response(_asset(name), media_type=media_type, headers=_PAGE_HEADERS)
 
         return serve
+
+    template = _asset("page.html").decode("utf-8")
+
+    async def page(_request: Request) -> Response:
+        # Painted on the server from the model, so the page shows the host before (or
+        # without) its script; the script then keeps it live.
+        return Response(
+            paint(model.snapshot(), template),
+            media_type="text/html; charset=utf-8",
+            headers=_PAGE_HEADERS,
+        )
 
     async def events(request: Request) -> Response:
         async def stream() -> AsyncIterator[dict[str, str]]:
@@ -415,7 +457,7 @@ def status_app(
             Route("/status", status),
             Route("/metrics", metrics),
             Route("/status/events", events),
-            Route("/status/page", asset("page.html", "text/html; charset=utf-8")),
+            Route("/status/page", page),
             Route("/status/page.js", asset("page.js", "text/javascript; charset=utf-8")),
             Route("/status/page.css", asset("page.css", "text/css; charset=utf-8")),
         ]

@@ -14,6 +14,7 @@ over this process's own stdin and stdout) is in ``stdio_server``.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import errno
 import fcntl
@@ -51,6 +52,9 @@ STDERR_BURST_BYTES = 64 * 1024
 """Bytes of a connector's stderr logged in a burst; beyond it, lines are counted instead."""
 STDERR_BYTES_PER_SECOND = 8 * 1024
 """Bytes of a connector's stderr logged per second after a burst."""
+STDERR_TAIL_LINES = 6
+"""The last lines of a connector's stderr kept for the warning when it dies (``stderr_tail``)."""
+_STDERR_TAIL_LINE_CHARS = 400
 PIPE_BYTES = 1 << 20
 """Bytes asked of the kernel for each of a connector's stdin and stdout pipes (Linux's default
 is 64 KiB, and 1 MiB is what an unprivileged process may ask). A large answer (the results of
@@ -113,6 +117,7 @@ class StdioLink:
             raise ValueError("the process needs piped stdin and stdout")
         self._process = process
         self._stdin = process.stdin
+        self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._stream = NdjsonStreamLink(
             process.stdout,
             process.stdin,
@@ -132,6 +137,13 @@ class StdioLink:
     def pid(self) -> int:
         """The child's process id."""
         return self._process.pid
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last few lines the child wrote to stderr (even those the volume budget kept
+        out of the log), joined by newlines: what a connector that died last said, usually
+        why."""
+        return "\n".join(self._stderr_tail)
 
     @property
     def returncode(self) -> int | None:
@@ -203,7 +215,8 @@ async def _stop(link: StdioLink, grace: float) -> None:
 class _StderrLog:
     """One child's stderr as log events: lines joined into blocks, within a volume budget."""
 
-    def __init__(self, name: str, pid: int) -> None:
+    def __init__(self, name: str, pid: int, tail: collections.deque[str]) -> None:
+        self._tail = tail
         self.joiner = LineJoiner(
             window=STDERR_JOIN_WINDOW, max_lines=STDERR_MAX_LINES, max_bytes=STDERR_MAX_BYTES
         )
@@ -218,6 +231,8 @@ class _StderrLog:
                 text = f"<a stderr line longer than {line.limit} bytes was dropped>"
             else:
                 text = line.decode("utf-8", "replace")
+            if text.strip():
+                self._tail.append(text[:_STDERR_TAIL_LINE_CHARS])
             for block in self.joiner.add(text, now):
                 self._emit(block)
 
@@ -242,10 +257,10 @@ class _StderrLog:
 
 
 async def _forward_stderr(
-    stream: ByteReceiveStream, name: str, pid: int, done: anyio.Event
+    stream: ByteReceiveStream, name: str, pid: int, done: anyio.Event, tail: collections.deque[str]
 ) -> None:
     decoder = NdjsonDecoder(_STDERR_MAX_LINE)
-    out = _StderrLog(name, pid)
+    out = _StderrLog(name, pid, tail)
     try:
         with contextlib.suppress(
             anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
@@ -315,7 +330,9 @@ async def spawn_stdio(
     await forwarder.__aenter__()
     try:
         assert process.stderr is not None
-        forwarder.start_soon(_forward_stderr, process.stderr, name, process.pid, stderr_done)
+        forwarder.start_soon(
+            _forward_stderr, process.stderr, name, process.pid, stderr_done, link._stderr_tail
+        )
         try:
             yield link
         finally:

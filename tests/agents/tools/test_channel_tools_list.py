@@ -39,7 +39,7 @@ async def test_a_shared_id_is_shown_qualified_and_a_unique_one_by_its_id(tmp_pat
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             listed = await call(client, "channel_list")
         desired = {
-            (r.server_id, r.channel_id): board.lifecycle.desired_state(r) for r in _refs(board)
+            (r.server_id, r.channel_id): board.lifecycle.desired_shown(r) for r in _refs(board)
         }
     rows = {(c["server_id"], c["channel_id"]): c for c in listed["channels"]}
     assert list(rows) == [("a", "general"), ("a", "s"), ("b", "general")]
@@ -51,6 +51,24 @@ async def test_a_shared_id_is_shown_qualified_and_a_unique_one_by_its_id(tmp_pat
     assert rows[("b", "general")]["prose_target"] is None  # inbound-only takes no speech
     assert {key: row["desired"] for key, row in rows.items()} == desired
     assert listed["servers"] == {"a": "ready", "b": "ready"}
+
+
+@anyio_only
+async def test_a_channel_nobody_decided_about_is_listed_as_default_until_a_decision(
+    tmp_path: Path,
+) -> None:
+    """A fresh run: nobody decided, so `desired` is "default" (not "closed", which read as a
+    decision the open channel contradicts); the agent's close and open are shown as made."""
+    a = lifecycle_fake()
+    async with board_of(tmp_path, {"a": a}) as board:
+        await a.call("channels/register", {"channels": [descriptor("general"), descriptor("s")]})
+        async with Client(build_server(board, agent="x"), mode="legacy") as client:
+            fresh = await call(client, "channel_list")
+            await call(client, "channel_close", {"channel": "general"})
+            await call(client, "channel_open", {"channel": "s"})
+            decided = await call(client, "channel_list")
+    assert [c["desired"] for c in fresh["channels"]] == ["default", "default"]
+    assert [c["desired"] for c in decided["channels"]] == ["closed", "open"]
 
 
 @anyio_only
@@ -75,7 +93,7 @@ async def test_the_desired_state_is_what_the_host_recorded(
     fake = lifecycle_fake()
     async with board_of(tmp_path, {"s": fake}) as board:
         closed = lambda ref: f"closed:{ref.channel_id}"  # noqa: E731
-        monkeypatch.setattr(board.lifecycle, "desired_state", closed)
+        monkeypatch.setattr(board.lifecycle, "desired_shown", closed)
         await fake.call("channels/register", {"channels": [descriptor("room")]})
         async with Client(build_server(board, agent="x"), mode="legacy") as client:
             listed = await call(client, "channel_list")

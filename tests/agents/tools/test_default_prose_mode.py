@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -59,3 +60,38 @@ async def test_speaks_description_teaches_the_grammar_of_the_agents_prose_mode(
     assert described == SPEAK_DESCRIPTIONS[mode]
     assert (">>>" in described) is (mode == "hybrid")
     assert ("line >>target" in described) is (mode == "explicit")
+
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+PROSE_DOC = Path(__file__).resolve().parents[3] / "docs" / "prose.md"
+
+
+def _first_text_block(text: str, after: str = "") -> str:
+    start = text.index("```text\n", text.index(after) if after else 0) + len("```text\n")
+    return text[start : text.index("\n```", start)]
+
+
+@pytest.mark.parametrize(
+    ("doc", "after"),
+    [(README, "<!-- snippet: speak -->"), (PROSE_DOC, "")],
+    ids=["readme", "prose"],
+)
+async def test_the_speak_example_the_docs_teach_first_routes_as_they_say_in_the_default_mode(
+    tmp_path: Path, doc: Path, after: str
+) -> None:
+    """The first speech example of README and of docs/prose.md, spoken as written by an agent
+    in the default mode, in a turn that began in #general: its plain line goes there and its
+    routing line goes to #random, without the arrows posted as text."""
+    example = _first_text_block(await anyio.Path(doc).read_text(encoding="utf-8"), after)
+    fake = lifecycle_fake()
+    async with board_of(tmp_path, {"s": fake}) as board:
+        general, random = descriptor("general"), descriptor("random")
+        await fake.call("channels/register", {"channels": [general, random]})
+        await fake.call("channels/incoming", {"messages": [message("general", "m1")]})
+        async with Client(build_server(board, agent="ann"), mode="legacy") as client:
+            await call(client, "inbox")
+            spoken = await call(client, "speak", {"text": example})
+    assert spoken["mode"] == "hybrid"
+    sent = [(p["channelId"], p["content"][0]["text"]) for p in fake.got("channels/publish")]
+    assert [channel for channel, _ in sent] == ["general", "random"], sent
+    assert not any(">" in text for _, text in sent), sent

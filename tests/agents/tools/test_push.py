@@ -183,7 +183,7 @@ async def test_reading_the_inbox_resource_shows_what_is_owed_and_acknowledges_no
         after = (await client.read_resource(INBOX_URI)).contents
     assert isinstance(first[0], TextResourceContents)
     assert first == second
-    assert "1 message(s) owed" in first[0].text
+    assert "1 message owed" in first[0].text
     assert "Ann: hello (id m1)" in first[0].text
     assert [m["message_id"] for m in read["messages"]] == ["m1"]
     assert isinstance(after[0], TextResourceContents)

@@ -136,3 +136,51 @@ async def test_each_agent_has_its_own_cursor(tmp_path: Path) -> None:
             a = (await one.call_tool("inbox", {})).structured_content or {}
             b = (await two.call_tool("inbox", {})).structured_content or {}
     assert len(a["messages"]) == len(b["messages"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "said"),
+    [
+        ("channel_publish", {"channel": "room"}, "`text` is missing; it is required"),
+        ("channel_publish", {"channel": "room", "text": 5}, "`text` must be a string, not 5"),
+        ("inbox", {"limit": "many"}, '`limit` must be an integer, not "many"'),
+        ("inbox", {"wait_seconds": -1}, "`wait_seconds` must be at least 0"),
+        ("speak", {"text": ""}, "`text` must have at least 1 character"),
+    ],
+)
+async def test_a_call_with_a_missing_or_mistyped_argument_is_refused_in_the_house_style(
+    tmp_path: Path, tool: str, arguments: dict[str, Any], said: str
+) -> None:
+    """No library text (no "validation error", no errors.pydantic.dev link): what is wrong
+    with which argument, a full stop, then what to do; the facts in ``_meta``."""
+    fake = FakeConnector()
+    async with board_with(tmp_path, fake) as board:
+        await fake.call("channels/register", {"channels": [descriptor("room")]})
+        async with Client(build_server(board, agent="a"), mode="legacy") as client:
+            result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    (block,) = result.content
+    assert block.type == "text"
+    text = block.text
+    assert text.startswith(f"{tool} did not run: {said}")
+    assert ". Next: call the tool again with the arguments fixed" in text
+    assert "pydantic" not in text
+    assert "validation error" not in text
+    assert result.meta is not None
+    facts = result.meta["switchboard/refusal"]
+    assert facts["refusal"] == "invalid-arguments"
+    assert facts["tool"] == tool
+
+
+async def test_every_refusal_has_a_full_stop_before_next(tmp_path: Path) -> None:
+    """A refusal whose message ends without a full stop still reads as two sentences."""
+    fake = FakeConnector()
+    async with (
+        board_with(tmp_path, fake) as board,
+        Client(build_server(board, agent="a"), mode="legacy") as client,
+    ):
+        result = await client.call_tool("task_finish", {"result": "done"})
+    assert result.is_error
+    (block,) = result.content
+    assert block.type == "text"
+    assert "nothing was done. Next: " in block.text

@@ -137,7 +137,7 @@ async def test_an_agent_that_neither_owns_nor_reads_a_tune_out_cannot_cancel_it(
             taken = await call(other, "tune_out", {"channel": "room"})
         assert len(board.tuneouts.book) == 1
     assert refused["refusal"] == "not-tuned-out"
-    assert "'a'" in refused["message"]
+    assert "belongs to @a, not to you" in refused["message"]
     assert taken["refusal"] == "tuned-out-by-another-agent"
 
 

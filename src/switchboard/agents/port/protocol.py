@@ -200,6 +200,11 @@ class AgentPort(Protocol):
         """Every registered channel as the agent sees it, and the servers' states."""
         ...
 
+    def server_states(self) -> Mapping[str, str]:
+        """Each configured (or connected) server id and its state, as in
+        :attr:`ChannelListing.servers` (without listing the channels: O(servers))."""
+        ...
+
     async def publish(
         self, text: str, *, channel: str | None = None, server_id: str | None = None
     ) -> AgentPublish:

@@ -207,16 +207,21 @@ class AgentService:
 
     # -- channels, publish, speech, inbox -------------------------------------------------
 
-    def channels(self) -> ChannelListing:
+    def server_states(self) -> dict[str, str]:
         side = self._side
         servers = dict.fromkeys(side.configured, "disconnected")
-        disabled: dict[str, tuple[DisabledFeatureSet, ...]] = {}
         for sid, owner in side.owners.items():
             servers[sid] = owner.state.value
+        return servers
+
+    def channels(self) -> ChannelListing:
+        side = self._side
+        disabled: dict[str, tuple[DisabledFeatureSet, ...]] = {}
+        for sid, owner in side.owners.items():
             if owner.disabled_feature_sets:
                 disabled[sid] = owner.disabled_feature_sets
-        rows = channel_rows(side.registry, self._desk.own, side.lifecycle.desired_state)
-        return ChannelListing(rows, servers, disabled)
+        rows = channel_rows(side.registry, self._desk.own, side.lifecycle.desired_shown)
+        return ChannelListing(rows, self.server_states(), disabled)
 
     async def publish(
         self, text: str, *, channel: str | None = None, server_id: str | None = None
@@ -485,7 +490,7 @@ class AgentService:
         other = tuneouts.holding(ref) if kind is ScopeKind.CHANNEL else None
         what = f"channel {shown}" if kind is ScopeKind.CHANNEL else f"every channel but {shown}"
         if other is not None:
-            message = f"The tune-out of {what} is agent {other.epoch.owner!r}'s, not yours"
+            message = f"The tune-out of {what} belongs to @{other.epoch.owner}, not to you"
         else:
             message = f"You have no tune-out of {what} (as its owner or its reader)"
         raise Refusal(RefusalKind.NOT_TUNED_OUT, f"{message}, so nothing changed.")

@@ -34,6 +34,7 @@ from switchboard.agents.tools.results import (
     SpeakResult,
     ThinkResult,
     bounded_context,
+    connecting_note,
     fitting,
     inbox_answer,
     inbox_message_size,
@@ -100,6 +101,7 @@ async def channel_list(
     result = ChannelListResult(
         channels=[],
         servers=dict(listing.servers),
+        note=connecting_note(listing.servers),
         disabled_feature_sets={
             sid: [DisabledSetInfo.of(d) for d in sets]
             for sid, sets in listing.disabled_feature_sets.items()

@@ -237,7 +237,8 @@ class InboxPush:
         ]
         more = " (more are waiting)" if len(owed) > PEEK_LIMIT else ""
         head = (
-            f"{len(shown)} message(s) owed to you{more}. Reading this resource acknowledges "
+            f"{len(shown)} message{'' if len(shown) == 1 else 's'} owed to you{more}. "
+            "Reading this resource acknowledges "
             "nothing: call the inbox tool to read them, and pass its cursor as `after` to "
             "acknowledge."
         )

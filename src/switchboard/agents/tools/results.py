@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec
+from typing import Any, Final, Literal, ParamSpec
 
 import structlog
 from mcp.types import CallToolResult, TextContent
@@ -31,7 +31,7 @@ from switchboard.agents.port.protocol import (
     message_text,
 )
 from switchboard.refusals.outcome import PublishOutcome
-from switchboard.refusals.refusal import Refusal
+from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import StoredMessage
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "answer_bytes",
     "bounded",
     "bounded_context",
+    "connecting_note",
     "cut_text",
     "fitting",
     "inbox_answer",
@@ -64,6 +65,7 @@ __all__ = [
     "ok_size",
     "refusal_boundary",
     "refused",
+    "still_connecting",
 ]
 
 log = structlog.get_logger(__name__)
@@ -134,9 +136,13 @@ class ChannelInfo(BaseModel):
     label: str
     type: str
     direction: Literal["inbound", "outbound", "bidirectional"] | str
-    open: bool = Field(description="Whether the connector confirmed the channel open.")
+    open: bool = Field(
+        description="Whether the channel is open at the connector (confirmed by an answered "
+        "open or by traffic)."
+    )
     desired: str = Field(
-        description="The recorded desired state: open, closed, tuned-out, or unknown."
+        description="What was decided for the channel: open, closed or tuned-out; default when "
+        "nobody decided (the host's defaults apply: docs/lifecycle.md). Not a problem."
     )
 
     @classmethod
@@ -197,6 +203,48 @@ def fitting(items: Sequence[BaseModel], room: int) -> int:
     return kept
 
 
+STILL_CONNECTING: Final = ("connecting", "disconnected")
+"""The server states in which a server's channels are not registered yet."""
+
+
+def connecting_note(servers: Mapping[str, str]) -> str | None:
+    """What to tell an agent while servers are still connecting (their channels are not
+    registered yet, so none of their names is known), or None when none is."""
+    waiting = sorted(sid for sid, state in servers.items() if state in STILL_CONNECTING)
+    if not waiting:
+        return None
+    named = ", ".join(repr(sid) for sid in waiting)
+    which = "server" if len(waiting) == 1 else "servers"
+    return (
+        f"Still connecting to {which} {named}: its channels are not registered yet, so they "
+        "are not listed and their names are not known. Try again in a moment (channel_list "
+        "shows each server's state; inbox with wait_seconds waits for the first messages)."
+    )
+
+
+def still_connecting(refusal: Refusal, servers: Mapping[str, str]) -> Refusal:
+    """``refusal`` as said while servers are still connecting: an ``unknown-channel`` for a
+    name no registered channel answers to may name a channel that is not registered yet, so
+    it says so and to try again shortly (a client that calls at once, such as the Inspector's
+    CLI starting a fresh Switchboard per call, sees this first)."""
+    if refusal.kind is not RefusalKind.UNKNOWN_CHANNEL or refusal.data.get("gone"):
+        return refusal
+    note = connecting_note(servers)
+    if note is None:
+        return refusal
+    said = refusal.message.rstrip()
+    if not said.endswith((".", "!", "?")):
+        said += "."
+    waiting = [sid for sid, state in servers.items() if state in STILL_CONNECTING]
+    return Refusal(
+        refusal.kind,
+        f"{said} {note.split(':', 1)[0]}, so the channel may not be registered yet.",
+        "call channel_list in a moment, and once every server it shows is ready, pass one of "
+        "the names it shows as channel",
+        **{**refusal.data, "connecting": waiting},
+    )
+
+
 class ChannelListResult(BaseModel):
     channels: list[ChannelInfo]
     next_cursor: int | None = Field(
@@ -206,6 +254,11 @@ class ChannelListResult(BaseModel):
     )
     total: int = Field(default=0, description="How many channels there are in all.")
     servers: dict[str, str] = Field(description="Each configured server and its state.")
+    note: str | None = Field(
+        default=None,
+        description="Set while a server is still connecting: its channels are not listed yet; "
+        "call channel_list again in a moment.",
+    )
     disabled_feature_sets: dict[str, list[DisabledSetInfo]] = Field(
         default_factory=dict,
         description="Per server, the feature sets its grant or selection left disabled "
@@ -293,7 +346,7 @@ class InboxMessage(BaseModel):
         if shown != text:
             cut.append(f"its text ({len(shown):,} of {len(text):,} characters shown)")
         if cut_blocks:
-            cut.append(f"{cut_blocks} content block(s)")
+            cut.append(f"{cut_blocks} content block{'' if cut_blocks == 1 else 's'}")
         if metadata is not None and json_bytes(metadata) > _METADATA_BYTES:
             metadata = None
             cut.append("its metadata")
@@ -456,7 +509,8 @@ def inbox_answer(result: InboxResult) -> CallToolResult:
     lines += [inbox_line(m) for m in result.messages]
     lines += [f"context: {json.dumps(c, ensure_ascii=False)}" for c in result.context]
     if result.context_left_out:
-        lines.append(f"context: {result.context_left_out} item(s) too large, left out")
+        left = result.context_left_out
+        lines.append(f"context: {left} item{'' if left == 1 else 's'} too large, left out")
     return bounded(
         CallToolResult(
             content=[TextContent(type="text", text="\n".join(lines))],
@@ -535,14 +589,17 @@ def refused(refusal: Refusal) -> CallToolResult:
     ``_meta[REFUSAL_META]``, for programs. No ``structuredContent``: a tool's output schema
     describes its successful result, and a refusal is not one.
     """
+    said = refusal.message.rstrip()
+    if not said.endswith((".", "!", "?")):
+        said += "."  # "... nothing was done. Next: ...", never "done Next:"
     facts = {
         "refusal": refusal.kind.value,
-        "message": refusal.message,
+        "message": said,
         "next": refusal.next_step,
         **refusal.data,
     }
     return CallToolResult(
-        content=[TextContent(type="text", text=f"{refusal.message} Next: {refusal.next_step}")],
+        content=[TextContent(type="text", text=f"{said} Next: {refusal.next_step}")],
         is_error=True,
         _meta={REFUSAL_META: facts},
     )

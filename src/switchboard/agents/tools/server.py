@@ -12,13 +12,15 @@ makes each agent's port and serves it with :func:`server_for`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import (
     CallToolResult,
     CancelledNotificationParams,
@@ -27,6 +29,7 @@ from mcp.types import (
     Tool,
     UnsubscribeRequestParams,
 )
+from pydantic import ValidationError
 
 from switchboard import __version__
 from switchboard.agents.port.protocol import AgentPort
@@ -38,13 +41,13 @@ from switchboard.agents.tools.lifecycle_tools import TOOLS as LIFECYCLE_TOOLS
 from switchboard.agents.tools.message_tools import TOOLS as MESSAGE_TOOLS
 from switchboard.agents.tools.presence_tools import TOOLS as PRESENCE_TOOLS
 from switchboard.agents.tools.push import INBOX_URI, InboxPush
-from switchboard.agents.tools.results import refused
+from switchboard.agents.tools.results import REFUSAL_META, refused, still_connecting
 from switchboard.agents.tools.sampling import SamplingOffer
 from switchboard.agents.tools.task_tools import TOOLS as TASK_TOOLS
 from switchboard.agents.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
 from switchboard.refusals.refusal import Refusal, RefusalKind
 
-__all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "server_for"]
+__all__ = ["INSTRUCTIONS", "OWN_TOOLS", "SwitchboardServer", "argument_refusal", "server_for"]
 
 INSTRUCTIONS = """\
 Switchboard connects you to chat channels. Call `inbox` to read what people wrote (pass
@@ -104,6 +107,7 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             subscriptions=notifier.bus,
             tools=offered,
         )
+        self._port = port
         self._passthrough = ConnectorPassthrough(port, reserved=OWN_TOOLS)
         #: Switchboard's own tools this agent is offered (the rest of OWN_TOOLS are refused).
         self._offered = frozenset(tool.name for tool in offered)
@@ -130,6 +134,17 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             partial(inbox_cancelled, port),
         )
 
+    def _while_connecting(
+        self, result: CallToolResult | InputRequiredResult
+    ) -> CallToolResult | InputRequiredResult:
+        """An ``unknown-channel`` refusal given while a server is still connecting says so:
+        the name may be a channel it has not registered yet."""
+        refusal = _refusal_of(result) if isinstance(result, CallToolResult) else None
+        if refusal is None or refusal.kind is not RefusalKind.UNKNOWN_CHANNEL:
+            return result
+        amended = still_connecting(refusal, self._port.server_states())
+        return result if amended is refusal else refused(amended)
+
     async def list_tools(self) -> list[Tool]:
         return [*await super().list_tools(), *self._passthrough.tools()]
 
@@ -140,10 +155,86 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
         context: Context[dict[str, Any], Any] | None = None,
     ) -> CallToolResult | InputRequiredResult:
         if name in self._offered:
-            return await super().call_tool(name, arguments, context)
+            try:
+                result = await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    return refused(argument_refusal(name, exc.__cause__))
+                raise
+            return self._while_connecting(result)
         if name in OWN_TOOLS:
             return refused(_not_offered(name))
         return await self._passthrough.call(name, arguments)
+
+
+def _refusal_of(result: CallToolResult) -> Refusal | None:
+    """The refusal an ``isError`` result carries (its ``_meta`` facts), or None."""
+    facts = (result.meta or {}).get(REFUSAL_META) if result.is_error else None
+    if not isinstance(facts, dict):
+        return None
+    try:
+        kind = RefusalKind(str(facts.get("refusal")))
+    except ValueError:
+        return None
+    data = {k: v for k, v in facts.items() if k not in ("refusal", "message", "next")}
+    return Refusal(kind, str(facts.get("message", "")), str(facts.get("next", "")), **data)
+
+
+def _argument_problem(error: Mapping[str, Any]) -> str:
+    """One pydantic error of a tool's arguments, said in the house style (no library text,
+    no link)."""
+    loc = ".".join(str(part) for part in error.get("loc", ())) or "the arguments"
+    kind: str = error.get("type", "")
+    given = error.get("input")
+    if kind == "missing":
+        return f"`{loc}` is missing; it is required"
+    if kind == "extra_forbidden":
+        return f"`{loc}` is not an argument of this tool"
+    wanted = _WANTED.get(kind.removesuffix("_parsing").removesuffix("_type"))
+    if wanted is not None:
+        shown = json.dumps(given) if isinstance(given, str | int | float | bool) else "that"
+        return f"`{loc}` must be {wanted}, not {shown[:60]}"
+    ctx = error.get("ctx") or {}
+    for key, bound in (
+        ("ge", "at least"),
+        ("gt", "more than"),
+        ("le", "at most"),
+        ("lt", "less than"),
+    ):
+        if key in ctx:
+            return f"`{loc}` must be {bound} {ctx[key]}, not {given!r}"
+    for key, what in (("min_length", "at least"), ("max_length", "at most")):
+        if key in ctx:
+            unit = "item" if isinstance(given, list) else "character"
+            count = ctx[key]
+            return f"`{loc}` must have {what} {count} {unit}{'' if count == 1 else 's'}"
+    if kind == "literal_error" and "expected" in ctx:
+        return f"`{loc}` must be one of {ctx['expected']}, not {given!r}"
+    message = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
+    return f"`{loc}`: {message[:1].lower()}{message[1:]}"
+
+
+_WANTED = {
+    "string": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "list": "a list",
+    "dict": "an object",
+    "model": "an object",
+}
+
+
+def argument_refusal(tool: str, exc: ValidationError) -> Refusal:
+    """The ``invalid-arguments`` refusal of a call of ``tool`` whose arguments did not match
+    its input schema: every problem, one clause each; nothing ran."""
+    problems = [_argument_problem(error) for error in exc.errors()]
+    return Refusal(
+        RefusalKind.INVALID_ARGUMENTS,
+        f"{tool} did not run: {'; '.join(problems)}.",
+        tool=tool,
+        problems=problems,
+    )
 
 
 def _not_offered(name: str) -> Refusal:

@@ -153,12 +153,23 @@ class Line:
 
 
 class Chatter:
-    """Picks ambient lines; the same seed gives the same conversation."""
+    """Picks ambient lines; the same seed gives the same conversation. A room says each of its
+    lines once before any of them again (a person asking the same question twice in a short
+    demo reads as a bug)."""
 
-    __slots__ = ("_random",)
+    __slots__ = ("_decks", "_random")
 
     def __init__(self, seed: int) -> None:
         self._random = random.Random(seed)
+        self._decks: dict[str, list[str]] = {}
+
+    def _line_of(self, room: Room) -> str:
+        deck = self._decks.get(room.id)
+        if not deck:
+            deck = list(_ROOM_LINES[room.id])
+            self._random.shuffle(deck)
+            self._decks[room.id] = deck
+        return deck.pop()
 
     def next(self, open_rooms: Collection[str]) -> Line | None:
         """The next line said in one of ``open_rooms`` (ids), or ``None`` if none is open."""
@@ -167,7 +178,7 @@ class Chatter:
             return None
         room = self._random.choice(rooms)
         person = room.dm_with or self._random.choice(PEOPLE)
-        return Line(room, person, self._random.choice(_ROOM_LINES[room.id]))
+        return Line(room, person, self._line_of(room))
 
 
 def answer_to(room: Room, number: int, message_id: str) -> Line:

@@ -11,8 +11,33 @@ function cell(row, text, cls) {
   return td;
 }
 
+// The server paints the page first (switchboard/status/paint.py); these render the same cells.
+const EMPTY = {
+  connectors: "No connectors are configured.",
+  channels: "No channels yet: a connector's channels appear once it has connected and " +
+    "registered them.",
+  agents: "No agents are configured.",
+  traffic: "Nothing has come in or gone out yet.",
+  refusals: "No refusals: every request of the connectors was taken.",
+};
+
+// A moment with its date, in UTC (as the server paints it): "2026-12-05 11:45:50 UTC".
 function clock(t) {
-  return t ? new Date(t * 1000).toLocaleTimeString() : "";
+  return t ? new Date(t * 1000).toISOString().slice(0, 19).replace("T", " ") + " UTC" : "";
+}
+
+function dated(t, text) {
+  return text ? (clock(t) + " " + text).trim() : "";
+}
+
+function dialect(c) {
+  const d = c.dialect || "", v = c.protocol_version || "";
+  if (!v || d.includes(v)) return d;
+  return d ? d + " (" + v + ")" : v;
+}
+
+function publishes(c) {
+  return Object.entries(c.publishes || {}).sort().map(([k, v]) => k + " " + v).join(", ") || "0";
 }
 
 function fill(id, rows, render) {
@@ -21,6 +46,13 @@ function fill(id, rows, render) {
   for (const item of rows) {
     const tr = document.createElement("tr");
     render(tr, item);
+    fresh.appendChild(tr);
+  }
+  if (rows.length === 0) {
+    const tr = document.createElement("tr");
+    tr.className = "empty";
+    const td = cell(tr, EMPTY[id]);
+    td.colSpan = document.querySelectorAll("#" + id + " thead th").length;
     fresh.appendChild(tr);
   }
   body.replaceWith(fresh);
@@ -38,15 +70,15 @@ function render(s) {
     cell(tr, c.id);
     cell(tr, c.state, "state state-" + c.state);
     cell(tr, c.pid, "pid");
-    cell(tr, [c.dialect, c.protocol_version].filter(Boolean).join(" "));
+    cell(tr, dialect(c), "dialect");
     cell(tr, c.channels, "channels");
     cell(tr, c.restarts, "restarts");
     cell(tr, c.messages_in, "messages-in");
-    cell(tr, Object.entries(c.publishes).map(([k, v]) => k + " " + v).join(", "));
+    cell(tr, publishes(c), "out");
     cell(tr, c.refusals);
     cell(tr, c.last_exit, "last-exit");
-    cell(tr, c.last_error ? clock(c.last_error_at) + " " + c.last_error : "", "text");
-    cell(tr, c.last_refusal ? clock(c.last_refusal_at) + " " + c.last_refusal : "", "text");
+    cell(tr, dated(c.last_error_at, c.last_error), "text");
+    cell(tr, dated(c.last_refusal_at, c.last_refusal), "text");
   });
   document.getElementById("channels-total").textContent =
     s.channels_total > s.channels.length
@@ -54,8 +86,10 @@ function render(s) {
       : "(" + s.channels_total + ")";
   fill("channels", s.channels, (tr, ch) => {
     tr.dataset.channel = ch.connector + ":" + ch.id;
-    const open = ch.desired === "open" ? "open" : ch.desired === "unknown" ? null : "closed";
-    if (open !== null && open !== ch.confirmed) tr.className = "mismatch";
+    // Only a decision the channel does not follow yet is marked; "default" (nobody decided)
+    // is never a problem.
+    const wanted = { open: "open", "tuned-out": "open", closed: "closed" }[ch.desired];
+    if (wanted !== undefined && wanted !== ch.confirmed) tr.className = "mismatch";
     cell(tr, ch.connector);
     cell(tr, ch.id);
     cell(tr, ch.label);
@@ -77,7 +111,7 @@ function render(s) {
   fill("traffic", s.recent_traffic.slice().reverse(), (tr, m) => {
     tr.className = "traffic-" + m.direction;
     cell(tr, clock(m.at));
-    cell(tr, m.direction === "out" ? "→ " + (m.outcome || "") : "←");
+    cell(tr, m.direction === "out" ? ("→ " + (m.outcome || "")).trim() : "←");
     cell(tr, m.connector);
     cell(tr, m.channel);
     cell(tr, m.author);
