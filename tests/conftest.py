@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
@@ -33,6 +34,17 @@ def logs() -> Iterator[list[MutableMapping[str, Any]]]:
             yield captured
     finally:
         structlog.configure(wrapper_class=old_wrapper)
+
+
+@pytest.fixture(autouse=True)
+def _drop_suite_databases() -> Iterator[None]:
+    """With ``SWITCHBOARD_TEST_BACKEND=postgres``, drop the databases the test's boards made
+    (tests/helpers.py) once it ends: each is a copy of a template, so they must not pile up."""
+    yield
+    if os.environ.get("SWITCHBOARD_TEST_BACKEND") == "postgres":
+        from tests.pg import drop_test_databases
+
+        drop_test_databases()
 
 
 configure("WARNING")

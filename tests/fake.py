@@ -11,10 +11,10 @@ from typing import Any
 import anyio
 
 from switchboard.app.board import Switchboard
-from switchboard.config import AgentConfig, AgentEntry, Config, ConnectorConfig, StoreConfig
+from switchboard.config import AgentConfig, AgentEntry, Config, ConnectorConfig
 from switchboard.connections.session import SessionState
 from switchboard.events import HostEvent, LifecycleStep
-from switchboard.store.sqlite import DecisionLog, MessageStore
+from switchboard.store.sqlite import DecisionLog
 from switchboard.transport import (
     METHOD_NOT_FOUND,
     Deferred,
@@ -22,7 +22,7 @@ from switchboard.transport import (
     RpcError,
     memory_link_pair,
 )
-from tests.helpers import Recorder
+from tests.helpers import Recorder, open_decision_log, open_message_store, store_at
 
 ALL_CHANNELS = {
     "register": True,
@@ -124,13 +124,10 @@ async def board_with(
     """
     config.setdefault("command", ["unused"])
     cc = ConnectorConfig(id="s1", **config)
-    store = await MessageStore.open(tmp_path / "host.sqlite")
+    place = store_at(tmp_path / "host.sqlite")
+    store = await open_message_store(place)
     board = Switchboard(
-        Config(
-            connectors=[cc],
-            store=StoreConfig(path=str(tmp_path / "host.sqlite")),
-            agent=agent or AgentConfig(),
-        ),
+        Config(connectors=[cc], store=place, agent=agent or AgentConfig()),
         store,
         listener=recorder or Recorder(),
         decisions=decisions,
@@ -178,11 +175,11 @@ async def board_of(
     connection with :func:`drop_server`.
     """
     connectors = [ConnectorConfig(id=sid, command=["unused"]) for sid in fakes]
-    path = tmp_path / "host.sqlite"
-    store = await MessageStore.open(path)
+    place = store_at(tmp_path / "host.sqlite")
+    store = await open_message_store(place)
     config = Config(
         connectors=connectors,
-        store=StoreConfig(path=str(path)),
+        store=place,
         agent=agent or AgentConfig(),
         agents=agents or [],
     )
@@ -303,15 +300,13 @@ async def board_with_log(
     restart of Switchboard."""
     import time  # local imports: this region belongs to the tune-out tests
 
-    from switchboard.store.sqlite import DecisionLog
-
     config.setdefault("command", ["unused"])
     cc = ConnectorConfig(id="s1", **config)
-    path = tmp_path / "host.sqlite"
-    store = await MessageStore.open(path)
-    decisions = await DecisionLog.open(path)
+    place = store_at(tmp_path / "host.sqlite")
+    store = await open_message_store(place)
+    decisions = await open_decision_log(place)
     board = Switchboard(
-        Config(connectors=[cc], store=StoreConfig(path=str(path))),
+        Config(connectors=[cc], store=place),
         store,
         listener=recorder or Recorder(),
         clock=clock or time.time,

@@ -95,6 +95,9 @@ def test_every_import_contract_is_kept() -> None:
             "durable-things-behind-interfaces",
         ),
         ("connections/session.py", "import sqlite3", "durable-things-behind-interfaces"),
+        ("store/wire.py", "import psycopg", "cluster-clients-confined"),
+        ("agents/inbox/read.py", "import nats", "cluster-clients-confined"),
+        ("cluster/pg/probe.py", "import switchboard.agents", "cluster-pg-at-the-store-layer"),
     ],
 )
 def test_an_added_forbidden_import_breaks_its_contract(

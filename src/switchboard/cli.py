@@ -15,7 +15,7 @@ from pathlib import Path
 import anyio
 
 from switchboard import __version__
-from switchboard.config import LOG_LEVELS, ConfigError, demo_config, load_config
+from switchboard.config import LOG_LEVELS, Config, ConfigError, demo_config, load_config
 from switchboard.directory.cli import add_agents_parser, run_agents
 from switchboard.runtime.logs import configure
 from switchboard.store.sqlite.schema import create_private
@@ -128,6 +128,7 @@ def _check(path: str) -> int:
         print(f"switchboard: {exc}", file=sys.stderr)
         return 2
     problems = machine_problems(config)
+    problems.extend(_backend_problems(config))
     endpoint: str = config.agent.transport
     if endpoint == "http":
         try:
@@ -144,6 +145,37 @@ def _check(path: str) -> int:
     for line in summary(config, endpoint):
         print(f"  {line}")
     return 0
+
+
+_NO_CLUSTER_EXTRA = (
+    'store.backend = "postgres" needs the cluster extra, which is not installed: '
+    "pip install 'switchboard[cluster]'"
+)
+
+
+def _backend_problems(config: Config) -> list[str]:
+    """With ``backend = "postgres"``: whether the cluster extra is installed and the database
+    answers. Asked by ``check`` and before ``run`` starts anything."""
+    if config.store.backend != "postgres" or config.store.url is None:
+        return []
+    try:
+        from switchboard.cluster.pg.probe import database_problem
+    except ImportError:
+        return [_NO_CLUSTER_EXTRA]
+    problem = database_problem(config.store.url)
+    return [] if problem is None else [problem]
+
+
+def _agents_on_postgres(args: argparse.Namespace, url: str) -> int:
+    """``switchboard agents`` against the directory in the PostgreSQL database at ``url``."""
+    try:
+        from switchboard.cluster.pg.directory import PgDirectoryDb
+    except ImportError:
+        print(f"switchboard: {_NO_CLUSTER_EXTRA}", file=sys.stderr)
+        return 2
+    from switchboard.directory import Directory
+
+    return run_agents(args, lambda: Directory(PgDirectoryDb.open(url)))
 
 
 def _status(path: str, *, as_json: bool) -> int:
@@ -187,8 +219,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         from switchboard.config.check import store_problem
 
-        if (problem := store_problem(config)) is not None:
-            print(f"switchboard: config file {args.config}: {problem}", file=sys.stderr)
+        problems = [p for p in (store_problem(config),) if p is not None]
+        problems.extend(_backend_problems(config))
+        if problems:
+            for problem in problems:
+                print(f"switchboard: config file {args.config}: {problem}", file=sys.stderr)
             return 2
         configure(
             args.log_level or config.log_level,
@@ -211,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"switchboard: {exc}", file=sys.stderr)
             return 2
         configure(args.log_level or "WARNING", json=args.log_json)
+        if config.store.backend == "postgres" and config.store.url is not None:
+            return _agents_on_postgres(args, config.store.url)
         try:
             create_private(config.store.path)  # 0600, as the host makes it
         except OSError as exc:

@@ -25,8 +25,8 @@ from pydantic import SecretStr
 from switchboard.agents.http import MCP_PATH, bind_endpoint, plan_endpoint, serve_endpoint
 from switchboard.app import build_server
 from switchboard.app.board import Switchboard
-from switchboard.config import AgentConfig, Config, ConfigError, StoreConfig, load_config
-from tests.helpers import serving
+from switchboard.config import AgentConfig, Config, ConfigError, load_config
+from tests.helpers import serving, suite_store_config
 
 pytestmark = pytest.mark.anyio
 
@@ -46,9 +46,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 def _config(tmp_path: Path, **agent: Any) -> Config:
     fields: dict[str, Any] = {"transport": "http", "port": 0, **agent}
-    return Config(
-        store=StoreConfig(path=str(tmp_path / "store.sqlite")), agent=AgentConfig(**fields)
-    )
+    return Config(store=suite_store_config(tmp_path), agent=AgentConfig(**fields))
 
 
 async def _initialize(url: str, headers: Mapping[str, str]) -> httpx2.Response:

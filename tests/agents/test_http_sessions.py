@@ -20,8 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import JSONRPCResponse
 from pydantic import SecretStr
 
-from switchboard.config import AgentConfig, Config, StoreConfig
-from tests.helpers import serving
+from switchboard.config import AgentConfig, Config
+from tests.helpers import serving, suite_store_config
 
 __all__: list[str] = []
 
@@ -42,7 +42,7 @@ INITIALIZE: dict[str, Any] = {
 
 def _config(tmp_path: Path) -> Config:
     return Config(
-        store=StoreConfig(path=str(tmp_path / "store.sqlite")),
+        store=suite_store_config(tmp_path),
         agent=AgentConfig(transport="http", port=0, token=SecretStr(TOKEN)),
     )
 

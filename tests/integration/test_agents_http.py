@@ -39,8 +39,9 @@ from switchboard.agents.roster.roster import Identity, Roster, token_digest
 from switchboard.agents.tools.channel_tools import SPEAK_DESCRIPTIONS
 from switchboard.app.board import Switchboard
 from switchboard.app.serve import agent_servers
-from switchboard.config import AgentConfig, AgentEntry, Config, StoreConfig
+from switchboard.config import AgentConfig, AgentEntry, Config
 from switchboard.directory import Directory, DirectoryStore, NameTaken, NotFound, export_snapshot
+from tests.helpers import suite_store_config
 
 pytestmark = pytest.mark.anyio
 
@@ -79,7 +80,7 @@ def _agents(*, with_tokens: bool = True) -> list[AgentEntry]:
 
 def _http_config(tmp_path: Path) -> Config:
     return Config(
-        store=StoreConfig(path=str(tmp_path / "store.sqlite")),
+        store=suite_store_config(tmp_path),
         agent=AgentConfig(transport="http", port=0),
         agents=_agents(),
     )

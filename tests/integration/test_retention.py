@@ -27,6 +27,7 @@ from switchboard.lifecycle.rules.decisions import Source, TuneOutEpoch, TuneOutS
 from switchboard.lifecycle.rules.events import EndReason, TuneOutStarted
 from switchboard.store.mailmark import MAIL_SERVER
 from switchboard.store.sqlite import MessageStore
+from switchboard.store.sqlite.retention import RetentionTask
 from switchboard.tuneouts.records import Settled
 
 pytestmark = pytest.mark.anyio
@@ -65,6 +66,11 @@ async def board_at(path: Path) -> AsyncIterator[Switchboard]:
         await store.aclose()
 
 
+def _retention(board: Switchboard) -> RetentionTask:
+    assert board.retention is not None  # the SQLite store has retention
+    return board.retention
+
+
 async def _incoming(board: Switchboard, first: int, count: int) -> None:
     for n in range(first, first + count):
         await board.store.submit_wire("demo", [_wire(n)])
@@ -82,7 +88,7 @@ async def test_messages_every_agent_acknowledged_are_deleted_once_older_than_ret
         await board.store.set_cursor("alice", 10)
         await board.store.set_cursor("bob", 6)
 
-        report = await board.retention.run_pass()
+        report = await _retention(board).run_pass()
 
         assert report.messages == 6
         assert [seq for seq, _ in await _stored(board)] == [7, 8, 9, 10]
@@ -98,12 +104,12 @@ async def test_mail_held_for_an_agent_with_no_session_is_kept_until_it_acknowled
         await _incoming(board, 4, 3)
         await board.store.set_cursor("alice", board.store.latest_seq)
 
-        held = await board.retention.run_pass()
+        held = await _retention(board).run_pass()
 
         assert held.messages == 0  # bob never attached: everything stays
         assert "@bob" in held.held_by
         await board.store.set_cursor("bob", board.store.latest_seq)
-        after = await board.retention.run_pass()
+        after = await _retention(board).run_pass()
         assert after.messages == 6
         # mail itself is never deleted: its numbering continues from the stored mail
         assert await _stored(board) == [(deposit.seq, MAIL_SERVER)]
@@ -124,7 +130,7 @@ async def test_a_tune_out_in_effect_keeps_everything_after_it_began(tmp_path: Pa
         await board.store.set_cursor("alice", 10)  # its inbox sorted past the diverted ones
         await board.store.set_cursor("bob", 10)
 
-        report = await board.retention.run_pass()
+        report = await _retention(board).run_pass()
 
         assert [seq for seq, _ in await _stored(board)] == [5, 6, 7, 8, 9, 10]
         assert report.held_by == "tune-out epoch-1 of @alice"
@@ -148,13 +154,13 @@ async def test_an_owed_tune_out_backlog_is_kept_until_delivered_and_passed(
         await board.store.set_cursor("alice", 10)
         await board.store.set_cursor("bob", 10)
 
-        kept = await board.retention.run_pass()
+        kept = await _retention(board).run_pass()
         assert [seq for seq, _ in await _stored(board)] == list(range(3, 11))
         assert kept.held_by == "the backlog of tune-out epoch-2 of @bob"
 
         owed.mark_delivered("epoch-2")
         owed.forget_passed("bob", 10)
-        gone = await board.retention.run_pass()
+        gone = await _retention(board).run_pass()
         assert gone.messages == 8
         assert await _stored(board) == []
 

@@ -26,6 +26,7 @@ from mcp import Client
 
 from switchboard.app import build_server
 from switchboard.events import MessagesAccepted, StorageFailed, StorageRecovered
+from switchboard.store import MessageStoreProtocol
 from switchboard.store.sqlite import MessageStore
 from tests.agents.tools.channel_support import answer
 from tests.helpers import Recorder, connector, running_board
@@ -33,9 +34,14 @@ from tests.helpers import Recorder, connector, running_board
 pytestmark = pytest.mark.anyio
 
 
-def _problem(store: MessageStore) -> str | None:
+def _problem(store: MessageStoreProtocol) -> str | None:
     """The store's storage problem now (read afresh: it changes while the test awaits)."""
     return store.storage_problem
+
+
+def _sqlite(store: MessageStoreProtocol) -> MessageStore:
+    assert isinstance(store, MessageStore)  # these tests break the SQLite file on purpose
+    return store
 
 
 HOSTILE = str(Path(__file__).with_name("hostile_connector.py"))
@@ -81,11 +87,11 @@ async def test_a_full_disk_is_refused_to_the_connector_with_the_reason_and_inges
     recorder = Recorder()
     async with running_board(tmp_path, steady, recorder=recorder) as board:
         await recorder.wait_for(_accepted("s-3"))
-        await board.store.maintain(_cap_at_current_size)
+        await _sqlite(board.store).maintain(_cap_at_current_size)
         failed = await recorder.wait_kind(StorageFailed, within=60)
         assert board.store.storage_problem == "database or disk is full"
         # The connector keeps sending the refused message again; free the "disk".
-        await board.store.maintain(_uncap)
+        await _sqlite(board.store).maintain(_uncap)
         recovered = await recorder.wait_kind(StorageRecovered, within=30)
         after = len(recorder.events)
         last = await recorder.wait_for(lambda e: isinstance(e, MessagesAccepted), after=after)
@@ -138,10 +144,10 @@ async def test_the_agents_inbox_is_refused_as_storage_unavailable_and_loses_noth
         Client(build_server(board, agent="agent"), mode="legacy") as client,
     ):
         await recorder.wait_for(_accepted("s-2"))
-        await board.store.maintain(_read_only)
+        await _sqlite(board.store).maintain(_read_only)
         refused = await client.call_tool("inbox", {})
         await recorder.wait_kind(StorageFailed, within=30)
-        await board.store.maintain(_writable)
+        await _sqlite(board.store).maintain(_writable)
         await recorder.wait_kind(StorageRecovered, within=30)
         read = await client.call_tool("inbox", {})
     assert refused.is_error

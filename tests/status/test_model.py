@@ -158,6 +158,7 @@ async def test_the_store_status_shows_the_retention_settings_and_its_last_pass(
         assert before["retain_seconds"] == 30 * 86_400
         assert before["passes"] == 0
         assert before["last"] is None
+        assert board.retention is not None
         await board.retention.run_pass()
         after = board.status.snapshot()["store"]["retention"]
         assert after["passes"] == 1

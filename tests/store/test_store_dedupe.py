@@ -127,3 +127,30 @@ def test_answers_match_a_model_of_the_most_recent_stored_messages(
             pending = []
     index.rollback()
     assert len(index) == min(window, len(stored))
+
+
+def test_keys_claimed_before_their_seqs_were_known_are_renumbered_at_commit() -> None:
+    index = DedupeIndex(10)
+    proposed = 1 << 62
+    index.claim([key(1), key(2)], proposed)
+    index.claim([key(2), key(3)], proposed + 2)  # a repeat within the group
+    index.commit_from(proposed, 41)
+    results, _ = index.claim([key(1), key(2), key(3)], 50)
+    assert results == [AppendResult(41, True), AppendResult(42, True), AppendResult(43, True)]
+
+
+def test_batches_stored_by_another_writer_are_learned_newest_copy_first() -> None:
+    index = DedupeIndex(3)
+    index.claim([key(1)], 1)
+    index.commit()
+    index.learn([(5, [key(2), key(1)]), (9, [key(4)])])
+    results, _ = index.claim([key(1), key(4)], 20)
+    assert results == [AppendResult(6, True), AppendResult(9, True)]
+    assert len(index) <= 3 + 1  # the window holds, with this group pending
+
+
+def test_learning_while_keys_are_pending_is_refused() -> None:
+    index = DedupeIndex(10)
+    index.claim([key(1)], 1)
+    with pytest.raises(RuntimeError, match="pending"):
+        index.learn([(5, [key(2)])])

@@ -65,7 +65,7 @@ from switchboard.lifecycle.journal import DecisionJournal
 from switchboard.lifecycle.queue import DecisionGate
 from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.status.model import HostStatus
-from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords
+from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords, MessageStoreProtocol
 from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
 from switchboard.store.sqlite.lifetimes import lifetime_records as sqlite_lifetime_records
@@ -109,7 +109,7 @@ class Switchboard:
     def __init__(
         self,
         config: Config,
-        store: MessageStore,
+        store: MessageStoreProtocol,
         *,
         listener: Listener | None = None,
         clock: Callable[[], float] = time.time,
@@ -276,14 +276,17 @@ class Switchboard:
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
-        self.retention = RetentionTask(
-            store,
-            retention_policy(config.store, keep_newest=store.dedupe_window),
-            RetentionFloor(
-                store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
-            ),
-            clock=clock,
-        )
+        #: None on a backend without retention (PostgreSQL: the config refuses its keys).
+        self.retention: RetentionTask | None = None
+        if isinstance(store, MessageStore):
+            self.retention = RetentionTask(
+                store,
+                retention_policy(config.store, keep_newest=store.dedupe_window),
+                RetentionFloor(
+                    store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
+                ),
+                clock=clock,
+            )
         #: What an operator sees (``/status``, ``/metrics``, the live page), kept from events.
         self.status = HostStatus(
             configs=config.connectors,
@@ -293,9 +296,9 @@ class Switchboard:
             roster=self.roster,
             attachments=self.attachments,
             store=store,
-            store_path=str(config.store.path),
+            store_path=config.store.place,
             clock=clock,
-            retention=self.retention.last_pass,
+            retention=None if self.retention is None else self.retention.last_pass,
             logs=connector_logs,
         )
         # -- who follows host events, in this order (see switchboard.events)
@@ -349,7 +352,8 @@ class Switchboard:
             tg.start_soon(self.lifecycle.run)
             tg.start_soon(self.tuneouts.run_timer)
             tg.start_soon(self.lifetimes.run)
-            tg.start_soon(self.retention.run)
+            if self.retention is not None:
+                tg.start_soon(self.retention.run)
             tg.start_soon(self.watchers.run)
             for connector in self.config.connectors:
                 tg.start_soon(self.supervisor.supervise, connector)

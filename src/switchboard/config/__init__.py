@@ -43,7 +43,9 @@ from switchboard.config.status import (
     StatusConfig,
 )
 from switchboard.config.store import (
+    ClusterConfig,
     StoreConfig,
+    default_instance_id,
 )
 
 __all__ = [
@@ -55,12 +57,14 @@ __all__ = [
     "AgentConfig",
     "AgentEntry",
     "AgentRole",
+    "ClusterConfig",
     "Config",
     "ConfigError",
     "ConnectorConfig",
     "StatusConfig",
     "StoreConfig",
     "SubscriptionAllow",
+    "default_instance_id",
     "demo_config",
     "demo_connector_command",
     "expand_env",

@@ -189,6 +189,8 @@ def start_problem(config: ConnectorConfig) -> str | None:
 def store_problem(config: Config) -> str | None:
     """Why the store file cannot be opened or made, or ``None``: it is a folder, or the
     nearest existing folder above it is not one this user may write in."""
+    if config.store.backend == "postgres":  # the database is probed by the cluster extra
+        return None
     where = config.store.path
     if where in ("", ":memory:") or where.startswith("file:"):
         return None
@@ -233,12 +235,21 @@ def summary(config: Config, endpoint: str) -> list[str]:
         f"{c.id} ({' '.join(c.command)})" if c.command is not None else f"{c.id} ({c.url})"
         for c in config.connectors
     ]
-    store = config.store.path
-    state = "exists" if Path(store).exists() else "will be created"
-    return [
+    if config.store.backend == "postgres" and config.store.url is not None:
+        store = f"PostgreSQL {config.store.place} (answers)"
+    else:
+        path = config.store.path
+        store = f"{path} ({'exists' if Path(path).exists() else 'will be created'})"
+    lines = [
         f"connectors ({len(reach)}): {', '.join(reach) if reach else 'none'}",
         f"agents ({len(config.roster())}): {', '.join(e.handle for e in config.roster())}",
-        f"store: {store} ({state})",
+        f"store: {store}",
         f"agent endpoint: {endpoint}",
         f"log level: {config.log_level}",
     ]
+    if config.cluster is not None:
+        c = config.cluster
+        lines.append(
+            f"cluster: instance {c.instance_id}, NATS {c.nats_url}, lease ttl {c.lease_ttl:g}s"
+        )
+    return lines

@@ -246,7 +246,8 @@ def _unknown_key(loc: tuple[int | str, ...]) -> str:
 
 
 def _secret_place(loc: Sequence[int | str]) -> bool:
-    return any(str(part) in ("env", "token") for part in loc)
+    # a database URL may carry its password
+    return any(str(part) in ("env", "token", "url") for part in loc)
 
 
 def _toml_array(items: list[str]) -> str:

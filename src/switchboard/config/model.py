@@ -19,7 +19,7 @@ from switchboard.config.agents import SHORTHAND_KEYS, AgentConfig, AgentEntry
 from switchboard.config.common import LOG_LEVELS, Strict, is_loopback, is_wildcard
 from switchboard.config.connectors import ConnectorConfig
 from switchboard.config.status import StatusConfig
-from switchboard.config.store import StoreConfig
+from switchboard.config.store import ClusterConfig, StoreConfig
 
 __all__ = ["Config"]
 
@@ -27,6 +27,11 @@ __all__ = ["Config"]
 class Config(Strict):
     connectors: list[ConnectorConfig] = Field(default_factory=list)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    cluster: ClusterConfig | None = Field(
+        default=None,
+        description="present: this process is one instance of many (docs/cluster.md); "
+        'needs [store] backend = "postgres"',
+    )
     agent: AgentConfig = Field(default_factory=AgentConfig)
     agents: list[AgentEntry] = Field(
         default_factory=list,
@@ -156,6 +161,16 @@ class Config(Strict):
                     f"configured agent (the agents are {', '.join(handles)}); name one of them, "
                     "or leave it out to let the agent that owns default delivery answer"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _cluster_on_postgres(self) -> Config:
+        if self.cluster is not None and self.store.backend != "postgres":
+            raise ValueError(
+                "[cluster] shares the durable things between instances, which only a shared "
+                'database can do: set backend = "postgres" and `url` in [store] (the SQLite '
+                "file of one process cannot be shared), or remove [cluster]"
+            )
         return self
 
     @model_validator(mode="after")

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -176,13 +177,14 @@ def _run(args: argparse.Namespace, directory: Directory, out: TextIO) -> int:
 
 def run_agents(
     args: argparse.Namespace,
-    store_path: str,
+    store: str | Callable[[], Directory],
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """Run one ``switchboard agents`` command against the directory in ``store_path``."""
+    """Run one ``switchboard agents`` command against the directory in the SQLite file
+    ``store``, or the one ``store()`` opens (another backend's)."""
     try:
-        with Directory.open(store_path) as directory:
+        with Directory.open(store) if isinstance(store, str) else store() as directory:
             return _run(args, directory, out)
     except DirectoryError as exc:
         err.write(f"switchboard: {exc} [{exc.name}, code {exc.code}]\n")

@@ -1,6 +1,8 @@
-"""``Directory``: the durable listing of agent and service addresses, in the store's SQLite file.
+"""``Directory``: the durable listing of agent and service addresses, in the store's database.
 
-It owns one table, ``directory_entries``, beside (never touching) the message store's; calls are
+It owns one table, ``directory_entries``, beside (never touching) the message store's, reached
+through a small port (:class:`~.interface.DirectoryDb`): the SQLite file here
+(:class:`SqliteDirectoryDb`), or a shared database's (the cluster extra); calls are
 synchronous and short. Claims are compare-and-set under owner tokens (hashed, compared in
 constant time): a free address is taken, the same token refreshes it, an address without a
 token is taken over by one with a token, anything else is refused. Changes to a held entry need
@@ -20,8 +22,9 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from types import TracebackType
-from typing import Final, Literal, Self
+from typing import Any, Final, Literal, Self, cast
 
 from switchboard.directory.address import Kind, validate_address
 from switchboard.directory.entry import ClaimOutcome, ClaimResult, Entry, Page
@@ -32,8 +35,14 @@ from switchboard.directory.errors import (
     InvalidArgument,
     NotFound,
 )
+from switchboard.directory.interface import Dialect, DirectoryDb
 
-__all__ = ["MAX_LIMIT", "Directory", "hash_token"]
+__all__ = [
+    "MAX_LIMIT",
+    "Directory",
+    "SqliteDirectoryDb",
+    "hash_token",
+]
 
 MAX_LIMIT: Final = 500
 _MAX_TAGS: Final = 32
@@ -167,7 +176,8 @@ def _entry(row: Row) -> Entry:
 
 
 class Directory:
-    """The directory over one SQLite file. Open with ``Directory.open(path)``; close when done.
+    """The directory over one database. ``Directory.open(path)`` opens it in an SQLite file
+    (``Directory(db)`` over another :class:`~.interface.DirectoryDb`); close when done.
 
     It owns one table, ``directory_entries``, created if missing; it shares the file with the
     message store (WAL mode lets both open it) but never touches the store's tables or its
@@ -192,41 +202,23 @@ class Directory:
         clock: returns Unix seconds; tests pass a fake one instead of sleeping.
     """
 
-    def __init__(self, conn: sqlite3.Connection, path: str, clock: Callable[[], float]) -> None:
-        self._conn = conn
-        self._path = path
+    def __init__(self, db: DirectoryDb, clock: Callable[[], float] = time.time) -> None:
+        """Over ``db``, the table's database (:meth:`open` makes the SQLite one)."""
+        self._db = db
         self._clock = clock
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> Self:
-        """Open (creating if needed) the directory table in the database at ``path``.
+        """Open (creating if needed) the directory table in the SQLite database at ``path``.
 
         Raises:
             DirectoryUnavailable: the file cannot be opened, is not a database, or cannot be put
                 in WAL mode.
         """
-        where = os.fspath(path)
-        try:
-            conn = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise DirectoryUnavailable(f"cannot open directory database {where!r}: {exc}") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal" and where != ":memory:":
-                raise DirectoryUnavailable(f"cannot put {where!r} in WAL mode (got {mode!r})")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute(_SCHEMA)
-        except sqlite3.Error as exc:
-            conn.close()
-            raise DirectoryUnavailable(f"cannot open directory database {where!r}: {exc}") from exc
-        except BaseException:
-            conn.close()
-            raise
-        return cls(conn, where, clock)
+        return cls(SqliteDirectoryDb.open(path), clock)
 
     def close(self) -> None:
-        self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -241,18 +233,16 @@ class Directory:
 
     @property
     def path(self) -> str:
-        return self._path
+        """Where the table is (a file's path, or a database named without its password)."""
+        return self._db.where
 
     # -- reads ---------------------------------------------------------------------------------
 
     def _row(self, address: str) -> Row | None:
-        try:
-            row: Row | None = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM directory_entries WHERE address = ?", (address,)
-            ).fetchone()
-        except sqlite3.Error as exc:  # the backend's errors never leave the directory
-            raise DirectoryUnavailable(f"cannot read directory {self._path!r}: {exc}") from exc
-        return row
+        rows = self._db.rows(
+            f"SELECT {_COLUMNS} FROM directory_entries WHERE address = ?", (address,)
+        )
+        return cast(Row, rows[0]) if rows else None
 
     def lookup(self, address: str) -> Entry:
         """The entry at ``address``.
@@ -290,7 +280,7 @@ class Directory:
             where.append("substr(address, 1, ?) = ?")
             params += [len(prefix), prefix]
         if tag is not None:
-            where.append("EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)")
+            where.append(self._db.dialect.tag_is)
             params.append(tag)
         if kind is not None:
             if kind not in ("agent", "service"):
@@ -309,10 +299,10 @@ class Directory:
         if not isinstance(text, str) or not text:
             raise InvalidArgument("search text must be a non-empty string")
         needle = text.lower()
+        has = self._db.dialect.contains
         where = [
-            "(instr(lower(address), ?) > 0 OR instr(lower(capability), ?) > 0 "
-            "OR instr(lower(description), ?) > 0 "
-            "OR EXISTS (SELECT 1 FROM json_each(tags) WHERE instr(lower(value), ?) > 0))"
+            f"({has('lower(address)')} OR {has('lower(capability)')} "
+            f"OR {has('lower(description)')} OR {self._db.dialect.tag_contains})"
         ]
         return self._page(where, [needle] * 4, limit, offset)
 
@@ -320,15 +310,15 @@ class Directory:
         self, where: Sequence[str], params: Sequence[object], limit: int, offset: int
     ) -> Page:
         clause = f" WHERE {' AND '.join(where)}" if where else ""
-        total = int(
-            self._conn.execute(
-                f"SELECT count(*) FROM directory_entries{clause}", params
-            ).fetchone()[0]
+        total = int(self._db.rows(f"SELECT count(*) FROM directory_entries{clause}", params)[0][0])
+        rows = cast(
+            builtins.list[Row],
+            self._db.rows(
+                f"SELECT {_COLUMNS} FROM directory_entries{clause} "
+                "ORDER BY address LIMIT ? OFFSET ?",
+                [*params, limit, offset],
+            ),
         )
-        rows: builtins.list[Row] = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM directory_entries{clause} ORDER BY address LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        ).fetchall()
         return Page(entries=tuple(_entry(r) for r in rows), total=total, limit=limit, offset=offset)
 
     # -- claims --------------------------------------------------------------------------------
@@ -422,7 +412,7 @@ class Directory:
                         f"{address!r} is already registered and neither it nor this claim has "
                         "an owner token; claim with a token, or remove it first"
                     )
-                self._conn.execute(
+                self._db.run(
                     "UPDATE directory_entries SET holder = coalesce(?, holder), "
                     "capability = coalesce(?, capability), tags = coalesce(?, tags), "
                     "description = coalesce(?, description), metadata = coalesce(?, metadata), "
@@ -446,7 +436,7 @@ class Directory:
         """Remove ``address``; returns what was listed. A held entry needs its token or force."""
         with self._write():
             entry = self._authorized(address, token, force)
-            self._conn.execute("DELETE FROM directory_entries WHERE address = ?", (address,))
+            self._db.run("DELETE FROM directory_entries WHERE address = ?", (address,))
         return entry
 
     def retag(
@@ -490,20 +480,24 @@ class Directory:
         )
         params = (default_ttl, default_ttl, now)
         with self._write():
-            rows: builtins.list[Row] = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM directory_entries WHERE {condition} ORDER BY address",
-                params,
-            ).fetchall()
-            self._conn.execute(f"DELETE FROM directory_entries WHERE {condition}", params)
+            rows = cast(
+                builtins.list[Row],
+                self._db.rows(
+                    f"SELECT {_COLUMNS} FROM directory_entries WHERE {condition} ORDER BY address",
+                    params,
+                ),
+            )
+            self._db.run(f"DELETE FROM directory_entries WHERE {condition}", params)
         return [_entry(r) for r in rows]
 
     # -- snapshot support (switchboard.directory.snapshot) -------------------------------------
 
     def export_rows(self) -> builtins.list[dict[str, object]]:
         """Every entry with its owner-token hash (never the token), for a snapshot file."""
-        rows: builtins.list[Row] = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM directory_entries ORDER BY address"
-        ).fetchall()
+        rows = cast(
+            builtins.list[Row],
+            self._db.rows(f"SELECT {_COLUMNS} FROM directory_entries ORDER BY address"),
+        )
         out: builtins.list[dict[str, object]] = []
         for row in rows:
             public = _entry(row).to_public()
@@ -526,7 +520,7 @@ class Directory:
                 if self._row(address) is not None:
                     skipped.append(address)
                     continue
-                self._conn.execute(
+                self._db.run(
                     f"INSERT INTO directory_entries ({_COLUMNS}) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, 0, 0, ?, ?, ?, ?)",
                     (
@@ -578,7 +572,7 @@ class Directory:
     ) -> None:
         holder, capability, tags, description, metadata, ttl = fields
         now = self._clock()
-        self._conn.execute(
+        self._db.run(
             f"INSERT INTO directory_entries ({_COLUMNS}) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)",
             (
@@ -626,13 +620,79 @@ class Directory:
     ) -> Entry:
         with self._write():
             self._authorized(address, token, force)
-            self._conn.execute(
+            self._db.run(
                 f"UPDATE directory_entries SET {assignment} WHERE address = ?", (*values, address)
             )
         return self.lookup(address)
 
-    def _write(self) -> _Transaction:
+    def _write(self) -> AbstractContextManager[None]:
+        return self._db.write()
+
+
+_SQLITE: Final = Dialect(
+    tag_is="EXISTS (SELECT 1 FROM json_each(tags) WHERE value = ?)",
+    tag_contains="EXISTS (SELECT 1 FROM json_each(tags) WHERE instr(lower(value), ?) > 0)",
+    contains=lambda column: f"instr({column}, ?) > 0",
+)
+
+
+class SqliteDirectoryDb:
+    """The table in an SQLite file (WAL, ``synchronous = FULL``)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self._conn = conn
+        self._path = path
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> SqliteDirectoryDb:
+        """Open (creating if needed) the table in the database at ``path``.
+
+        Raises:
+            DirectoryUnavailable: the file cannot be opened, is not a database, or cannot be put
+                in WAL mode.
+        """
+        where = os.fspath(path)
+        try:
+            conn = sqlite3.connect(where, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise DirectoryUnavailable(f"cannot open directory database {where!r}: {exc}") from exc
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal" and where != ":memory:":
+                raise DirectoryUnavailable(f"cannot put {where!r} in WAL mode (got {mode!r})")
+            conn.execute("PRAGMA synchronous = FULL")
+            conn.execute(_SCHEMA)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise DirectoryUnavailable(f"cannot open directory database {where!r}: {exc}") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, where)
+
+    @property
+    def where(self) -> str:
+        return self._path
+
+    @property
+    def dialect(self) -> Dialect:
+        return _SQLITE
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:  # the backend's errors never leave the directory
+            raise DirectoryUnavailable(f"cannot read directory {self._path!r}: {exc}") from exc
+
+    def run(self, sql: str, params: Sequence[object] = ()) -> None:
+        self._conn.execute(sql, params)
+
+    def write(self) -> _Transaction:
         return _Transaction(self._conn, self._path)
+
+    def close(self) -> None:
+        self._conn.close()
 
 
 class _Transaction:

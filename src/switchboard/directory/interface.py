@@ -1,4 +1,4 @@
-"""The contract a backend of the directory keeps (SQLite today: :class:`~.directory.Directory`).
+"""The contract a backend of the directory keeps (:class:`~.directory.Directory`, over a port).
 
 The host reaches the directory only through :class:`DirectoryStore`; tests/store/contract/ is
 the one suite of it, run against each backend.
@@ -13,13 +13,15 @@ returns; pages are ordered by address.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from switchboard.directory.address import Kind
 from switchboard.directory.entry import ClaimResult, Entry, Page
 
-__all__ = ["DirectoryStore"]
+__all__ = ["Dialect", "DirectoryDb", "DirectoryStore"]
 
 
 class DirectoryStore(Protocol):
@@ -100,6 +102,50 @@ class DirectoryStore(Protocol):
         self, rows: Sequence[dict[str, object]]
     ) -> tuple[builtins.list[str], builtins.list[str]]:
         """Add the snapshot ``rows`` whose address is free; ``(imported, skipped)``."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What the directory's SQL says differently per database: ``?`` is a parameter.
+
+    Attributes:
+        tag_is: a condition: one of the row's tags equals the parameter.
+        tag_contains: a condition: one of the row's tags contains the parameter (lower case).
+        contains: the condition that a text expression contains the parameter.
+    """
+
+    tag_is: str
+    tag_contains: str
+    contains: Callable[[str], str]
+
+
+class DirectoryDb(Protocol):
+    """The database the directory's table lives in: its rows are read and written through
+    this port, which turns the database's errors into ``DirectoryUnavailable``: the SQLite file
+    (:class:`~.directory.SqliteDirectoryDb`) or a shared database."""
+
+    @property
+    def where(self) -> str:
+        """Where the table is, for messages (never with a password)."""
+        ...
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def rows(self, sql: str, params: Sequence[object] = ()) -> builtins.list[tuple[Any, ...]]:
+        """The rows a query returns."""
+        ...
+
+    def run(self, sql: str, params: Sequence[object] = ()) -> None:
+        """Run one statement (inside :meth:`write`)."""
+        ...
+
+    def write(self) -> AbstractContextManager[None]:
+        """A write transaction that serialises writers (a claim reads, then writes), committed
+        on a clean exit, rolled back on an error."""
         ...
 
     def close(self) -> None: ...

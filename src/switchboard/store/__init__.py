@@ -22,6 +22,7 @@ from switchboard.store.interface import (
     LifetimeRecords,
     MailNumbers,
     MessageStoreProtocol,
+    NumberedDeposits,
 )
 from switchboard.store.records import (
     AppendResult,
@@ -30,6 +31,7 @@ from switchboard.store.records import (
     Leave,
     LoadedLog,
     Snapshot,
+    StaleEpochError,
     StorageUnavailableError,
     StoreClosedError,
     StoredMessage,
@@ -50,8 +52,10 @@ __all__ = [
     "LoadedLog",
     "MailNumbers",
     "MessageStoreProtocol",
+    "NumberedDeposits",
     "RawMessages",
     "Snapshot",
+    "StaleEpochError",
     "StorageUnavailableError",
     "StoreClosedError",
     "StoreError",

@@ -148,6 +148,39 @@ class DedupeIndex:
             head = 0
         self._head = head
 
+    def commit_from(self, proposed: int, first_seq: int) -> None:
+        """Like :meth:`commit`, for keys claimed before their seqs were known (a shared store
+        numbers a group inside its commit): the pending keys were claimed from ``proposed``
+        and are stored from ``first_seq``."""
+        delta = first_seq - proposed
+        if delta and self._pending:
+            seqs = self._seqs
+            for key in self._order[-self._pending :]:
+                seqs[key] += delta
+        self.commit()
+
+    def learn(self, batches: Iterable[tuple[int, Sequence[Key]]]) -> None:
+        """Remember stored batches given as ``(first_seq, keys)`` (another process stored them:
+        a connector's former owner), keeping the newer copy of a key known twice; then evict
+        what falls out of the window.
+
+        Raises:
+            RuntimeError: keys are pending (their transaction is not over): committing them
+                with what was learned could keep keys that were never stored.
+        """
+        if self._pending:
+            raise RuntimeError("learn() with claimed keys pending; commit or roll them back")
+        seqs, remember = self._seqs, self._order.append
+        for first_seq, keys in batches:
+            for seq, key in enumerate(keys, first_seq):
+                known = seqs.get(key)
+                if known is None:
+                    remember(key)
+                    seqs[key] = seq
+                elif seq > known:
+                    seqs[key] = seq
+        self.commit()
+
     def rollback(self) -> None:
         """The pending keys were not stored: forget them (they are the newest in the order)."""
         pending, self._pending = self._pending, 0

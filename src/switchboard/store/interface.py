@@ -1,4 +1,4 @@
-"""The contracts every backend of the store keeps: SQLite today, a shared database later.
+"""The contracts every backend of the store keeps: the SQLite file, and PostgreSQL (shared).
 
 Every durable thing is reached through one of these protocols: :class:`MessageStoreProtocol`
 (batches with a committed head, cursors, mail numbering), :class:`DecisionLogProtocol`,
@@ -12,7 +12,7 @@ What it deliberately does not know: how or where anything is kept.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from switchboard.store.records import (
     AppendResult,
@@ -31,6 +31,7 @@ __all__ = [
     "LifetimeRecords",
     "MailNumbers",
     "MessageStoreProtocol",
+    "NumberedDeposits",
 ]
 
 
@@ -66,6 +67,11 @@ class Batches(Protocol):
 
     @property
     def closed(self) -> bool: ...
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a caller of :meth:`wait_for_new` is waiting now (a long poll in progress)."""
+        ...
 
     @property
     def write_backlog(self) -> int:
@@ -134,8 +140,9 @@ class Batches(Protocol):
 class Cursors(Protocol):
     """Each agent's acknowledged position and delivered mark, durable once set.
 
-    A position must lie within ``0..latest_seq`` (``ValueError`` otherwise); the delivery
-    rules (``agents.inbox.delivery``) only ever move them forward.
+    A position must lie within ``0..latest_seq`` (``ValueError`` otherwise), and only ever
+    moves forward: setting one below the kept position changes nothing, so two sessions of one
+    agent racing (on two instances of a shared store) never move it back.
     """
 
     async def get_cursor(self, agent: str) -> int:
@@ -161,6 +168,22 @@ class MailNumbers(Protocol):
     async def highest_numbers(self, server_id: str) -> dict[tuple[str, str], int]:
         """For every (channel id, author id) of ``server_id``'s committed messages, the highest
         ``n`` of a message id ``<author id>#<n>``."""
+        ...
+
+
+@runtime_checkable
+class NumberedDeposits(Protocol):
+    """A store several processes write to, which numbers each deposit inside its commit (one
+    counter row per (channel id, author id)), so numbers have no gap and no repeat across
+    processes. A store without it is numbered by its one writer from
+    :meth:`MailNumbers.highest_numbers`."""
+
+    def submit_numbered(
+        self, record: IncomingRecord, *, received_at: float | None = None
+    ) -> Awaitable[tuple[AppendResult, int]]:
+        """Queue ``record`` (a message of one ``(channel id, author id)`` sequence) now; once
+        committed, its result and its number ``n``: its message id is ``<author id>#<n>`` and,
+        when it has metadata, ``metadata["n"]`` is ``n`` (the record's own are replaced)."""
         ...
 
 

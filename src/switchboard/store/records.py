@@ -21,6 +21,7 @@ __all__ = [
     "Leave",
     "LoadedLog",
     "Snapshot",
+    "StaleEpochError",
     "StorageUnavailableError",
     "StoreClosedError",
     "StoreError",
@@ -52,6 +53,20 @@ class StorageUnavailableError(StoreError):
     def __init__(self, cause: str) -> None:
         super().__init__(f"storage unavailable: {cause}")
         self.cause = cause
+
+
+class StaleEpochError(StoreError):
+    """A batch of a connector this instance no longer owns (in cluster mode): its lease epoch
+    is not the one the shared store holds, or it holds none. Nothing was committed; the
+    connector's new owner takes the messages again.
+
+    Attributes:
+        server_id: the connector whose batch was refused.
+    """
+
+    def __init__(self, server_id: str, detail: str) -> None:
+        super().__init__(f"this instance does not own {server_id!r}: {detail}")
+        self.server_id = server_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,7 @@
 """Mail between agents and services (issue #12 item 4; docs/agents.md, "Mail").
 
-Deposits go through ``board.mail`` on a real board over a real SQLite store and directory;
+Deposits go through ``board.mail`` on a real board over a real store and directory (SQLite, or
+PostgreSQL with ``SWITCHBOARD_TEST_BACKEND=postgres``);
 the recipient reads them through its ordinary inbox (``board.delivery.read(name)``), which the
 router limits to the recipient.
 """
@@ -20,16 +21,26 @@ from hypothesis import strategies as st
 
 from switchboard.agents.inbox.mail import Mail
 from switchboard.app.board import Switchboard
+from switchboard.app.stores import open_stores
 from switchboard.config import AgentEntry, Config, StoreConfig
-from switchboard.directory import Directory
 from switchboard.refusals.refusal import Refusal, RefusalKind
 from switchboard.store import StoredMessage
 from switchboard.store.mailmark import MAIL_SERVER, is_mail, mail_recipient
-from switchboard.store.sqlite import MessageStore
+from tests.helpers import suite_backend, suite_store_config
 
 pytestmark = pytest.mark.anyio
 
 AGENTS = ("alice", "bob", "carol", "dave")
+
+
+#: The store each test path names, on the suite's backend (tests/helpers.py).
+_STORES: dict[Path, StoreConfig] = {}
+
+
+def _store(path: Path) -> StoreConfig:
+    if suite_backend() == "postgres":
+        return _STORES.setdefault(path, suite_store_config(path.parent))
+    return StoreConfig(path=str(path))
 
 
 def _config(path: Path, agents: tuple[str, ...]) -> Config:
@@ -37,24 +48,20 @@ def _config(path: Path, agents: tuple[str, ...]) -> Config:
         AgentEntry(handle=f"@{a}", roles=["default_delivery"] if i == 0 else [])
         for i, a in enumerate(agents)
     ]
-    return Config(agents=entries, store=StoreConfig(path=str(path)))
+    return Config(agents=entries, store=_store(path))
 
 
 @asynccontextmanager
 async def mail_board(
     path: Path, agents: tuple[str, ...] = AGENTS, *, clock: Callable[[], float] | None = None
 ) -> AsyncIterator[Switchboard]:
-    """A board over the store and directory in ``path`` (no connectors), closed on exit."""
-    store = await MessageStore.open(path)
-    directory = Directory.open(path)
-    try:
+    """A board over the store and directory at ``path`` (no connectors), closed on exit."""
+    config = _config(path, agents)
+    async with open_stores(config.store) as stores:
         if clock is None:
-            yield Switchboard(_config(path, agents), store, directory=directory)
+            yield Switchboard(config, stores.messages, directory=stores.directory)
         else:
-            yield Switchboard(_config(path, agents), store, directory=directory, clock=clock)
-    finally:
-        directory.close()
-        await store.aclose()
+            yield Switchboard(config, stores.messages, directory=stores.directory, clock=clock)
 
 
 async def _everything(board: Switchboard) -> list[StoredMessage]:

@@ -195,3 +195,20 @@ async def test_where_each_numbered_sequence_stands_is_read_from_the_messages(
         )
         await store.append([record("c", "x#9")])  # another server: not counted
         assert await store.highest_numbers("@mail") == {("@bob", "@ann"): 2, ("@ann", "@bob"): 1}
+
+
+async def test_a_cursor_or_delivered_mark_set_below_where_it_stands_stays_put(
+    backend: Backend,
+) -> None:
+    async with backend.open() as stores:
+        store = stores.messages
+        await store.append([record("c", f"m{n}") for n in range(5)])
+        await store.set_cursor("ann", 4)
+        await store.set_cursor("ann", 2)  # a session that read less, answering late
+        await store.set_delivered("ann", 5)
+        await store.set_delivered("ann", 1)
+        assert await store.get_cursor("ann") == 4
+        assert await store.get_delivered("ann") == 5
+    async with backend.open() as stores:
+        assert await stores.messages.get_cursor("ann") == 4
+        assert await stores.messages.get_delivered("ann") == 5

@@ -30,7 +30,13 @@ from switchboard.directory import (
     validate_address,
 )
 from switchboard.refusals.refusal import Refusal, RefusalKind, directory_refusal
-from switchboard.store import IncomingRecord, MessageStoreProtocol, StoredMessage
+from switchboard.store import (
+    AppendResult,
+    IncomingRecord,
+    MessageStoreProtocol,
+    NumberedDeposits,
+    StoredMessage,
+)
 from switchboard.store.mailmark import MAIL_KIND, MAIL_SERVER
 
 __all__ = ["Deposit", "Mail"]
@@ -109,7 +115,9 @@ class Mail:
       commit ``last = n``. The commit is shielded from cancellation (a cancelled caller's write may
       still commit, so ``last`` must follow it). ``last`` is read from the store on first use
       (:meth:`~switchboard.store.MailNumbers.highest_numbers`, one read of the ``@mail`` batches for
-      every pair at once), so numbering continues across restarts.
+      every pair at once), so numbering continues across restarts. A store several instances
+      share (:class:`~switchboard.store.NumberedDeposits`) numbers the deposit inside its commit
+      instead, from one counter row per pair.
     - **Atomic and durable.** A deposit is one message in one store commit
       (:mod:`switchboard.store.mailmark` says how it is stored); once :meth:`Mail.deposit` returns
       it is in the recipient's inbox for good, and it is read like any message, under the inbox's
@@ -260,48 +268,12 @@ class Mail:
         """
         frm = self._sender(sender)
         recipient, address = self._resolve(to)
-        await self._load()
-        key = (recipient.handle, frm.handle)
-        lock = self._locks.get(key)
-        if lock is None:
-            lock = self._locks[key] = anyio.Lock()
-        async with lock:
-            for _ in range(_DUPLICATE_RETRIES):
-                n = self._last.get(key, 0) + 1
-                when = self._clock()
-                at = _iso(when)
-                record = IncomingRecord(
-                    server_id=MAIL_SERVER,
-                    channel_id=recipient.handle,
-                    message_id=f"{frm.handle}#{n}",
-                    thread_id=None,
-                    author_id=frm.handle,
-                    author_name=frm.display,
-                    timestamp=at,
-                    content=[{"type": "text", "text": text}],
-                    metadata={
-                        "kind": MAIL_KIND,
-                        "from": frm.handle,
-                        "fromName": frm.display,
-                        "to": recipient.handle,
-                        "address": address,
-                        "depositedAt": at,
-                        "n": n,
-                    },
-                )
-                # A cancelled caller's write may still commit: wait for it, whatever happens.
-                with anyio.CancelScope(shield=True):
-                    (result,) = await self._store.append([record], received_at=when)
-                self._last[key] = n
-                if not result.duplicate:
-                    break
-                log.warning("mail_number_taken", to=recipient.handle, sender=frm.handle, n=n)
-            else:
-                raise Refusal(
-                    RefusalKind.NOT_RECORDED,
-                    "the mail could not be numbered, so nothing was sent",
-                    address=address,
-                )
+        if isinstance(self._store, NumberedDeposits):
+            result, n, record, when = await self._numbered(
+                self._store, frm, recipient, address, text
+            )
+        else:
+            result, n, record, when = await self._counted(frm, recipient, address, text)
         if self._arrived is not None:
             self._arrived([_stored(result.seq, record, when)])
         attachments = self._attachments
@@ -315,4 +287,68 @@ class Mail:
             n=n,
             seq=result.seq,
         )
-        return Deposit(result.seq, n, recipient.name, address, at)
+        return Deposit(result.seq, n, recipient.name, address, _iso(when))
+
+    def _record(
+        self, frm: _Party, recipient: _Party, address: str, text: str, n: int, when: float
+    ) -> IncomingRecord:
+        at = _iso(when)
+        return IncomingRecord(
+            server_id=MAIL_SERVER,
+            channel_id=recipient.handle,
+            message_id=f"{frm.handle}#{n}",
+            thread_id=None,
+            author_id=frm.handle,
+            author_name=frm.display,
+            timestamp=at,
+            content=[{"type": "text", "text": text}],
+            metadata={
+                "kind": MAIL_KIND,
+                "from": frm.handle,
+                "fromName": frm.display,
+                "to": recipient.handle,
+                "address": address,
+                "depositedAt": at,
+                "n": n,
+            },
+        )
+
+    async def _numbered(
+        self, store: NumberedDeposits, frm: _Party, recipient: _Party, address: str, text: str
+    ) -> tuple[AppendResult, int, IncomingRecord, float]:
+        """A store shared by several processes numbers the deposit inside its commit."""
+        when = self._clock()
+        template = self._record(frm, recipient, address, text, 0, when)
+        # A cancelled caller's write may still commit: wait for it, whatever happens.
+        with anyio.CancelScope(shield=True):
+            result, n = await store.submit_numbered(template, received_at=when)
+        return result, n, self._record(frm, recipient, address, text, n, when), when
+
+    async def _counted(
+        self, frm: _Party, recipient: _Party, address: str, text: str
+    ) -> tuple[AppendResult, int, IncomingRecord, float]:
+        """This process is the store's one writer: it numbers the deposit itself."""
+        await self._load()
+        key = (recipient.handle, frm.handle)
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = anyio.Lock()
+        async with lock:
+            for _ in range(_DUPLICATE_RETRIES):
+                n = self._last.get(key, 0) + 1
+                when = self._clock()
+                record = self._record(frm, recipient, address, text, n, when)
+                # A cancelled caller's write may still commit: wait for it, whatever happens.
+                with anyio.CancelScope(shield=True):
+                    (result,) = await self._store.append([record], received_at=when)
+                self._last[key] = n
+                if not result.duplicate:
+                    break
+                log.warning("mail_number_taken", to=recipient.handle, sender=frm.handle, n=n)
+            else:
+                raise Refusal(
+                    RefusalKind.NOT_RECORDED,
+                    "the mail could not be numbered, so nothing was sent",
+                    address=address,
+                )
+        return result, n, record, when

@@ -626,8 +626,9 @@ class MessageStore:
             if job.error is not None and isinstance(job.error, StorageUnavailableError):
                 refused = job.error
             if isinstance(job, CursorJob) and job.error is None:
-                # committed, even if its caller went away
-                (self._delivered if job.delivered else self._cursors)[job.agent] = job.seq
+                # committed, even if its caller went away; a position never moves back
+                marks = self._delivered if job.delivered else self._cursors
+                marks[job.agent] = max(marks.get(job.agent, 0), job.seq)
             if waiter.done():  # the caller was cancelled; the write stands
                 continue
             if job.error is not None:

@@ -93,13 +93,14 @@ _SELECT_NEWEST_FIRST: Final = (
 )
 _SELECT_LATEST: Final = "SELECT first_seq + count - 1 FROM batches ORDER BY first_seq DESC LIMIT 1"
 _SELECT_COUNT: Final = "SELECT coalesce(sum(count), 0) FROM batches"
+# A position only moves forward: a late write of an older one changes nothing.
 UPSERT_CURSOR: Final = (
     "INSERT INTO cursors (agent, seq) VALUES (?, ?) "
-    "ON CONFLICT (agent) DO UPDATE SET seq = excluded.seq"
+    "ON CONFLICT (agent) DO UPDATE SET seq = max(seq, excluded.seq)"
 )
 UPSERT_DELIVERED: Final = (
     "INSERT INTO cursors (agent, seq, delivered) VALUES (?, 0, ?) "
-    "ON CONFLICT (agent) DO UPDATE SET delivered = excluded.delivered"
+    "ON CONFLICT (agent) DO UPDATE SET delivered = max(delivered, excluded.delivered)"
 )
 
 

@@ -1,0 +1,112 @@
+"""``[store] backend/url`` and ``[cluster]``: what a config may say about cluster mode, and
+what ``switchboard check`` says of it (the database is probed, ``[cluster]`` needs PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from switchboard.config import ConfigError, load_config
+from tests.pg import ADMIN_URL
+
+POSTGRES = f'[store]\nbackend = "postgres"\nurl = "{ADMIN_URL}"\n'
+
+
+def _check(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "switchboard", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_default_store_is_the_sqlite_file_and_there_is_no_cluster(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("")
+    config = load_config(path)
+    assert config.store.backend == "sqlite"
+    assert config.store.url is None
+    assert config.cluster is None
+
+
+def test_a_cluster_section_takes_its_defaults_and_expands_variables(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[store]\nbackend = "postgres"\nurl = "postgresql://sb:${PGPASS}@db:5432/sb"\n'
+        '[cluster]\nnats_url = "nats://${NATS_HOST}:4222"\nlease_ttl = "10s"\n'
+    )
+    config = load_config(path, env={"PGPASS": "s3cret", "NATS_HOST": "bus"})
+    assert config.store.url == "postgresql://sb:s3cret@db:5432/sb"
+    assert config.cluster is not None
+    assert config.cluster.nats_url == "nats://bus:4222"
+    assert config.cluster.lease_ttl == 10.0
+    assert config.cluster.subject_prefix == "sb"
+    assert config.cluster.instance_id  # hostname-pid by default
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[cluster]\ninstance_id = "sb-1"\n', 'set backend = "postgres"'),
+        ('[store]\nbackend = "postgres"\n', "needs `url`"),
+        ('[store]\nurl = "postgresql://h/db"\n', 'set backend = "postgres" too'),
+        ('[store]\nbackend = "postgres"\nurl = "mysql://h/db"\n', "must be a postgresql:// URL"),
+        (POSTGRES + 'retain = "30d"\n', "retention"),
+        (POSTGRES + '[cluster]\nnats_url = "http://x"\n', "must be a nats:// URL"),
+        (POSTGRES + '[cluster]\ninstance_id = "a b"\n', "instance_id"),
+        (POSTGRES + "[cluster]\nlease_ttl = 0\n", "positive"),
+    ],
+)
+def test_a_cluster_mistake_is_refused_with_what_to_do(
+    tmp_path: Path, text: str, words: str
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        load_config(path)
+
+
+def test_a_bad_database_url_never_shows_its_password(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[store]\nbackend = "postgres"\nurl = 5\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert "got 5" not in str(caught.value)
+
+
+def test_check_refuses_a_cluster_without_postgres(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[cluster]\ninstance_id = "sb-1"\n')
+    done = _check(path)
+    assert done.returncode == 2
+    assert "[cluster] shares the durable things between instances" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_probes_the_database_and_names_it_without_its_password(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        '[store]\nbackend = "postgres"\nurl = "postgresql://postgres:hush@127.0.0.1:1/none"\n'
+    )
+    done = _check(path)
+    assert done.returncode == 2
+    assert "store.url: the database postgresql://postgres@127.0.0.1:1/none does not answer" in (
+        done.stderr
+    )
+    assert "hush" not in done.stderr + done.stdout
+
+
+def test_check_passes_a_database_that_answers(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(POSTGRES + '[agent]\ntransport = "stdio"\n')
+    done = _check(path)
+    assert done.returncode == 0, done.stderr
+    assert "store: PostgreSQL postgresql://postgres@127.0.0.1:5432/postgres (answers)" in (
+        done.stdout
+    )
