@@ -111,11 +111,13 @@ async def board_with(
     recorder: Recorder | None = None,
     decisions: DecisionLog | None = None,
     agent: AgentConfig | None = None,
+    prepare: Callable[[Switchboard], None] | None = None,
     **config: Any,
 ) -> AsyncIterator[Switchboard]:
     """A Switchboard serving ``fake`` (server id ``s1``) over an in-memory link.
 
-    ``agent`` is the ``[agent]`` config (home channel, prose mode).
+    ``agent`` is the ``[agent]`` config (home channel, prose mode); ``prepare`` is called with
+    the board before the connector is served.
 
     With ``decisions`` (a log the caller opened and closes), the board records its decisions
     there and restores from it before serving.
@@ -132,6 +134,8 @@ async def board_with(
     )
     if decisions is not None:
         await board.restore()
+    if prepare is not None:
+        prepare(board)
     host_link, connector_link = memory_link_pair()
     peer = Peer(
         connector_link,

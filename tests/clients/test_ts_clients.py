@@ -180,12 +180,15 @@ ENDPOINT = re.compile(r"agent_endpoint\s.*\burl=(\S+)")
 
 
 @asynccontextmanager
-async def http_switchboard(tmp_path: Path) -> AsyncIterator[tuple[str, str]]:
+async def http_switchboard(
+    tmp_path: Path, config: Path | None = None
+) -> AsyncIterator[tuple[str, str]]:
     """``switchboard run`` serving streamable HTTP on an ephemeral loopback port, with a bearer
-    token: its URL (as it logs it) and the token."""
+    token: its URL (as it logs it) and the token. ``config`` (default: the demo's) reads the
+    token from ``SWITCHBOARD_AGENT_TOKEN``."""
     token = secrets.token_urlsafe(32)
     env = {**os.environ, "SWITCHBOARD_AGENT_TOKEN": token}
-    config = write_config(tmp_path, "http", token=True)
+    config = config or write_config(tmp_path, "http", token=True)
     stderr: list[str] = []
     listening = anyio.Event()
     url = ""

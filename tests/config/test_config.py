@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from switchboard.config import DEFAULT_GRANT, UNSERVED_LEAVES, ConfigError, expand_env, load_config
+from switchboard.config import DEFAULT_GRANT, ConfigError, expand_env, load_config
 
 
 def _config_with_grant(tmp_path: Path, grant: str) -> Path:
@@ -18,34 +18,60 @@ def _config_with_grant(tmp_path: Path, grant: str) -> Path:
     return path
 
 
-def test_the_default_grant_covers_channels_push_events_and_tools(tmp_path: Path) -> None:
+def test_the_default_grant_covers_channels_push_events_tools_and_inference(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "switchboard.toml"
     path.write_text('[[connectors]]\nid = "chat"\ncommand = ["x"]\n')
     (connector,) = load_config(path).connectors
     assert connector.grant == list(DEFAULT_GRANT)
     assert {"tools", "pushEvents", "channels.publish", "channels.incoming"} <= set(DEFAULT_GRANT)
-    assert set(DEFAULT_GRANT).isdisjoint(UNSERVED_LEAVES)
+    assert {"inferenceRequest", "modelInfo", "inferenceLifecycle"} <= set(DEFAULT_GRANT)
+    # MCPL §13.4: a connector never adds to the system position unless the operator says so.
+    assert "contextHooks.beforeInference.inject.system" not in DEFAULT_GRANT
 
 
 @pytest.mark.parametrize(
     "entry", ["inferenceRequest", "inferenceRequest.*", "modelInfo", "inferenceLifecycle"]
 )
-def test_a_grant_entry_that_can_only_grant_what_switchboard_cannot_serve_is_refused(
+def test_a_grant_entry_of_the_inference_leaves_is_accepted_now_that_they_are_served(
     tmp_path: Path, entry: str
 ) -> None:
     path = _config_with_grant(tmp_path, f'["channels.*", "{entry}"]')
+    (connector,) = load_config(path).connectors
+    assert entry in connector.grant
+
+
+def test_inference_agent_must_name_a_configured_agent(tmp_path: Path) -> None:
+    path = tmp_path / "switchboard.toml"
+    path.write_text(
+        '[agent]\nname = "resident"\n'
+        '[[connectors]]\nid = "chat"\ncommand = ["x"]\ninference_agent = "@nobody"\n'
+    )
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     text = str(caught.value)
-    assert repr(entry) in text
-    assert "cannot serve" in text
-    assert "remove it from `grant`" in text
+    assert "'@nobody' names no configured agent" in text
+    assert "@resident" in text
 
 
-def test_the_refusal_says_why_the_leaf_cannot_be_served(tmp_path: Path) -> None:
-    path = _config_with_grant(tmp_path, '["inferenceRequest"]')
-    with pytest.raises(ConfigError, match="answers inference/request with -32601"):
+def test_inference_agent_is_written_as_a_handle(tmp_path: Path) -> None:
+    path = tmp_path / "switchboard.toml"
+    path.write_text('[[connectors]]\nid = "chat"\ncommand = ["x"]\ninference_agent = "agent"\n')
+    with pytest.raises(ConfigError, match="is not an agent handle"):
         load_config(path)
+
+
+def test_inference_agent_and_its_bounds_are_read(tmp_path: Path) -> None:
+    path = tmp_path / "switchboard.toml"
+    path.write_text(
+        '[agent]\nname = "resident"\n'
+        '[[connectors]]\nid = "chat"\ncommand = ["x"]\ninference_agent = "@resident"\n'
+        "inference_timeout = 5\nmax_inference_requests = 3\n"
+    )
+    (connector,) = load_config(path).connectors
+    assert (connector.inference_agent, connector.inference_timeout) == ("@resident", 5.0)
+    assert connector.max_inference_requests == 3
 
 
 def test_a_wildcard_that_also_matches_servable_leaves_is_accepted(tmp_path: Path) -> None:

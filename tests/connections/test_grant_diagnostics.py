@@ -96,12 +96,8 @@ async def test_a_set_the_grant_leaves_off_is_warned_about_with_the_grant_line_th
         assert w["enable_with"] == 'grant = ["channels.*", "pushEvents", "tools"]'
 
 
-async def test_no_grant_pattern_ever_grants_a_leaf_switchboard_cannot_serve(
-    tmp_path: Path, logs: Logs
-) -> None:
-    """A ``*`` matches inferenceRequest, modelInfo and inferenceLifecycle; none is granted,
-    and a set that needs one is reported with why no grant line enables it."""
-    fake = FakeConnector(
+def _inference_connector() -> FakeConnector:
+    return FakeConnector(
         mcpl={
             "version": "0.5",
             "pushEvents": True,
@@ -115,7 +111,39 @@ async def test_no_grant_pattern_ever_grants_a_leaf_switchboard_cannot_serve(
             },
         }
     )
+
+
+async def test_a_wildcard_grants_the_inference_leaves_when_an_agent_could_answer(
+    tmp_path: Path, logs: Logs
+) -> None:
+    """H-18, H-17: granted, and model/info is answered with an error while no model is known."""
+    fake = _inference_connector()
     async with board_with(tmp_path, fake, grant=["*", "channels.*"]) as board:
+        (policy,) = fake.got("featureSets/update")
+        assert board.sessions["s1"].disabled_feature_sets == ()
+        with pytest.raises(RpcError) as caught:
+            await fake.call("model/info", {})
+    granted = set(policy["effectiveCapabilities"])
+    assert {"inferenceRequest", "inferenceLifecycle", "modelInfo"} <= granted
+    assert policy["enabled"] == ["beats", "toy"]
+    assert caught.value.code == -32603
+    assert caught.value.data["reason"] == "model-unknown"
+    assert "@agent" in caught.value.message
+    assert _events(logs, "feature_set_disabled") == []
+
+
+async def test_with_no_agent_to_answer_the_inference_leaves_are_never_granted_and_why_is_said(
+    tmp_path: Path, logs: Logs
+) -> None:
+    """A ``*`` matches inferenceRequest, modelInfo and inferenceLifecycle; with no agent to
+    answer none is granted, and a set that needs one is reported with why no grant line
+    enables it (H-18: model/info then gets -32002)."""
+    fake = _inference_connector()
+
+    def no_agents(board: Any) -> None:
+        board.roster.remove("agent")
+
+    async with board_with(tmp_path, fake, grant=["*", "channels.*"], prepare=no_agents) as board:
         (policy,) = fake.got("featureSets/update")
         (toy,) = board.sessions["s1"].disabled_feature_sets
         with pytest.raises(RpcError) as caught:
@@ -128,10 +156,12 @@ async def test_no_grant_pattern_ever_grants_a_leaf_switchboard_cannot_serve(
     assert toy.missing == ("inferenceRequest",)
     assert toy.enable_with is None
     assert toy.why_not is not None
-    assert "-32601" in toy.why_not
+    assert "no agent owns default delivery" in toy.why_not
+    assert "inference_agent" in toy.why_not
     assert caught.value.code == -32002
+    assert caught.value.data == {"capability": "modelInfo"}
     (warning,) = _events(logs, "feature_set_disabled")
-    assert "-32601" in warning["why_not"]
+    assert "no agent owns default delivery" in warning["why_not"]
 
 
 async def test_a_set_left_out_of_enabled_feature_sets_is_noted_at_info_with_the_selection_line(

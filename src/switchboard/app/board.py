@@ -34,10 +34,12 @@ from switchboard.agents.inbox.routing import Router
 from switchboard.agents.inbox.watch import InboxWatchers
 from switchboard.agents.port.service import AgentSide
 from switchboard.agents.presence.context import ContextHooks
+from switchboard.agents.presence.turns import TurnSignals
 from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.lifetimes import Lifetimes
 from switchboard.agents.roster.roster import Roster
+from switchboard.agents.roster.samplers import Samplers
 from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.streams import OutgoingStreams
 from switchboard.agents.tools import server_for
@@ -87,10 +89,11 @@ class Switchboard:
     argument, only what it uses; nothing is wired onto a part after it is built:
 
     1. the registry, the owners of the connectors (the session map), the host's
-       :class:`~switchboard.events.EventBus`, the connectors' rate-limited logs, the session
-       factory and the supervisor;
-    2. the agent side's lower parts: the roster, routing, the directory, attachments, mail, desks,
-       lifetimes, the default channel, typing, streams and context hooks;
+       :class:`~switchboard.events.EventBus`, the connectors' rate-limited logs, the roster, the
+       directory, attachments and the sessions that can sample (they answer the connectors'
+       inference), the session factory and the supervisor;
+    2. the agent side's lower parts: routing, mail, desks,
+       lifetimes, the default channel, typing, streams, context hooks and turn signals;
     3. what the lifecycle and the tune-outs share, lowest first: the lifecycle book, the tune-out
        state, the decision journal kept with both as its parts, and the decision gate;
     4. the :class:`~switchboard.lifecycle.host.LifecycleHost`, then the
@@ -142,6 +145,15 @@ class Switchboard:
         self.events = events = EventBus()
         #: What each connector causes the log to say, rate-limited and counted per server.
         self.connector_logs = connector_logs = ConnectorLogs()
+        #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
+        self.roster = Roster.from_entries(config.roster())
+        #: The directory of agents and services (docs/directory.md): in the store's file when
+        #: started with :meth:`started`, else an in-memory one.
+        self.directory = directory if directory is not None else Directory.open(":memory:")
+        #: Which agents have a session attached (online/offline, last-seen in the directory).
+        self.attachments = Attachments(self.roster, self.directory, clock=clock)
+        #: The agents' sessions that can sample: they answer the connectors' inference.
+        self.samplers = Samplers(self.roster, self.attachments)
         self._session_factory = SessionFactory(
             sessions=self.sessions,
             registry=registry,
@@ -149,13 +161,12 @@ class Switchboard:
             events=events,
             clock=clock,
             logs=connector_logs,
+            inference=self.samplers,
         )
         self.supervisor = Supervisor(
             registry=registry, sessions=self._session_factory, events=events
         )
         # -- the agent side's lower parts
-        #: The agent identities served (docs/agents.md): ``[[agents]]`` or ``[agent]``.
-        self.roster = Roster.from_entries(config.roster())
         #: Each agent's desk (turns, own channels, locus), made on first use.
         self.desks = Desks(self.roster, config.agent)
         #: Which agents each message is for (docs/agents.md, "Routing"); the channels agents
@@ -163,11 +174,6 @@ class Switchboard:
         self.router = Router(
             self.roster, registry, leaves if leaves is not None else ChannelLeaves.open()
         )
-        #: The directory of agents and services (docs/directory.md): in the store's file when
-        #: started with :meth:`started`, else an in-memory one.
-        self.directory = directory if directory is not None else Directory.open(":memory:")
-        #: Which agents have a session attached (online/offline, last-seen in the directory).
-        self.attachments = Attachments(self.roster, self.directory, clock=clock)
         # -- what the lifecycle and the tune-outs share, lowest first
         book = LifecycleBook()
         tuneout_state = TuneOutState()
@@ -182,7 +188,11 @@ class Switchboard:
         # -- presence: typing indicators, outgoing streams, beforeInference context
         self.typing = TypingKeeper(registry, owners)
         self.streams = OutgoingStreams(registry, owners)
-        self.context_hooks = ContextHooks(self.registry, self.default_channel, owners)
+        self.context_hooks = ContextHooks(
+            self.registry, self.default_channel, owners, model_seen=self.samplers.model_seen
+        )
+        #: The agents' turns told as inference/lifecycle (docs/inference.md).
+        self.turns = TurnSignals(owners, self.samplers.model_seen, self.attachments)
         # -- lifecycle: desired state, decisions, reconciliation, speech into closed channels
         self.lifecycle = LifecycleHost(
             registry=registry,
@@ -268,6 +278,8 @@ class Switchboard:
             mail=self.mail,
             directory=self.directory,
             lifetimes=self.lifetimes,
+            samplers=self.samplers,
+            turns=self.turns,
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
@@ -360,6 +372,7 @@ class Switchboard:
         """
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.typing.run)
+            tg.start_soon(self.turns.run)
             tg.start_soon(self.lifecycle.run)
             tg.start_soon(self.tuneouts.run_timer)
             if singletons:
@@ -400,6 +413,8 @@ class Switchboard:
                     # Shielded and bounded: also when the host is cancelled, the requests its
                     # connectors sent are answered before their links close.
                     with anyio.CancelScope(shield=True):
+                        # Every turn still open is told aborted while its connectors listen.
+                        await board.turns.end_all("aborted")
                         await board._finish_connectors()
                     tg.cancel_scope.cancel()
 

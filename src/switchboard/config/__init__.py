@@ -25,11 +25,9 @@ from switchboard.config.common import (
 from switchboard.config.connectors import (
     DEFAULT_GRANT,
     DIAL_SCHEMES,
-    UNSERVED_LEAVES,
     ConnectorConfig,
     SubscriptionAllow,
     grant_entry_problem,
-    unserved_only,
 )
 from switchboard.config.load import (
     demo_config,
@@ -56,7 +54,6 @@ __all__ = [
     "HANDLE_PATTERN",
     "LOG_LEVELS",
     "MIN_TOKEN_LENGTH",
-    "UNSERVED_LEAVES",
     "AgentConfig",
     "AgentEntry",
     "AgentRole",
@@ -79,5 +76,4 @@ __all__ = [
     "parse_duration",
     "read_env_file",
     "token_problem",
-    "unserved_only",
 ]

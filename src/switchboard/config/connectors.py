@@ -1,9 +1,9 @@
 """The ``[[connectors]]`` section: how to reach each connector and the grant it is offered.
 
-It knows which capability leaves Switchboard can serve: a ``grant`` entry that can only ever
-match a leaf Switchboard answers with ``-32601`` (or never sends) is refused when the file is
-loaded (:data:`UNSERVED_LEAVES`). What a connector advertises is the session's business: it
-intersects the grant with that at the handshake.
+A ``grant`` entry that matches no capability path is refused when the file is loaded. What a
+connector advertises is the session's business: it intersects the grant with that at the
+handshake, and leaves out the inference leaves when no agent could answer for the connector
+(:mod:`switchboard.connections.inference`).
 """
 
 from __future__ import annotations
@@ -14,28 +14,30 @@ from urllib.parse import urlsplit
 
 from pydantic import (
     Field,
+    field_validator,
     model_validator,
 )
 
 from switchboard.config.common import Strict
-from switchboard.protocol import CAPABILITY_PATHS, Grant, path_matches
+from switchboard.protocol import CAPABILITY_PATHS, path_matches
 
 __all__ = [
     "DEFAULT_GRANT",
     "DIAL_SCHEMES",
-    "UNSERVED_LEAVES",
     "ConnectorConfig",
     "SubscriptionAllow",
     "grant_entry_problem",
-    "unserved_only",
 ]
 
 
-#: The grant Switchboard offers a connector when its config says nothing: every channel leaf,
-#: push events and the connector's MCP tools. It is intersected with what the connector
-#: advertises (MCPL §5.4). ``tools`` is in it because real chat connectors list it in the
-#: ``uses`` of every feature set (docs/configuration.md has the table); without it they
-#: disable all their sets and drop every message.
+#: The grant Switchboard offers a connector when its config says nothing. It is intersected
+#: with what the connector advertises (MCPL §5.4). ``tools`` is in it because real chat
+#: connectors list it in the ``uses`` of every feature set (docs/configuration.md has the
+#: table); without it they disable all their sets and drop every message. The inference leaves
+#: are served through the answering agent's MCP sampling (docs/inference.md), and the context
+#: hook leaves show and add only what the connector could already say: ``observe`` shows it the
+#: text of its own messages that began a turn, and an injection before or after the user's
+#: text is no more than a message it could send. ``…inject.system`` is never in it.
 DEFAULT_GRANT: tuple[str, ...] = (
     "channels.register",
     "channels.lifecycle",
@@ -46,35 +48,14 @@ DEFAULT_GRANT: tuple[str, ...] = (
     "channels.typing",
     "pushEvents",
     "tools",
+    "inferenceRequest",
+    "inferenceRequest.streaming",
+    "modelInfo",
+    "inferenceLifecycle",
+    "contextHooks.beforeInference.observe",
+    "contextHooks.beforeInference.inject.beforeUser",
+    "contextHooks.beforeInference.inject.afterUser",
 )
-
-#: Capability leaves Switchboard cannot serve, and why. Granting one would enable a
-#: connector's feature set that then never works, so no grant ever includes them: an entry
-#: that matches nothing else is refused at load, and a wildcard that also matches them (``*``)
-#: is applied without them.
-UNSERVED_LEAVES: dict[str, str] = {
-    "inferenceRequest": "Switchboard runs no inference for connectors: it answers "
-    "inference/request with -32601",
-    "inferenceRequest.streaming": "Switchboard runs no inference for connectors: it answers "
-    "inference/request with -32601",
-    "modelInfo": "Switchboard does not know the agent's model: it answers model/info with -32601",
-    "inferenceLifecycle": "Switchboard does not see the agent's inference: it sends no "
-    "inference/lifecycle notifications",
-}
-
-
-def unserved_only(pattern: str) -> tuple[str, ...]:
-    """The unserved leaves ``pattern`` matches, when it matches no servable leaf at all.
-
-    Returns:
-        The matched leaves (sorted) if every capability path the pattern matches is one
-        Switchboard cannot serve; ``()`` when it matches a servable leaf or nothing.
-    """
-    matcher = Grant([pattern])
-    matched = {path for path in CAPABILITY_PATHS if matcher.allows(path)}
-    if matched and matched <= UNSERVED_LEAVES.keys():
-        return tuple(sorted(matched))
-    return ()
 
 
 def _grant_candidates() -> tuple[str, ...]:
@@ -195,6 +176,34 @@ class ConnectorConfig(Strict):
         ge=0,
         description="least seconds between two mcpl/manifest fetches on one connection (§17.8)",
     )
+    inference_agent: str | None = Field(
+        default=None,
+        description="the agent (@handle) whose MCP client answers this connector's "
+        "inference/request through sampling; None: the agent that owns default delivery "
+        "(docs/inference.md)",
+    )
+    inference_timeout: float = Field(
+        default=120.0,
+        gt=0,
+        description="seconds an inference/request may take before it is answered with an "
+        "error (the sampling request is cancelled)",
+    )
+    max_inference_requests: int = Field(
+        default=2,
+        ge=1,
+        description="most inference/request this connector may have in flight at once; one "
+        "past it is refused at once (-32603, data.reason inference-busy)",
+    )
+
+    @field_validator("inference_agent")
+    @classmethod
+    def _a_handle(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("@") or len(value) < 2):
+            raise ValueError(
+                f'inference_agent {value!r} is not an agent handle: write it as "@name", '
+                "the handle of an agent in [[agents]] (or [agent])"
+            )
+        return value
 
     @model_validator(mode="after")
     def _id_not_reserved(self) -> ConnectorConfig:
@@ -224,12 +233,4 @@ class ConnectorConfig(Strict):
         typos = [p for p in map(grant_entry_problem, self.grant) if p]
         if typos:
             raise ValueError(f"connector {self.id!r}: " + "; ".join(typos))
-        for entry in self.grant:
-            leaves = unserved_only(entry)
-            if leaves:
-                why = "; ".join(f"{leaf}: {UNSERVED_LEAVES[leaf]}" for leaf in leaves)
-                raise ValueError(
-                    f"grant entry {entry!r} of connector {self.id!r} can only grant what "
-                    f"Switchboard cannot serve ({why}); remove it from `grant`"
-                )
         return self

@@ -152,6 +152,18 @@ class Config(Strict):
         return self
 
     @model_validator(mode="after")
+    def _inference_agents_known(self) -> Config:
+        handles = [e.handle for e in self.roster()]
+        for c in self.connectors:
+            if c.inference_agent is not None and c.inference_agent not in handles:
+                raise ValueError(
+                    f"connector {c.id!r}: inference_agent = {c.inference_agent!r} names no "
+                    f"configured agent (the agents are {', '.join(handles)}); name one of them, "
+                    "or leave it out to let the agent that owns default delivery answer"
+                )
+        return self
+
+    @model_validator(mode="after")
     def _cluster_on_postgres(self) -> Config:
         if self.cluster is not None and self.store.backend != "postgres":
             raise ValueError(

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, cast
 
-from switchboard.config import UNSERVED_LEAVES
 from switchboard.protocol import (
     CAPABILITY_PATHS,
     REASON_CAPABILITY_DENIED,
@@ -32,6 +31,7 @@ __all__ = [
     "CAPABILITY_DENIED",
     "DESCRIPTOR_REJECTED",
     "INCOMING_REFUSED",
+    "INFERENCE_REFUSED",
     "PUSH_REFUSED",
     "REFUSAL_KINDS",
     "REQUEST_REFUSED",
@@ -49,6 +49,7 @@ REQUEST_REFUSED: Final = "request_refused"
 DESCRIPTOR_REJECTED: Final = "descriptor_rejected"
 INCOMING_REFUSED: Final = "incoming_refused"
 PUSH_REFUSED: Final = "push_refused"
+INFERENCE_REFUSED: Final = "inference_refused"
 
 REFUSAL_KINDS: Final = (
     CAPABILITY_DENIED,
@@ -56,6 +57,7 @@ REFUSAL_KINDS: Final = (
     DESCRIPTOR_REJECTED,
     INCOMING_REFUSED,
     PUSH_REFUSED,
+    INFERENCE_REFUSED,
 )
 """Every kind of refusal counted, in the order :class:`RefusalStatistics` lists them."""
 
@@ -105,6 +107,7 @@ def disabled_feature_sets(
     *,
     policy: Sequence[str],
     selection: Sequence[str] | None,
+    unserved: Mapping[str, str] | None = None,
 ) -> tuple[DisabledFeatureSet, ...]:
     """Describe every set ``status`` (from ``derive_enabled``) leaves disabled.
 
@@ -114,6 +117,8 @@ def disabled_feature_sets(
         status: each declared set's reason, ``None`` when enabled.
         policy: the configured ``grant`` patterns, which the suggested line extends.
         selection: the configured ``enabled_feature_sets``, or ``None``.
+        unserved: the leaves this connection cannot be served now, each with why (no agent
+            could answer its inference); a set that needs one says so in ``why_not``.
 
     Returns:
         One entry per disabled set, in declaration order.
@@ -133,7 +138,7 @@ def disabled_feature_sets(
             )
             out.append(DisabledFeatureSet(name, reason, bad, None, why + "; no grant enables it"))
         elif reason == REASON_CAPABILITY_DENIED:
-            out.append(_denied(name, missing, manifest, policy))
+            out.append(_denied(name, missing, manifest, policy, unserved or {}))
         elif reason == REASON_NOT_SELECTED:
             chosen = [*(selection or ()), name]
             line = f"enabled_feature_sets = [{', '.join(json.dumps(n) for n in chosen)}]"
@@ -146,13 +151,21 @@ def disabled_feature_sets(
 
 
 def _denied(
-    name: str, missing: tuple[str, ...], manifest: Manifest, policy: Sequence[str]
+    name: str,
+    missing: tuple[str, ...],
+    manifest: Manifest,
+    policy: Sequence[str],
+    unserved: Mapping[str, str],
 ) -> DisabledFeatureSet:
-    unserved = [p for p in missing if p in UNSERVED_LEAVES]
-    if unserved:
-        why = "; ".join(f"{p}: {UNSERVED_LEAVES[p]}" for p in unserved)
+    cannot = [p for p in missing if p in unserved]
+    if cannot:
+        why = "; ".join(dict.fromkeys(unserved[p] for p in cannot))
         return DisabledFeatureSet(
-            name, REASON_CAPABILITY_DENIED, missing, None, f"Switchboard cannot serve {why}"
+            name,
+            REASON_CAPABILITY_DENIED,
+            missing,
+            None,
+            f"Switchboard cannot serve {', '.join(cannot)} now: {why}",
         )
     unadvertised = [p for p in missing if p not in manifest.advertised]
     if unadvertised:
@@ -212,6 +225,8 @@ class RefusalStatistics:
         incoming_refused: messages of ``channels/incoming`` not accepted (one per message;
             a whole batch refused counts its messages).
         pushes_refused: ``push/event`` requests answered with an error.
+        inference_refused: ``inference/request`` and ``model/info`` requests answered with an
+            error (no agent to answer, busy, timed out, the sampling client refused ...).
         by_reason: each (kind, method, reason) and its count, in first-seen order.
     """
 
@@ -220,6 +235,7 @@ class RefusalStatistics:
     descriptors_rejected: int = 0
     incoming_refused: int = 0
     pushes_refused: int = 0
+    inference_refused: int = 0
     by_reason: tuple[RefusalCount, ...] = ()
 
     @property
@@ -231,6 +247,7 @@ class RefusalStatistics:
             + self.descriptors_rejected
             + self.incoming_refused
             + self.pushes_refused
+            + self.inference_refused
         )
 
 
@@ -251,7 +268,8 @@ class RefusalLog:
       interval with the count; :class:`~switchboard.runtime.ratelog.RateLimitedLog`). The kinds:
       ``capability_denied`` (a ``-32002`` answer), ``request_refused`` (any other error answer),
       ``descriptor_rejected`` (one item of a register or changed), ``incoming_refused`` (one message
-      of ``channels/incoming``) and ``push_refused`` (a ``push/event`` answered with an error).
+      of ``channels/incoming``), ``push_refused`` (a ``push/event`` answered with an error) and
+      ``inference_refused`` (an ``inference/request`` or ``model/info`` answered with an error).
       :meth:`RefusalLog.statistics` returns the counts as an immutable :class:`RefusalStatistics`.
 
     Args:
@@ -314,5 +332,6 @@ class RefusalLog:
             descriptors_rejected=per_kind[DESCRIPTOR_REJECTED],
             incoming_refused=per_kind[INCOMING_REFUSED],
             pushes_refused=per_kind[PUSH_REFUSED],
+            inference_refused=per_kind[INFERENCE_REFUSED],
             by_reason=tuple(rows),
         )

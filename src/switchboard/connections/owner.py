@@ -4,7 +4,7 @@ Agents and the lifecycle never hold a connection: they ask the connector's owner
 says how the connection stands (its :class:`SessionState`, grant and settings) and carries
 every request an agent or the lifecycle makes of the connector: a publish, a channel open or
 close, an acknowledgement, typing, streamed speech, a tool call, the ``beforeInference``
-context hook. Today the owner of every connector is its local
+context hook, a turn's ``inference/lifecycle``. Today the owner of every connector is its local
 :class:`~switchboard.connections.session.ConnectorSession`, which implements
 :class:`ConnectorOwner` and sends each request on its own link. With several instances, the
 owner of a connector may run on another machine: its :class:`ConnectorOwner` is then a proxy
@@ -133,6 +133,10 @@ class ConnectorOwner(Protocol):
 
     async def before_inference(self, params: Mapping[str, Any], answer_within: float) -> Any:
         """``context/beforeInference``, answered within ``answer_within`` seconds."""
+        ...
+
+    async def inference_phase(self, params: Mapping[str, Any]) -> None:
+        """``inference/lifecycle`` (a notification)."""
         ...
 
     def apply_declaration(self, declared: Any) -> bool:

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 from switchboard import __version__
 from switchboard.channels import ChannelRef, ChannelRegistry
-from switchboard.config import UNSERVED_LEAVES, ConnectorConfig
+from switchboard.config import ConnectorConfig
 from switchboard.connections.compat import (
     HOLD_GRACE,
     HeldMessages,
@@ -39,6 +39,7 @@ from switchboard.connections.diagnostics import (
     CAPABILITY_DENIED,
     DESCRIPTOR_REJECTED,
     INCOMING_REFUSED,
+    INFERENCE_REFUSED,
     PUSH_REFUSED,
     REQUEST_REFUSED,
     DisabledFeatureSet,
@@ -48,6 +49,7 @@ from switchboard.connections.diagnostics import (
     log_disabled,
 )
 from switchboard.connections.incoming import IncomingHandler
+from switchboard.connections.inference import INFERENCE_LEAVES, InferenceAgents, InferenceServer
 from switchboard.connections.limits import RegistrationLimits, TokenBucket, shutting_down_error
 from switchboard.connections.manifest_watch import ManifestWatch
 from switchboard.connections.owner import ANSWER_WAIT, SessionState
@@ -59,6 +61,7 @@ from switchboard.events import (
     ConnectorReady,
     ConnectorRefused,
     EventBus,
+    InferenceAnswered,
     ManifestApplied,
 )
 from switchboard.protocol import (
@@ -113,9 +116,11 @@ class ConnectorSession:
     ``experimental.mcpl``, ``notifications/initialized``, then the ``featureSets/update`` *Request*
     that carries the effective grant, sent even when the grant is empty), and answers what the
     connector sends: ``channels/register``, ``channels/changed``, ``channels/list``,
-    ``channels/incoming`` and ``push/event``. Every privileged inbound method is checked against the
-    grant *as it stands when the message arrives*; before the policy exchange completes the grant is
-    treated as empty, so the answer is ``-32002`` with ``data.capability`` (MCPL §5.3).
+    ``channels/incoming``, ``push/event``, and ``inference/request`` and ``model/info`` (answered
+    by an agent's sampling, :class:`~switchboard.connections.inference.InferenceServer`). Every
+    privileged inbound method is checked against the grant *as it stands when the message
+    arrives*; before the policy exchange completes the grant is treated as empty, so the answer
+    is ``-32002`` with ``data.capability`` (MCPL §5.3).
 
     A pre-0.5 connector (:mod:`~switchboard.connections.compat`, the ``compat`` setting) is judged
     by 0.4 rules instead: its manifest is read the 0.4 way, privileged messages it sends before the
@@ -146,8 +151,9 @@ class ConnectorSession:
     (:mod:`~switchboard.connections.diagnostics`); every refusal it gives the connector, counted and
     rate-limited (:meth:`ConnectorSession.statistics`); and a handshake still unfinished after
     ``request_timeout``, with what it is waiting for. The grant never includes a leaf Switchboard
-    cannot serve (:data:`switchboard.config.UNSERVED_LEAVES`), whatever the configured patterns
-    match.
+    cannot serve, whatever the configured patterns match: the inference leaves
+    (:data:`~switchboard.connections.inference.INFERENCE_LEAVES`) only when an agent could answer
+    the connector's ``inference/request`` (:class:`~.inference.InferenceServer`).
     """
 
     def __init__(
@@ -159,6 +165,7 @@ class ConnectorSession:
         events: EventBus,
         clock: Callable[[], float] = time.time,
         noted: RateLimitedLog | None = None,
+        inference: InferenceAgents | None = None,
     ) -> None:
         self.config = config
         self.server_id = config.id
@@ -216,8 +223,20 @@ class ConnectorSession:
             after_answer=self._after_answer,
             noted=self.noted,
         )
+        #: ``inference/request`` and ``model/info``, answered by an agent's sampling.
+        self.inference = InferenceServer(
+            config,
+            inference,
+            check_feature_set=self._check_feature_set,
+            allows=self._grant_allows,
+            peer=self._current_peer,
+            refused=self._refused,
+            answered=self._inference_answered,
+        )
         self._handlers: dict[str, Callable[[Any], Awaitable[Any]]] = {
             "ping": self._ping,
+            "inference/request": self.inference.request,
+            "model/info": self.inference.model_info,
             "channels/register": self._register,
             "channels/changed": self._changed_request,
             "channels/list": self._registration.list,
@@ -280,6 +299,16 @@ class ConnectorSession:
         """``context/beforeInference``, answered within ``answer_within`` seconds."""
         peer = self._live_peer()
         return await peer.request("context/beforeInference", params, timeout=answer_within)
+
+    def _current_peer(self) -> Peer | None:
+        return self._peer
+
+    def _inference_answered(self, agent: str, model: str) -> None:
+        self._events.emit(InferenceAnswered(self.server_id, agent, model))
+
+    async def inference_phase(self, params: Mapping[str, Any]) -> None:
+        """``inference/lifecycle``, a notification."""
+        await self._live_peer().notify("inference/lifecycle", params)
 
     def _after_answer(self, function: Callable[[], None]) -> None:
         """Run ``function`` once the answer now being returned has left (at most
@@ -536,8 +565,10 @@ class ConnectorSession:
     def _plan(self, manifest: Manifest) -> tuple[Grant, frozenset[str]]:
         """The grant and enabled sets for ``manifest``, and what the policy leaves disabled."""
         self.manifest = manifest
-        # A leaf Switchboard cannot serve is never granted, whatever pattern matches it.
-        servable = manifest.advertised - UNSERVED_LEAVES.keys()
+        # A leaf Switchboard cannot serve now is never granted, whatever pattern matches it.
+        why_not = self.inference.why_not()
+        unserved = dict.fromkeys(INFERENCE_LEAVES, why_not) if why_not is not None else {}
+        servable = manifest.advertised - unserved.keys()
         grant = effective_grant(servable, self.config.grant)
         status = derive_enabled(manifest.feature_sets, grant, self.config.enabled_feature_sets, ())
         enabled = frozenset(name for name, why in status.items() if why is None)
@@ -547,6 +578,7 @@ class ConnectorSession:
             status,
             policy=self.config.grant,
             selection=self.config.enabled_feature_sets,
+            unserved=unserved,
         )
         log_disabled(self.log, self.disabled_feature_sets)
         return grant, enabled
@@ -682,6 +714,10 @@ class ConnectorSession:
             fields.update({k: v for k, v in data.items() if k in ("capability", "featureSet")})
         if method == "push/event":
             self.refusals.refuse(PUSH_REFUSED, method, message, **fields)
+        elif method in ("inference/request", "model/info"):
+            if isinstance(data, Mapping) and isinstance(data.get("reason"), str):
+                fields["reason_code"] = data["reason"]
+            self.refusals.refuse(INFERENCE_REFUSED, method, message, **fields)
         elif method == "channels/incoming":
             raw = params.get("messages") if isinstance(params, Mapping) else None
             count = len(raw) if isinstance(raw, list) and raw else 1

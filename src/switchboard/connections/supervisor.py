@@ -23,6 +23,7 @@ import structlog
 
 from switchboard.channels import ChannelRegistry
 from switchboard.config import ConnectorConfig
+from switchboard.connections.inference import InferenceAgents
 from switchboard.connections.links import open_link, permanent_failure
 from switchboard.connections.session import ConnectorSession
 from switchboard.events import (
@@ -123,9 +124,10 @@ class SessionFactory:
         clock: The host clock.
         logs: The host's per-server rate-limited log of what connectors cause; None: each
             session keeps its own.
+        inference: Who answers the connectors' inference (the agent side); None: nobody.
     """
 
-    __slots__ = ("_clock", "_events", "_logs", "_registry", "_sessions", "_store")
+    __slots__ = ("_clock", "_events", "_inference", "_logs", "_registry", "_sessions", "_store")
 
     def __init__(
         self,
@@ -136,8 +138,10 @@ class SessionFactory:
         events: EventBus,
         clock: Callable[[], float] = time.time,
         logs: ConnectorLogs | None = None,
+        inference: InferenceAgents | None = None,
     ) -> None:
         self._sessions = sessions
+        self._inference = inference
         self._logs = logs
         self._registry = registry
         self._store = store
@@ -153,6 +157,7 @@ class SessionFactory:
             events=self._events,
             clock=self._clock,
             noted=None if self._logs is None else self._logs.of(config.id),
+            inference=self._inference,
         )
         self._sessions[config.id] = session
         return session

@@ -33,6 +33,7 @@ __all__ = [
     "ConnectorStarted",
     "ConnectorToolsChanged",
     "HostEvent",
+    "InferenceAnswered",
     "LifecycleStep",
     "LifecycleStepKind",
     "ManifestApplied",
@@ -261,6 +262,16 @@ class PushAccepted:
 
 
 @dataclass(frozen=True, slots=True)
+class InferenceAnswered:
+    """An ``inference/request`` of the connector was answered by ``agent``'s sampling client,
+    which reported ``model``."""
+
+    server_id: str
+    agent: str
+    model: str
+
+
+@dataclass(frozen=True, slots=True)
 class Published:
     """An agent's publish was carried out (``outcome`` says whether it was delivered)."""
 
@@ -349,6 +360,7 @@ HostEvent = (
     | ChannelsRemoved
     | MessagesAccepted
     | PushAccepted
+    | InferenceAnswered
     | Published
     | LifecycleStep
     | StorageFailed

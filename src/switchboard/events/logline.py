@@ -29,6 +29,7 @@ from switchboard.events.kinds import (
     ConnectorStarted,
     ConnectorToolsChanged,
     HostEvent,
+    InferenceAnswered,
     LifecycleStep,
     ManifestApplied,
     MessagesAccepted,
@@ -175,6 +176,8 @@ def log_event(event: HostEvent, logs: ConnectorLogs | None = None) -> None:
             log.debug("connector_failed_permanently", server_id=sid, error=error)
         case ConnectorRefused():
             pass  # the session's RefusalLog logs refusals, rate-limited
+        case InferenceAnswered(server_id=sid, agent=agent, model=model):
+            _noted(logs, sid, ("inference_answered",), {"agent": agent, "model": model})
         case ConnectorToolsChanged(server_id=sid, tools=tools):
             _noted(logs, sid, ("connector_tools_changed",), {"tools": len(tools)})
         case ManifestApplied(server_id=sid, revision=revision, impacts=impacts):

@@ -221,8 +221,15 @@ class _StatusCollector(Collector):
             "refusals the host gave the connector",
             labels=["connector"],
         )
+        inference = CounterMetricFamily(
+            "switchboard_connector_inference",
+            "connectors' inference/request answered through an agent's sampling, and refused",
+            labels=["connector", "outcome"],
+        )
         for c in snap["connectors"]:
             cid = c["id"]
+            inference.add_metric([cid, "answered"], float(c["inference"]["answered"]))
+            inference.add_metric([cid, "refused"], float(c["inference"]["refused"]))
             up.add_metric([cid], 1.0 if c["state"] == "connected" else 0.0)
             state.add_metric([cid, c["state"]], 1.0)
             channels.add_metric([cid], float(c["channels"]))
@@ -260,6 +267,7 @@ class _StatusCollector(Collector):
             messages,
             publishes,
             refusals,
+            inference,
             agents,
             store_bytes,
             backlog,

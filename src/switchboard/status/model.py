@@ -23,6 +23,7 @@ from switchboard.agents.roster.attach import Attachments
 from switchboard.agents.roster.roster import Roster
 from switchboard.channels import ChannelRef, ChannelRegistry
 from switchboard.config import ConnectorConfig
+from switchboard.connections.diagnostics import INFERENCE_REFUSED
 from switchboard.connections.session import ConnectorSession, SessionState
 from switchboard.events import (
     ConnectorExited,
@@ -34,6 +35,7 @@ from switchboard.events import (
     ConnectorRestartScheduled,
     ConnectorStarted,
     HostEvent,
+    InferenceAnswered,
     LifecycleStep,
     LifecycleStepKind,
     ManifestApplied,
@@ -112,6 +114,8 @@ class ConnectorStatus:
     messages_in: int = 0
     publishes: dict[str, int] = field(default_factory=dict)
     refusals: int = 0
+    inference_answered: int = 0
+    inference_refused: int = 0
 
 
 class ClusterView(Protocol):
@@ -366,6 +370,8 @@ class HostStatus:
                 # The hot ingest path: the batch is kept as it is, one entry, and shaped into
                 # rows only when a snapshot is taken.
                 self._keep_traffic((now, sid, messages), len(messages))
+            case InferenceAnswered(server_id=sid):
+                self._connector(sid).inference_answered += 1
             case PushAccepted(server_id=sid, message=message):
                 status = self._connector(sid)
                 status.messages_in += 1
@@ -384,6 +390,8 @@ class HostStatus:
                 status = self._connector(sid)
                 status.refusals += event.count
                 self.refusals_total += event.count
+                if kind == INFERENCE_REFUSED:
+                    status.inference_refused += event.count
                 status.last_refusal = f"{method}: {reason}"
                 status.last_refusal_at = now
                 self.refusals.append(
@@ -513,6 +521,7 @@ class HostStatus:
                 "protocol_version": None,
                 "enabled_feature_sets": [],
                 "disabled_feature_sets": [],
+                "inference_in_flight": 0,
             }
         manifest = session.manifest
         return {
@@ -520,6 +529,7 @@ class HostStatus:
             "protocol_version": None if manifest is None else manifest.version,
             "enabled_feature_sets": sorted(session.enabled_feature_sets),
             "disabled_feature_sets": [d.to_json() for d in session.disabled_feature_sets],
+            "inference_in_flight": session.inference.in_flight,
         }
 
     def _state_shown(self, sid: str, state: ConnectorState) -> str:
@@ -589,6 +599,11 @@ class HostStatus:
                     "messages_in": status.messages_in,
                     "publishes": dict(status.publishes),
                     "refusals": status.refusals,
+                    "inference": {
+                        "answered": status.inference_answered,
+                        "refused": status.inference_refused,
+                        "in_flight": facts["inference_in_flight"],
+                    },
                     "log_events": noted,
                     "log_lines": lines,
                 }

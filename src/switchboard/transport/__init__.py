@@ -40,10 +40,12 @@ from switchboard.transport.framing import (
     encode_frames,
 )
 from switchboard.transport.handlers import (
+    HANDLED_REQUEST_ID,
     Deferred,
     FutureLike,
     NotificationHandler,
     RequestHandler,
+    handled_request_id,
 )
 from switchboard.transport.link import BatchLink, Link, NamedLink
 from switchboard.transport.memory import MemoryLink, memory_link_pair
@@ -63,6 +65,7 @@ from switchboard.transport.ws import WebSocketLink, dial_websocket, websocket_li
 
 __all__ = [
     "DEFAULT_MAX_FRAME",
+    "HANDLED_REQUEST_ID",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -101,6 +104,7 @@ __all__ = [
     "dial_tcp",
     "dial_websocket",
     "encode_frames",
+    "handled_request_id",
     "internal_error",
     "invalid_params",
     "invalid_request",

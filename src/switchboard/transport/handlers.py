@@ -6,6 +6,9 @@ then goes on with the next inbound message at once and answers this request when
 ends. That keeps state changes in arrival order while a slow wait (a durability flush, a
 lifecycle round trip) overlaps the next requests.
 
+The id of the request a handler is answering is :func:`handled_request_id` while the handler
+runs (an answer that follows notifications naming its request, such as streamed chunks).
+
 This module knows handler shapes only; the peer decides when they run.
 """
 
@@ -13,9 +16,27 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Deferred", "FutureLike", "NotificationHandler", "RequestHandler"]
+__all__ = [
+    "HANDLED_REQUEST_ID",
+    "Deferred",
+    "FutureLike",
+    "NotificationHandler",
+    "RequestHandler",
+    "handled_request_id",
+]
+
+HANDLED_REQUEST_ID: ContextVar[str | int | None] = ContextVar("handled_request_id", default=None)
+"""The JSON-RPC id of the inbound request whose handler runs now (set by the peer)."""
+
+
+def handled_request_id() -> str | int | None:
+    """The id of the inbound request being handled, as it came (string or number); ``None``
+    outside a request handler. Read it before the handler's first ``await`` hands work on."""
+    return HANDLED_REQUEST_ID.get()
+
 
 RequestHandler = Callable[[str, Any], Awaitable[Any]]
 """``(method, params) -> result``; raise ``RpcError`` (or any ``WireError``) to refuse."""

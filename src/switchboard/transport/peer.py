@@ -30,7 +30,12 @@ from switchboard.transport.errors import (
     method_not_found,
     wire_error,
 )
-from switchboard.transport.handlers import Deferred, NotificationHandler, RequestHandler
+from switchboard.transport.handlers import (
+    HANDLED_REQUEST_ID,
+    Deferred,
+    NotificationHandler,
+    RequestHandler,
+)
 from switchboard.transport.link import Link
 from switchboard.transport.messages import (
     ImmediateReply,
@@ -390,11 +395,14 @@ class Peer:
             error = method_not_found(call.method).to_wire()
             self._answer(call, encode_error(call.id, error), wake=False)
             return
+        token = HANDLED_REQUEST_ID.set(call.id)
         try:
             result = await handler(call.method, call.params)
         except Exception as exc:
             self._answer_exception(call, exc, wake=False)
             return
+        finally:
+            HANDLED_REQUEST_ID.reset(token)
         if isinstance(result, Deferred):
             future = result.future
             if future is not None:

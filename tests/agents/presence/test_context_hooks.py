@@ -32,8 +32,11 @@ def answering(*injections: Any, feature_set: str = "anything") -> FakeConnector:
     return FakeConnector(extra={HOOK: answer})
 
 
+NO_HOOKS = [p for p in DEFAULT_GRANT if not p.startswith("contextHooks.")]
+
+
 def grant(board: Switchboard, server_id: str, *paths: str) -> None:
-    board.sessions[server_id].grant = Grant([*DEFAULT_GRANT, *paths])
+    board.sessions[server_id].grant = Grant([*NO_HOOKS, *paths])
 
 
 def item(position: str, text: str, **extra: Any) -> dict[str, Any]:
@@ -197,13 +200,13 @@ async def test_each_server_is_told_the_channel_context_of_its_own_channels(
 
 
 async def test_the_hook_follows_the_grant_the_policy_exchange_settled(tmp_path: Path) -> None:
-    """H-23: under the default policy (no contextHooks) nothing is sent; a granted leaf is."""
+    """H-23: under a policy without contextHooks nothing is sent; a granted leaf is."""
     hooks = {"beforeInference": {"observe": True, "inject": {"afterUser": True}}}
     mcpl = {"version": "0.5", "channels": {"register": True}, "contextHooks": hooks}
     plain = answering()
     plain.mcpl = dict(mcpl)
     (tmp_path / "one").mkdir()
-    async with board_with(tmp_path / "one", plain) as board:
+    async with board_with(tmp_path / "one", plain, grant=NO_HOOKS) as board:
         assert await gather(board, "hi") == []
         assert plain.got(HOOK) == []
     granted = answering(item("afterUser", "ok"))

@@ -90,6 +90,9 @@ class _Untouched:
     def watch_inbox(self, listener: Any, details: Any = None) -> None:
         return None
 
+    def offer_sampling(self, key: Any, sampler: Any, client: str) -> None:
+        return None  # each session is offered at its initialize
+
 
 async def _listed() -> list[Any]:
     async with Client(server_for(cast(AgentPort, _Untouched())), mode="legacy") as client:

@@ -1,6 +1,6 @@
 """A strict 0.5 connector that acts only when ``enabled`` names its set, and pushes by native id.
 
-Usage: ``native_id_push.py MODE RECORD``. The wire behaviour of the mcpl-cc-bridge toy server
+Usage: ``native_id_push.py servable RECORD``. The wire behaviour of the mcpl-cc-bridge toy server
 (peers.md §6), written from that description. Its request ids start at 101. It answers the
 policy Request ``{accepted: true}`` and does nothing more unless ``enabled`` names ``lobby``.
 Then it registers ``lobby:main`` (``address.channelId: "raw-lobby"``) and goes on only if the
@@ -11,10 +11,8 @@ push with no origin (``event:lobby-beat``), a push naming ``origin.mcplChannelId
 ``channels/publish`` Request is answered ``{delivered: true, messageId: "lobby-out-1"}``, then
 ``lobby-done`` follows.
 
-MODE ``exact``: the toy's own advertisement, whose set also uses ``inferenceRequest``,
-``inferenceLifecycle`` and context hooks, which Switchboard never grants: it stays inert.
-
-MODE ``servable``: the same program with a set that uses only ``pushEvents`` and channel paths.
+Its set uses only ``pushEvents`` and channel paths (the toy's own advertisement, inference
+and context hooks included, is ``toy_bridge``'s).
 
 Every message from the host is recorded in RECORD (see ``wire``).
 """
@@ -38,32 +36,9 @@ from tests.integration.peers.wire import (
     serve_stdio,
 )
 
-__all__ = ["EXACT", "LOBBY", "SERVABLE", "main"]
+__all__ = ["LOBBY", "SERVABLE", "main"]
 
 CHANNEL_USES = ["channels.register", "channels.lifecycle", "channels.incoming", "channels.publish"]
-EXACT: dict[str, Any] = {
-    "version": "0.5",
-    "pushEvents": True,
-    "inferenceRequest": True,
-    "inferenceLifecycle": True,
-    "channels": {"register": True, "lifecycle": True, "incoming": True, "publish": True},
-    "contextHooks": {
-        "beforeInference": {"observe": True, "inject": {"beforeUser": True, "system": True}}
-    },
-    "featureSets": {
-        "lobby": {
-            "description": "Exercises every bridged surface",
-            "uses": [
-                "pushEvents",
-                "inferenceRequest",
-                "inferenceLifecycle",
-                *CHANNEL_USES,
-                "contextHooks.beforeInference.observe",
-                "contextHooks.beforeInference.inject.beforeUser",
-            ],
-        }
-    },
-}
 SERVABLE: dict[str, Any] = {
     "version": "0.5",
     "pushEvents": True,
@@ -82,13 +57,12 @@ LOBBY: dict[str, Any] = {
 
 
 async def main() -> None:
-    mode, record = sys.argv[1], sys.argv[2]
+    record = sys.argv[2]
     wire = Wire(record, ids=itertools.count(101))
     started = asyncio.Event()
 
     async def initialize(msg: dict[str, Any]) -> None:
-        advertisement = EXACT if mode == "exact" else SERVABLE
-        await wire.answer(msg, initialize_answer("native-id-push", advertisement, tools=False))
+        await wire.answer(msg, initialize_answer("native-id-push", SERVABLE, tools=False))
 
     async def policy(msg: dict[str, Any]) -> None:
         if "id" in msg:

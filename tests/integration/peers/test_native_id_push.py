@@ -3,55 +3,26 @@
 The scripted connector is ``native_id_push`` (the mcpl-cc-bridge toy server's wire behaviour,
 peers.md §6): request ids from 101, itemized register results required, pushes by MCPL id, by
 native id only (``origin.channelId`` equal to the descriptor's ``address.channelId``) and by
-no channel at all. Its exact advertisement lists leaves Switchboard never grants, so it is
-inert under any config; with a set of servable leaves it works end to end.
+no channel at all, with a set of channel and push leaves only. The toy's exact advertisement,
+inference included, is test_toy_bridge.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from switchboard.events import ConnectorReady
-from tests.helpers import Recorder, connector
+from tests.helpers import connector
 from tests.integration.peers.support import (
     agent_on,
     answer_to,
     named,
     policy_sent,
-    received,
     script,
 )
 
 pytestmark = pytest.mark.anyio
-
-
-async def test_the_exact_advertisement_is_inert_and_the_handshake_says_why(
-    tmp_path: Path, logs: list[MutableMapping[str, Any]]
-) -> None:
-    """H-22: a set whose uses cannot all be granted stays off, and the WARNING says why."""
-    record = tmp_path / "got.jsonl"
-    recorder = Recorder()
-    lobby = connector("lobby", script("native_id_push", "exact", str(record)))
-    async with agent_on(tmp_path, lobby, recorder=recorder) as (_board, agent):
-        await recorder.wait_kind(ConnectorReady)
-        listing = await agent.call("channel_list")
-        assert [c for c in listing["channels"] if c["server_id"] == "lobby"] == []
-        (disabled,) = listing["disabled_feature_sets"]["lobby"]
-        assert disabled["name"] == "lobby"
-        assert disabled["enable_with"] is None
-        assert "inferenceRequest" in disabled["missing"]
-        assert disabled["why_not"]
-    (warning,) = [e for e in logs if e["event"] == "feature_set_disabled"]
-    assert warning["log_level"] == "warning"
-    assert warning["feature_set"] == "lobby"
-    assert warning["why_not"]
-    assert policy_sent(record)["params"]["enabled"] == []
-    # Nothing but the handshake: the connector never sent a request, so nothing answered one.
-    assert [m for m in received(record) if "method" not in m and m["id"] >= 101] == []
 
 
 async def test_a_push_naming_only_the_native_id_lands_on_the_channel_with_that_address(

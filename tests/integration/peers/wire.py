@@ -91,6 +91,12 @@ class Wire:
         self._pending[rid] = fut
         return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, fut
 
+    def expect(self, rid: Any) -> asyncio.Future[Message]:
+        """The next answer carrying id ``rid`` (for a request sent by hand with that id)."""
+        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut
+        return fut
+
     async def send_together(self, *messages: Message) -> None:
         """Send ``messages`` as lines of one write, so the host reads them in one go (stdio)."""
         await self.send_raw(b"\n".join(orjson.dumps(m) for m in messages))

@@ -22,12 +22,14 @@ from switchboard.agents.inbox.delivery import PageBudget
 from switchboard.agents.inbox.mail import Deposit
 from switchboard.agents.inbox.watch import Arrival, message_text
 from switchboard.agents.roster.lifetimes import EndedAgent, SpawnedTask
+from switchboard.agents.roster.samplers import Sampler, SamplerGone
 from switchboard.agents.speech.publishing import AgentPublish
 from switchboard.agents.speech.speech import SegmentStatus, Speech, SpokenSegment
 from switchboard.agents.speech.streams import SpeechEnd, Streamed
 from switchboard.channels import ChannelRef
 from switchboard.connections.connector_tools import ConnectorTool
 from switchboard.connections.diagnostics import DisabledFeatureSet
+from switchboard.connections.inference import InferenceAnswer, InferenceAsk, SamplingFailed
 from switchboard.directory import Entry as DirectoryEntry
 from switchboard.directory import Page as DirectoryPage
 from switchboard.lifecycle.answers import LifecycleAnswer
@@ -56,8 +58,13 @@ __all__ = [
     "DirectoryPage",
     "DisabledFeatureSet",
     "EndedAgent",
+    "InferenceAnswer",
+    "InferenceAsk",
     "LifecycleAnswer",
     "PageBudget",
+    "Sampler",
+    "SamplerGone",
+    "SamplingFailed",
     "ScopeKind",
     "SegmentStatus",
     "SpawnedTask",
@@ -345,6 +352,12 @@ class AgentPort(Protocol):
                 result object (``connector-failed``), or did not answer (``unconfirmed``: the
                 tool may have run).
         """
+        ...
+
+    def offer_sampling(self, key: Hashable, sampler: Sampler | None, client: str) -> None:
+        """A session of this agent began (``key`` names its connection): ``sampler`` when its
+        client declared sampling, so connectors' ``inference/request`` may be asked of it;
+        ``None`` when it did not (remembered to say so). ``client`` is its name and version."""
         ...
 
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:

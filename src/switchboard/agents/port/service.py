@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
+import anyio
 import structlog
 
 from switchboard.agents.desk.defaults import DefaultChannel
@@ -41,9 +42,11 @@ from switchboard.agents.port.protocol import (
     TypingIn,
 )
 from switchboard.agents.presence.context import ContextHooks
+from switchboard.agents.presence.turns import Terminal, TurnSignals
 from switchboard.agents.presence.typing import TypingKeeper
 from switchboard.agents.roster.lifetimes import Lifetimes
 from switchboard.agents.roster.roster import Roster
+from switchboard.agents.roster.samplers import Sampler, Samplers
 from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.publishing import AgentPublish, publish_for_agent
 from switchboard.agents.speech.speech import Speech, speak
@@ -133,6 +136,8 @@ class AgentSide:
     mail: Mail
     directory: DirectoryStore
     lifetimes: Lifetimes
+    samplers: Samplers
+    turns: TurnSignals
 
     def port(self, agent: str) -> AgentPort:
         """The port through which the tools of the agent named ``agent`` reach the host."""
@@ -259,6 +264,8 @@ class AgentService:
         desk = self._desk
         context: list[dict[str, Any]] = []
         async with desk.reading:
+            # Coming back to the inbox ends the turn the previous read began.
+            await side.turns.end(desk.name, "completed")
             try:
                 read = await side.delivery.read(
                     desk.name,
@@ -274,14 +281,33 @@ class AgentService:
             if read.messages:
                 turn = desk.begin_turn(read.messages, side.registry)
                 log.debug("turn_began", agent=desk.name, turn=turn.number, locus=turn.locus.source)
-                said = "\n".join(t for t in map(message_text, read.messages) if t)
-                # The turn begins: speech still streaming is abandoned, automatic typing moves
-                # to the new locus, and the connectors add their context.
-                await side.streams.abort_all(desk.name)
-                await side.typing.turn_began(
-                    desk.name, desk.locus(side.registry, side.default_channel).ref
+                said: dict[str, list[str]] = {}
+                for m in read.messages:
+                    text = message_text(m)
+                    if text:
+                        said.setdefault(m.server_id, []).append(text)
+                inference_id = await side.turns.start(
+                    desk.name, desk.conversation_id, max(turn.number - 1, 0)
                 )
-                context = await side.context_hooks.gather(desk, user_message=said or None)
+                try:
+                    # The turn begins: speech still streaming is abandoned, automatic typing
+                    # moves to the new locus, and the connectors add their context.
+                    await side.streams.abort_all(desk.name)
+                    await side.typing.turn_began(
+                        desk.name, desk.locus(side.registry, side.default_channel).ref
+                    )
+                    context = await side.context_hooks.gather(
+                        desk,
+                        said={sid: "\n".join(texts) for sid, texts in said.items()},
+                        inference_id=inference_id,
+                    )
+                except BaseException as exc:
+                    phase: Terminal = (
+                        "aborted" if isinstance(exc, anyio.get_cancelled_exc_class()) else "failed"
+                    )
+                    with anyio.CancelScope(shield=True):
+                        await side.turns.end(desk.name, phase)
+                    raise
         return AgentRead(read.messages, read.cursor, read.more, context, read.redelivered)
 
     def take_back_read(self, reader: object | None, request: Hashable) -> bool:
@@ -640,6 +666,10 @@ class AgentService:
                 **facts,
             )
         return result
+
+    def offer_sampling(self, key: Hashable, sampler: Sampler | None, client: str) -> None:
+        # Offered under this port's agent: a session samples for the agent it speaks for.
+        self._side.samplers.offer(self._desk.name, key, sampler, client)
 
     def watch_connector_tools(self, listener: Callable[[], None]) -> None:
         self._side.events.subscribe(_ToolsWatch(listener), takes=_ToolsWatch.OBSERVES)

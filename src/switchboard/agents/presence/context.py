@@ -11,7 +11,7 @@ What it deliberately does not know: MCP, when a turn begins (the port calls
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,7 @@ import anyio
 import structlog
 
 from switchboard.channels import ChannelRef, ChannelRegistry
+from switchboard.connections.inference import ModelSeen
 from switchboard.connections.owner import ConnectorOwner, Owners, SessionState
 from switchboard.transport import TransportError
 
@@ -157,22 +158,27 @@ class ContextHooks:
     - **Who is asked.** Every server that is ready (its initial policy exchange is complete, H-04)
       and whose grant holds ``contextHooks.beforeInference.observe`` or at least one
       ``…inject.<position>`` leaf. ``userMessage`` is filled only with ``observe`` (null for an
-      inject-only server, H-24). All are asked in parallel, each with a timeout (5 s); an error, a
+      inject-only server, H-24), and holds only the text of the turn's messages that came from
+      that server (null when none did): a connector observes nothing another one said. All are
+      asked in parallel, each with a timeout (5 s); an error, a
       timeout or a lost link means that server adds nothing and the turn goes on (H-29).
     - **What is kept.** Each returned injection alone: its ``position`` must be one of ``system``,
       ``beforeUser``, ``afterUser`` and its ``inject.<position>`` leaf must be in the grant *as it
       stands when the answer arrives* (H-26, H-27); the ``featureSet`` and ``namespace`` the server
       claims play no part (H-28). Injections are returned grouped by position, in server order
       within each group, each naming the ``serverId`` it came from.
-    - **The model.** An MCP agent does not tell Switchboard which model it runs, so ``model`` is
-      :data:`UNKNOWN_MODEL` (id ``"unknown"``) unless the caller knows better.
+    - **The model.** An MCP agent does not tell Switchboard which model it runs: ``model`` is the
+      one its sampling client last reported (vendor ``"unknown"``), else :data:`UNKNOWN_MODEL`
+      (id ``"unknown"``).
 
     It reads the host through exactly what it uses, given at construction: the registry, the
     default channel and the connectors' owners (so it is a :class:`ContextSource` itself).
 
     Attributes:
         timeout: Seconds each server has to answer.
-        model: The ``model`` param sent.
+        model: The ``model`` param sent while the agent's sampling client has reported none.
+        model_seen: The model an agent's sampling client last reported (by agent name), sent
+            as ``model`` once there is one.
     """
 
     def __init__(
@@ -183,12 +189,14 @@ class ContextHooks:
         *,
         timeout: float = BEFORE_INFERENCE_TIMEOUT,
         model: ModelInfo = UNKNOWN_MODEL,
+        model_seen: Callable[[str], ModelSeen | None] | None = None,
     ) -> None:
         self._registry = registry
         self._default_channel = default_channel
         self._owners = owners
         self.timeout = timeout
         self.model = model
+        self._model_seen = model_seen
 
     @property
     def registry(self) -> ChannelRegistry:
@@ -206,31 +214,46 @@ class ContextHooks:
         return self._owners
 
     async def gather(
-        self, desk: AgentDesk, *, user_message: str | None = None
+        self,
+        desk: AgentDesk,
+        *,
+        user_message: str | None = None,
+        said: Mapping[str, str] | None = None,
+        inference_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """Send ``context/beforeInference`` to every server that takes it; keep what may stay.
 
         Args:
             desk: The agent whose turn begins.
             user_message: The text that began the turn; sent only to servers granted observe.
+            said: Instead of ``user_message``, the text that began the turn by server id: a
+                server granted observe is told only what came from it (None when nothing did).
+            inference_id: The turn's id (shared with its ``inference/lifecycle``); a new one
+                when None.
 
         Returns:
             The authorized injections, each ``{serverId, namespace, position, content,
             metadata?}`` with ``content`` as content blocks.
         """
-        inference_id = uuid.uuid4().hex
+        inference_id = inference_id or uuid.uuid4().hex
         answers: dict[str, list[dict[str, Any]]] = {}
         asked = [s for s in self._owners.values() if _takes_hook(s)]
         if not asked:
             return []
+        seen = self._model_seen(desk.name) if self._model_seen is not None else None
+        model = self.model if seen is None else ModelInfo(seen.model, "unknown")
         async with anyio.create_task_group() as tg:
             for session in asked:
                 params = {
                     "inferenceId": inference_id,
                     "conversationId": desk.conversation_id,
                     "turnIndex": max(desk.turn.number - 1, 0),
-                    "userMessage": user_message if session.grant.allows(_OBSERVE) else None,
-                    "model": self.model.wire(),
+                    "userMessage": (
+                        (user_message if said is None else said.get(session.server_id))
+                        if session.grant.allows(_OBSERVE)
+                        else None
+                    ),
+                    "model": model.wire(),
                 }
                 channels = build_channel_context(self, desk, session.server_id)
                 if channels is not None:

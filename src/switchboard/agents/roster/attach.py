@@ -41,8 +41,9 @@ class Attachments:
       the time in memory and writes the directory's last-seen at most once every
       :data:`TOUCH_WRITE_EVERY` seconds per agent.
     - **Listeners.** :meth:`Attachments.watch` registers a callable told the agent's name on each
-      attach (the mail part delivers held mail then). A listener that raises is logged and the
-      others are still told.
+      attach (the mail part delivers held mail then), :meth:`Attachments.watch_gone` one told when
+      its last session detaches (its open turn is aborted). A listener that raises is logged and
+      the others are still told.
 
     Args:
         roster: the live identities (for the handle of a name).
@@ -56,6 +57,7 @@ class Attachments:
         "_clock",
         "_counts",
         "_directory",
+        "_gone",
         "_listeners",
         "_roster",
         "_touch_every",
@@ -78,6 +80,7 @@ class Attachments:
         self._active: dict[str, float] = {}
         self._written: dict[str, float] = {}
         self._listeners: list[Callable[[str], None]] = []
+        self._gone: list[Callable[[str], None]] = []
 
     def attach(self, name: str) -> None:
         """A session of agent ``name`` started: count it, mark the agent online, tell listeners."""
@@ -106,6 +109,11 @@ class Attachments:
         else:
             self._counts.pop(name, None)
             self._mark(name, online=False)
+            for listener in list(self._gone):
+                try:
+                    listener(name)
+                except Exception as exc:  # a listener's failure is its own
+                    log.exception("detach_listener_failed", agent=name, error=str(exc))
         log.debug("agent_detached", agent=name, sessions=left)
 
     def touch(self, name: str) -> None:
@@ -136,6 +144,10 @@ class Attachments:
     def watch(self, listener: Callable[[str], None]) -> None:
         """Tell ``listener`` the agent's name on every :meth:`attach`."""
         self._listeners.append(listener)
+
+    def watch_gone(self, listener: Callable[[str], None]) -> None:
+        """Tell ``listener`` the agent's name when its last session detaches."""
+        self._gone.append(listener)
 
     def _mark(self, name: str, *, online: bool) -> None:
         self._write(name, lambda handle: self._directory.set_online(handle, online, force=True))

@@ -1,8 +1,9 @@
 """The agent-facing MCP server: Switchboard's channels as tools.
 
 One ``MCPServer`` per agent, over that agent's :class:`~switchboard.agents.port.AgentPort`: the
-tools of each concern module in a fixed order, pushes of new messages, and the connectors' own
-tools listed after Switchboard's. A ``Refusal`` inside a tool becomes an ``isError`` result at
+tools of each concern module in a fixed order, pushes of new messages, the connectors' own
+tools listed after Switchboard's, and each session offered to answer the connectors' inference
+when its client can sample. A ``Refusal`` inside a tool becomes an ``isError`` result at
 the tool boundary.
 
 What it deliberately does not know: anything of the host but its port (the composition root
@@ -41,6 +42,7 @@ from switchboard.agents.tools.message_tools import TOOLS as MESSAGE_TOOLS
 from switchboard.agents.tools.presence_tools import TOOLS as PRESENCE_TOOLS
 from switchboard.agents.tools.push import INBOX_URI, InboxPush
 from switchboard.agents.tools.results import REFUSAL_META, refused, still_connecting
+from switchboard.agents.tools.sampling import SamplingOffer
 from switchboard.agents.tools.task_tools import TOOLS as TASK_TOOLS
 from switchboard.agents.tools.tuneout_tools import TOOLS as TUNEOUT_TOOLS
 from switchboard.refusals.refusal import Refusal, RefusalKind
@@ -87,6 +89,7 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
     def __init__(self, port: AgentPort) -> None:
         notifier = ToolListNotifier()
         push = InboxPush(port, notifier.bus)
+        sampling = SamplingOffer(port)
 
         @asynccontextmanager
         async def lifespan(server: object) -> AsyncIterator[dict[str, Any]]:
@@ -99,7 +102,7 @@ class SwitchboardServer(MCPServer[dict[str, Any]]):
             version=__version__,
             instructions=INSTRUCTIONS,
             log_level="WARNING",
-            middleware=[notifier.middleware, push.middleware],
+            middleware=[notifier.middleware, push.middleware, sampling.middleware],
             lifespan=lifespan,
             subscriptions=notifier.bus,
             tools=offered,
