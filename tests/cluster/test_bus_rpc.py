@@ -7,9 +7,10 @@ The owner side is a real host running the echo connector as a subprocess; the ot
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import orjson
@@ -20,7 +21,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from switchboard.app.board import Switchboard
 from switchboard.cluster.bus import ClusterBus
 from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
-from switchboard.connections.owner import SessionState
+from switchboard.connections.owner import ConnectorOwner, SessionState
 from switchboard.events import ChannelsRegistered
 from switchboard.refusals import RefusalKind
 from switchboard.refusals.outcome import PublishStatus
@@ -218,3 +219,51 @@ async def test_an_owner_drops_a_request_that_arrives_after_its_deadline(
             )
         assert service.dropped_late == 1
         assert board.sessions["echo"].state is SessionState.READY
+
+
+class _Witness:
+    """The owner's real session, with a record of the notifications that reached it."""
+
+    def __init__(self, session: ConnectorOwner) -> None:
+        self._session = session
+        self.heard: list[tuple[str, dict[str, Any]]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    async def typing(self, params: Mapping[str, Any]) -> None:
+        self.heard.append(("typing", dict(params)))
+        await self._session.typing(params)
+
+    async def inference_phase(self, params: Mapping[str, Any]) -> None:
+        self.heard.append(("inference_phase", dict(params)))
+        await self._session.inference_phase(params)
+
+
+async def test_typing_and_an_agents_turn_reach_the_connectors_owner_on_another_instance(
+    tmp_path: Path, nats_url: str, subject_prefix: str
+) -> None:
+    recorder = Recorder()
+    echo = connector("echo", [sys.executable, ECHO], publish_timeout=1.0)
+    async with (
+        running_board(tmp_path, echo, recorder=recorder) as board,
+        bus(nats_url, subject_prefix, "owner") as owner_bus,
+        bus(nats_url, subject_prefix, "agent-side") as agent_bus,
+        anyio.create_task_group() as group,
+    ):
+        await recorder.wait_kind(ChannelsRegistered)
+        witness = _Witness(board.sessions["echo"])
+        service = OwnerService(owner_bus, lambda sid: cast(ConnectorOwner, witness))
+        await group.start(service.run)
+        await service.serve("echo")
+        remote = RemoteOwner(board.config.connectors[0], agent_bus)
+        remote.update("owner", describe(board.sessions["echo"]))
+        phase = {"inferenceId": "turn-1", "phase": "started", "channelId": "echo:room"}
+        with anyio.fail_after(10):
+            await remote.typing({"channelId": "echo:room"})
+            await remote.inference_phase(phase)
+        group.cancel_scope.cancel()
+    assert witness.heard == [
+        ("typing", {"channelId": "echo:room"}),
+        ("inference_phase", phase),
+    ]

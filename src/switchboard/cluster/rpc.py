@@ -212,6 +212,9 @@ class OwnerService:
         if op == "stream":
             await owner.stream(args["method"], args["params"])
             return None
+        if op == "inference_phase":
+            await owner.inference_phase(args)
+            return None
         if op == "context":
             return await owner.before_inference(args["params"], float(args["within"]))
         if op == "tool":
@@ -397,6 +400,9 @@ class RemoteOwner:
 
     async def stream(self, method: str, params: Mapping[str, Any]) -> None:
         await self.ask("stream", {"method": method, "params": params}, self._config.request_timeout)
+
+    async def inference_phase(self, params: Mapping[str, Any]) -> None:
+        await self.ask("inference_phase", params, self._config.request_timeout)
 
     async def before_inference(self, params: Mapping[str, Any], answer_within: float) -> Any:
         return await self.ask("context", {"params": params, "within": answer_within}, answer_within)
