@@ -20,7 +20,12 @@ polls) is not a cost per message.
   (``taskset``), connectors sending as fast as answered: aggregate messages a second, and the
   CPU PostgreSQL's own backends took per message (their ``/proc`` entries).
 
-Run: ``python bench/bench_cluster.py [--seconds 8] [--rate 40] [--batch 10] [--quick]``.
+The tail is measured twice: at ``--rate`` requests of ``--batch`` messages, and at the same
+messages a second in commits ``--batched`` times bigger (what a follower pays per announcement
+and per read is shared by the messages of a commit, so the two show its shape).
+
+Run: ``python bench/bench_cluster.py [--seconds 8] [--rate 40] [--batch 10] [--batched 10]
+[--idle-tail] [--quick]``.
 """
 
 from __future__ import annotations
@@ -303,42 +308,61 @@ async def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--idle-tail", action="store_true", help="no agent session on the tail instance"
     )
+    parser.add_argument(
+        "--batched",
+        type=int,
+        default=10,
+        help="also run the tail at rate/B requests of batch x B messages (1: not)",
+    )
     args = parser.parse_args(argv)
+    who = "no agent session" if args.idle_tail else "an agent attached"
     seconds = 2.0 if args.quick else args.seconds
     sizes = (1, 2) if args.quick else (1, 2, 4)
     print(
         f"bench_cluster: {args.rate:g} requests/s x {args.batch} messages per connector, "
         f"{seconds:g} s windows, {os.cpu_count()} cores"
     )
-    rows = []
-    for n in sizes:
-        row = await measure(
-            n,
-            seconds,
-            args.rate,
-            args.batch,
-            tail=True,
-            pinned=False,
-            agent_attached=not args.idle_tail,
-        )
-        rows.append(row)
+    tails: list[tuple[float, int, list[dict[str, Any]]]] = []
+    # The same messages a second, in commits of ``batch`` and of ``batch x factor``: what an
+    # instance pays per announcement and per read is shared by the messages of one commit.
+    shapes = [(args.rate, args.batch)]
+    if args.batched > 1:
+        shapes.append((args.rate / args.batched, args.batch * args.batched))
+    for shape, (rate, batch) in enumerate(shapes):
+        rows = []
+        for n in sizes if shape == 0 or not args.quick else sizes[:1]:
+            row = await measure(
+                n,
+                seconds,
+                rate,
+                batch,
+                tail=True,
+                pinned=False,
+                agent_attached=not args.idle_tail,
+            )
+            rows.append(row)
+            print(
+                f"{rate:g} x {batch} N={n}: {row['total']} messages ({row['rate']:.0f}/s); owner "
+                f"CPU {row['owner_us']:.1f} µs/message; tail instance ({who}, no connector) "
+                f"{row['tail_us']:.2f} µs/cluster message (idle {row['tail_idle'] * 100:.1f}% "
+                f"of a core); PostgreSQL {row['pg_us']:.1f} µs/message; messages per owner "
+                f"{row['owners']}"
+            )
+        tails.append((rate, batch, rows))
+        if shape == 0:
+            base = rows[0]
+            for row in rows[1:]:
+                print(
+                    f"ratio owner CPU per message N={row['n']} / N=1: "
+                    f"{row['owner_us'] / base['owner_us']:.2f} (gate at N=4: <= 1.15)"
+                )
+    for rate, batch, rows in tails:
         print(
-            f"N={n}: {row['total']} messages ({row['rate']:.0f}/s); owner CPU "
-            f"{row['owner_us']:.1f} µs/message; tail instance (an agent attached, no connector) "
-            f"{row['tail_us']:.2f} µs/cluster message (idle {row['tail_idle'] * 100:.1f}% of a "
-            f"core); PostgreSQL {row['pg_us']:.1f} µs/message; messages per owner {row['owners']}"
+            f"tail cost per cluster message by N ({rate:g} requests/s x {batch} messages a "
+            "connector, ~1 commit a request): "
+            + ", ".join(f"N={r['n']} {r['tail_us']:.2f} µs" for r in rows)
+            + " (gate: <= 5 µs, flat)"
         )
-    base = rows[0]
-    for row in rows[1:]:
-        print(
-            f"ratio owner CPU per message N={row['n']} / N=1: "
-            f"{row['owner_us'] / base['owner_us']:.2f} (gate at N=4: <= 1.15)"
-        )
-    print(
-        "tail cost per cluster message by N: "
-        + ", ".join(f"N={r['n']} {r['tail_us']:.2f} µs" for r in rows)
-        + " (gate: <= 5 µs, flat)"
-    )
     if shutil.which("taskset") is not None:
         pinned = []
         for n in (1, 2):

@@ -19,7 +19,7 @@ from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 
 from switchboard.app.board import Switchboard
-from switchboard.cluster.bus import ClusterBus
+from switchboard.cluster.bus import HEAD_COALESCE, ClusterBus
 from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
 from switchboard.connections.owner import ConnectorOwner, SessionState
 from switchboard.events import ChannelsRegistered
@@ -35,8 +35,10 @@ ECHO = str(Path(__file__).parents[1] / "integration" / "echo_connector.py")
 
 
 @asynccontextmanager
-async def bus(url: str, prefix: str, me: str) -> AsyncIterator[ClusterBus]:
-    b = ClusterBus(url, prefix, me)
+async def bus(
+    url: str, prefix: str, me: str, coalesce: float = HEAD_COALESCE
+) -> AsyncIterator[ClusterBus]:
+    b = ClusterBus(url, prefix, me, coalesce)
     async with anyio.create_task_group() as group:
         await group.start(b.run)
         with anyio.fail_after(10):
@@ -91,6 +93,38 @@ async def test_a_head_announced_by_one_instance_reaches_the_others_and_not_itsel
     assert heard["b"][-1] == 7
     assert heard["b"] == sorted(heard["b"])
     assert heard["a"] == []
+
+
+async def test_the_commits_made_while_an_announcement_is_fresh_go_out_as_one_announcement(
+    nats_url: str, subject_prefix: str
+) -> None:
+    heard: list[int] = []
+    first, last = anyio.Event(), anyio.Event()
+
+    def on_b(seq: int) -> None:
+        heard.append(seq)
+        if seq == 1:
+            first.set()
+        if seq == 10:
+            last.set()
+
+    async with (
+        bus(nats_url, subject_prefix, "a", coalesce=1.0) as a,
+        bus(nats_url, subject_prefix, "b") as b,
+    ):
+        await b.follow_heads(on_b)
+        await b._nc.flush() if b._nc is not None else None  # the subscription is in place
+        a.announce_head(1)  # a lone commit is announced at once
+        with anyio.fail_after(5):
+            await first.wait()
+        for seq in range(2, 11):
+            a.announce_head(seq)
+            await anyio.lowlevel.checkpoint()  # the sender runs between commits
+        with anyio.fail_after(10):
+            await last.wait()
+    # Before coalescing, each of the nine commits went out on its own.
+    assert heard == [1, 10]
+    assert a.stats.heads_sent == 2
 
 
 async def test_an_invalidation_names_the_table_that_changed(

@@ -2,12 +2,13 @@
 
 NATS carries no data and nothing durable: a hint may be lost, so every one is backed by a
 poll of PostgreSQL (:class:`HeadFollower`). After each local commit the committer announces
-the new head on ``<prefix>.head``; announcements coalesce, so a burst of commits costs one
-message per send, never one per batch waiting. Changes of shared tables (directory, roster,
-leaves) announce ``<prefix>.inval.<name>``. The connection is retried forever in the
-background: while it is down announcements are dropped, requests are refused at once, and
-everything still works by polling. Subscriptions are kept here and made again whenever the
-client connects, so a caller subscribes once whatever the state of the server.
+the new head on ``<prefix>.head``; announcements coalesce, one per :data:`HEAD_COALESCE` at
+most, so what a follower pays per announcement is shared by every commit in it. Changes of
+shared tables (directory, roster, leaves) announce ``<prefix>.inval.<name>``. The connection
+is retried forever in the background: while it is down announcements are dropped, requests
+are refused at once, and everything still works by polling. Subscriptions are kept here and
+made again whenever the client connects, so a caller subscribes once whatever the state of
+the server.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 import anyio
 import nats
@@ -29,6 +30,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 __all__ = [
+    "HEAD_COALESCE",
     "BusDown",
     "ClusterBus",
     "HeadFollower",
@@ -62,6 +64,10 @@ class RequestTimedOut(Exception):
 
 Handler = Callable[[Msg], Awaitable[None]]
 
+HEAD_COALESCE: Final = 0.05
+"""Seconds between two head announcements of one instance at most (a lone commit is announced
+at once; those after it within this time, together when it has passed)."""
+
 
 @dataclass(slots=True)
 class _Wanted:
@@ -88,8 +94,11 @@ class BusStats:
 class ClusterBus:
     """One instance's NATS connection (see the module docstring)."""
 
-    def __init__(self, url: str, prefix: str, instance_id: str) -> None:
+    def __init__(
+        self, url: str, prefix: str, instance_id: str, coalesce: float = HEAD_COALESCE
+    ) -> None:
         self.url = url
+        self.coalesce = coalesce
         self.prefix = prefix
         self.instance_id = instance_id
         self._me = instance_id.encode()
@@ -270,6 +279,10 @@ class ClusterBus:
                 self.stats.heads_sent += 1
             except NatsError as exc:
                 log.debug("cluster.head_not_sent", seq=seq, error=str(exc))
+            # The commits of the next ``coalesce`` seconds go out as one announcement: every
+            # follower pays per announcement it receives (a NATS message, a wakeup), so
+            # announcing per commit would make following the cluster cost per commit.
+            await anyio.sleep(self.coalesce)
 
     async def follow_heads(self, listener: Callable[[int], None]) -> None:
         """Call ``listener`` with each head another instance announces (and with 0 after a
