@@ -10,9 +10,12 @@ What it deliberately does not know: how mail is deposited or routed.
 
 from __future__ import annotations
 
-from switchboard.store.records import StoredMessage
+from collections.abc import Iterable
 
-__all__ = ["MAIL_KIND", "MAIL_SERVER", "is_mail", "mail_recipient"]
+from switchboard.store.records import StoredMessage
+from switchboard.store.wire import decode_body
+
+__all__ = ["MAIL_KIND", "MAIL_SERVER", "highest_numbers_in", "is_mail", "mail_recipient"]
 
 MAIL_SERVER = "@mail"
 """The server id under which mail is stored."""
@@ -32,3 +35,22 @@ def mail_recipient(m: StoredMessage) -> str | None:
     if m.server_id != MAIL_SERVER:
         return None
     return m.channel_id[1:] if m.channel_id.startswith("@") else m.channel_id
+
+
+def highest_numbers_in(bodies: Iterable[bytes]) -> dict[tuple[str, str], int]:
+    """For every (channel id, author id) among the stored batch ``bodies``, the highest ``n`` of
+    a message id ``<author id>#<n>`` (both backends read their rows, then ask this)."""
+    found: dict[tuple[str, str], int] = {}
+    for body in bodies:
+        for m in decode_body(body):
+            author = m.get("author")
+            author_id = author.get("id") if isinstance(author, dict) else None
+            message_id = m.get("messageId")
+            if not isinstance(author_id, str) or not isinstance(message_id, str):
+                continue
+            head, sep, tail = message_id.rpartition("#")
+            if not sep or head != author_id or not (tail.isascii() and tail.isdigit()):
+                continue
+            key = (str(m.get("channelId", "")), author_id)
+            found[key] = max(found.get(key, 0), int(tail))
+    return found

@@ -30,6 +30,7 @@ from switchboard.cluster.pg.writer import (
     recent_batches,
 )
 from switchboard.store.dedupe import DEFAULT_WINDOW, DedupeIndex
+from switchboard.store.mailmark import highest_numbers_in
 from switchboard.store.records import (
     AppendResult,
     IncomingRecord,
@@ -467,7 +468,6 @@ class PgMessageStore:
         """For every (channel id, author id) of ``server_id``'s messages, the highest ``n`` of a
         message id ``<author id>#<n>`` (a read of that server's batches)."""
         self._check_open()
-        found: dict[tuple[str, str], int] = {}
         try:
             async with self._pool.connection() as conn:
                 cur = await conn.execute(
@@ -479,19 +479,7 @@ class PgMessageStore:
                 rows = await cur.fetchall()
         except psycopg.Error as exc:
             raise _storage_error(exc, f"read the messages of {server_id!r}") from exc
-        for (body,) in rows:
-            for m in decode_body(bytes(body)):
-                author = m.get("author")
-                author_id = author.get("id") if isinstance(author, dict) else None
-                message_id = m.get("messageId")
-                if not isinstance(author_id, str) or not isinstance(message_id, str):
-                    continue
-                head, sep, tail = message_id.rpartition("#")
-                if not sep or head != author_id or not (tail.isascii() and tail.isdigit()):
-                    continue
-                key = (str(m.get("channelId", "")), author_id)
-                found[key] = max(found.get(key, 0), int(tail))
-        return found
+        return highest_numbers_in(bytes(body) for (body,) in rows)
 
     # -- the cluster's part -------------------------------------------------------------------
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Final
 
+from switchboard.store.mailmark import highest_numbers_in
 from switchboard.store.records import StoreError
-from switchboard.store.wire import decode_body
 
 __all__ = ["highest_numbers"]
 
@@ -33,23 +33,8 @@ def highest_numbers(
     Raises:
         StoreError: the database could not be read, or a stored batch could not be decoded.
     """
-    found: dict[tuple[str, str], int] = {}
     try:
         rows = conn.execute(_SELECT_SERVER, (server_id, upto)).fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read the messages of {server_id!r}: {exc}") from exc
-    for (body,) in rows:
-        for m in decode_body(body):
-            author = m.get("author")
-            author_id = author.get("id") if isinstance(author, dict) else None
-            message_id = m.get("messageId")
-            if not isinstance(author_id, str) or not isinstance(message_id, str):
-                continue
-            head, sep, tail = message_id.rpartition("#")
-            if not sep or head != author_id or not (tail.isascii() and tail.isdigit()):
-                continue
-            key = (str(m.get("channelId", "")), author_id)
-            n = int(tail)
-            if n > found.get(key, 0):
-                found[key] = n
-    return found
+    return highest_numbers_in(body for (body,) in rows)
