@@ -25,6 +25,7 @@ import structlog
 from switchboard.cluster.pg.schema import STALE_EPOCH, Durability, connect
 from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.store.dedupe import DedupeIndex
+from switchboard.store.jobs import AppendJob
 from switchboard.store.mailmark import MAIL_SERVER
 from switchboard.store.records import (
     AppendResult,
@@ -37,7 +38,6 @@ from switchboard.store.records import (
 from switchboard.store.wire import (
     Key,
     RawMessages,
-    WireMessage,
     decode_body,
     encode_body,
     keys_of,
@@ -56,20 +56,6 @@ _PROPOSED: Final = 1 << 62
 
 _COMMIT: Final = "SELECT sb_commit(%s, %s, %s, %s, %s)"
 _DEPOSIT: Final = "SELECT sb_deposit(%s, %s, %s, %s, %s)"
-
-
-@dataclass(slots=True, eq=False)
-class AppendJob(Generic[W]):
-    """One submitted batch: keyed and packed on the caller's thread; results or an error out."""
-
-    server_id: str
-    keys: list[Key]
-    messages: Sequence[WireMessage]
-    body: bytes
-    received_at: float
-    waiter: W
-    results: Sequence[AppendResult] | None = None
-    error: StoreError | None = None
 
 
 @dataclass(slots=True, eq=False)

@@ -17,41 +17,16 @@ import structlog
 
 from switchboard.store.dedupe import DedupeIndex
 from switchboard.store.group_thread import GroupThread, WriteLater, write_isolated
+from switchboard.store.jobs import AppendJob
 from switchboard.store.records import AppendResult, StoreClosedError, StoreError
 from switchboard.store.sqlite.schema import UPSERT_CURSOR, UPSERT_DELIVERED, BatchInserter, BatchRow
-from switchboard.store.wire import Key, RawMessages, WireMessage, encode_body, pack_body
+from switchboard.store.wire import RawMessages, encode_body, pack_body
 
 __all__ = ["AppendJob", "CallJob", "CursorJob", "GroupWriter", "Job"]
 
 log = structlog.get_logger(__name__)
 
 W = TypeVar("W")
-
-
-@dataclass(slots=True, eq=False)
-class AppendJob(Generic[W]):
-    """One submitted batch of wire messages: encoded and keyed on the caller's thread, one
-    result per message (or an error) out.
-
-    Attributes:
-        server_id: the connector the batch came from.
-        keys: each message's ``(server_id, channelId, messageId)``, in order.
-        messages: the messages themselves; read again only to re-encode a batch that held
-            duplicates.
-        body: ``pack_body(encode_body(messages))``, made by the caller; once written, what
-            was stored for it (the writer thread encodes it again for a batch that held
-            duplicates).
-        received_at: unix seconds at which the host accepted the batch.
-    """
-
-    server_id: str
-    keys: list[Key]
-    messages: Sequence[WireMessage]
-    body: bytes
-    received_at: float
-    waiter: W
-    results: Sequence[AppendResult] | None = None
-    error: StoreError | None = None
 
 
 @dataclass(slots=True, eq=False)
