@@ -21,7 +21,7 @@ from switchboard.store.records import (
     LoadedLog,
     StoredMessage,
 )
-from switchboard.store.wire import Key, RawMessages, WireMessage
+from switchboard.store.wire import Key, RawMessages, StoredSlice, WireMessage
 
 __all__ = [
     "Batches",
@@ -112,6 +112,11 @@ class Batches(Protocol):
     async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]:
         """Up to ``limit`` messages with ``seq > after_seq``, in seq order, none above the head
         of the moment it was called."""
+        ...
+
+    async def read_slices(self, after_seq: int, limit: int = 100) -> list[StoredSlice]:
+        """The messages :meth:`read` returns, as slices of their batches in wire form (for
+        readers that route every batch and keep few of its messages)."""
         ...
 
     async def wait_for_new(self, after_seq: int, timeout: float) -> bool:  # noqa: ASYNC109

@@ -20,6 +20,7 @@ import json
 import math
 import zlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, overload
 
 import orjson
@@ -30,6 +31,7 @@ __all__ = [
     "PACK_MIN_BYTES",
     "Key",
     "RawMessages",
+    "StoredSlice",
     "WireMessage",
     "decode_body",
     "encode_body",
@@ -37,6 +39,7 @@ __all__ = [
     "load_json",
     "pack_body",
     "runs_by_server",
+    "slice_batch",
     "to_stored",
     "to_wire",
 ]
@@ -272,3 +275,41 @@ def to_stored(seq: int, server_id: str, received_at: float, message: WireMessage
         )
     except (KeyError, TypeError) as exc:
         raise StoreError(f"stored message {seq} lacks a member: {exc!r}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSlice:
+    """Consecutive stored messages of one batch, still in wire form: seqs ``first_seq``,
+    ``first_seq + 1``, ... in order.
+
+    Why not :class:`StoredMessage` at once: an instance that follows other instances' commits
+    reads every batch to route it, and most messages are routed to none of its agents; building
+    a record per message costs more than deciding that (``bench/bench_cluster.py``, tail).
+    """
+
+    first_seq: int
+    server_id: str
+    received_at: float
+    messages: list[WireMessage]
+
+    @property
+    def last_seq(self) -> int:
+        return self.first_seq + len(self.messages) - 1
+
+    def stored(self) -> list[StoredMessage]:
+        """The messages as records (see :func:`to_stored`)."""
+        sid, at = self.server_id, self.received_at
+        return [to_stored(s, sid, at, m) for s, m in enumerate(self.messages, self.first_seq)]
+
+
+def slice_batch(
+    first_seq: int, server_id: str, received_at: float, body: bytes, start: int, room: int
+) -> StoredSlice:
+    """The messages of one stored batch row from seq ``start`` on, at most ``room`` of them.
+
+    Raises:
+        StoreError: the body cannot be decoded (see :func:`decode_body`).
+    """
+    messages = decode_body(body)
+    skip = start - first_seq if start > first_seq else 0
+    return StoredSlice(first_seq + skip, server_id, received_at, messages[skip : skip + room])

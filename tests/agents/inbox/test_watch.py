@@ -16,6 +16,7 @@ import pytest
 from switchboard.agents.inbox.watch import Arrival, InboxWatchers
 from switchboard.events import EventBus, MessagesAccepted
 from switchboard.store import StoredMessage
+from switchboard.store.wire import StoredSlice
 from switchboard.tuneouts.rules.epochs import TuneOutBook
 
 pytestmark = pytest.mark.anyio
@@ -37,7 +38,7 @@ class _Store:
         for listener in self._listeners:
             listener(head)
 
-    async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]:
+    async def read_slices(self, after_seq: int, limit: int = 100) -> list[StoredSlice]:
         self.reads.append((after_seq, limit))
         return []
 
@@ -50,6 +51,9 @@ class _Everyone:
 
     def routes_every(self, agent: str, server_id: str) -> bool:
         return True
+
+    def wire_reader(self, agent: str, server_id: str) -> Callable[[Mapping[str, Any]], bool]:
+        return lambda _m: True
 
     def routed(self, agent: str, batch: Iterable[StoredMessage]) -> list[StoredMessage]:
         return list(batch)

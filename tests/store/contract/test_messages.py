@@ -118,6 +118,29 @@ async def test_reads_page_after_a_seq_and_never_past_the_head(backend: Backend) 
         assert all(m.seq <= store.latest_seq for m in await store.read(0, 100))
 
 
+async def test_slices_hold_the_same_messages_as_a_read_split_at_batch_bounds(
+    backend: Backend,
+) -> None:
+    async with backend.open() as stores:
+        store = stores.messages
+        await store.submit_wire("a", [wire("c", f"a{n}") for n in range(1, 5)])
+        await store.submit_wire("b", [wire("d", f"b{n}", metadata={"k": n}) for n in range(1, 4)])
+        await store.submit_wire("a", [wire("c", "a5")])
+        for after, limit in [(0, 100), (2, 3), (3, 4), (6, 1), (8, 5)]:
+            parts = await store.read_slices(after, limit)
+            flat = [m for part in parts for m in part.stored()]
+            assert flat == await store.read(after, limit)
+            assert [(p.server_id, p.first_seq, p.last_seq) for p in parts] == [
+                (p.server_id, p.first_seq, p.first_seq + len(p.messages) - 1) for p in parts
+            ]
+        parts = await store.read_slices(2, 3)
+        assert [(p.server_id, p.first_seq, len(p.messages)) for p in parts] == [
+            ("a", 3, 2),
+            ("b", 5, 1),
+        ]
+        assert parts[1].messages[0]["metadata"] == {"k": 1}
+
+
 async def test_waiting_for_news_ends_with_a_commit_or_with_its_timeout(backend: Backend) -> None:
     async with backend.open() as stores:
         store = stores.messages

@@ -21,6 +21,8 @@ from switchboard.agents.inbox.routing import Router, message_text_of
 from switchboard.channels import ChannelRef
 from switchboard.events import EventBus, HostEvent, MessagesAccepted, PushAccepted
 from switchboard.store import StoredMessage
+from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.wire import StoredSlice
 from switchboard.tuneouts.records import diverts_at_all
 from switchboard.tuneouts.rules.epochs import TuneOutBook
 
@@ -69,7 +71,7 @@ class Heads(Protocol):
 
     def watch_head(self, listener: Callable[[int], None]) -> None: ...
 
-    async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]: ...
+    async def read_slices(self, after_seq: int, limit: int = 100) -> list[StoredSlice]: ...
 
 
 class Diversions(Protocol):
@@ -259,14 +261,17 @@ class InboxWatchers:
 
     async def _catch_up(self, target: int) -> None:
         while self._told < target:
-            page = await self._store.read(self._told, min(_PAGE, target - self._told))
-            fresh = [m for m in page if m.seq > self._told]
+            page = await self._store.read_slices(self._told, min(_PAGE, target - self._told))
             if not page:
                 return
-            if fresh:
-                self._told = fresh[-1].seq
+            for part in page:
+                skip = self._told + 1 - part.first_seq
+                if skip >= len(part.messages):
+                    continue
+                fresh = part.messages[skip:] if skip > 0 else part.messages
+                self._told = part.last_seq
                 self.read_back += len(fresh)
-                self._tell_stored(fresh, details=True)
+                self._tell_read(part.server_id, fresh)
             if self._waiting:
                 self._tell_waiting()
 
@@ -309,6 +314,31 @@ class InboxWatchers:
             if self._router.routes_wire(watch.agent, sid, message):
                 self._call(watch, [_arrival(sid, message)])
 
+    def _tell_read(self, sid: str, messages: Sequence[Mapping[str, Any]]) -> None:
+        """Tell messages of ``sid`` read back from the store (committed elsewhere), in wire
+        form: the same rules as :meth:`_tell_stored`, with no record built for a message that
+        no watcher is told of."""
+        book = self._tuneouts.book
+        mail = sid == MAIL_SERVER
+        for watch in self._watches:
+            agent = watch.agent
+            routes = self._router.wire_reader(agent, sid)
+            whole = watch.details is None or watch.details()
+            arrivals: list[Arrival] = []
+            for m in messages:
+                if not routes(m):
+                    continue
+                if not mail and _divertable(m):
+                    cid = str(m.get("channelId") or "")
+                    if book.diverts(ChannelRef(sid, cid), agent) is not None:
+                        continue
+                if not whole:
+                    self._call(watch, ())
+                    break
+                arrivals.append(_arrival(sid, m))
+            if arrivals:
+                self._call(watch, arrivals)
+
     def _tell_stored(self, messages: Sequence[StoredMessage], *, details: bool) -> None:
         """Tell stored ``messages``; ``details``: a watcher that wants no details is told only
         that something arrived (mail is always told in full)."""
@@ -334,6 +364,16 @@ class InboxWatchers:
             watch.listener(arrivals)
         except Exception:
             log.exception("arrival_listener_failed", agent=watch.agent)
+
+
+def _divertable(message: Mapping[str, Any]) -> bool:
+    """Whether a tune-out may divert a wire message of a channel connector (as
+    :func:`~switchboard.tuneouts.records.diverts_at_all` for a stored one): channel traffic,
+    never a push event."""
+    if not message.get("channelId"):
+        return False
+    meta = message.get("metadata")
+    return not (isinstance(meta, Mapping) and meta.get("kind") == "push/event")
 
 
 def _stored_arrival(m: StoredMessage) -> Arrival:

@@ -42,13 +42,13 @@ from switchboard.store.records import (
 from switchboard.store.wire import (
     Key,
     RawMessages,
+    StoredSlice,
     WireMessage,
-    decode_body,
     encode_body,
     keys_of,
     pack_body,
     runs_by_server,
-    to_stored,
+    slice_batch,
     to_wire,
 )
 
@@ -130,7 +130,7 @@ class PgMessageStore:
         self._closed = False
         self._new: asyncio.Event | None = None
         self._waiters = 0
-        self._shared_reads: dict[tuple[int, int, int], asyncio.Future[list[StoredMessage]]] = {}
+        self._shared_reads: dict[tuple[int, int, int], asyncio.Future[list[StoredSlice]]] = {}
         self._storage_problem: str | None = None
         self._storage_listeners: list[Callable[[str | None], None]] = []
         self._head_listeners: list[Callable[[int], None]] = []
@@ -330,6 +330,10 @@ class PgMessageStore:
     async def read(self, after_seq: int, limit: int = 100) -> list[StoredMessage]:
         """Up to ``limit`` messages with ``seq > after_seq``, none above the head known now;
         callers asking for the same page at once share one query."""
+        return [m for part in await self.read_slices(after_seq, limit) for m in part.stored()]
+
+    async def read_slices(self, after_seq: int, limit: int = 100) -> list[StoredSlice]:
+        """What :meth:`read` returns, as slices of batches in wire form."""
         self._check_open()
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
@@ -345,19 +349,20 @@ class PgMessageStore:
         return list(await asyncio.shield(shared))
 
     def _read_done(
-        self, key: tuple[int, int, int], done: asyncio.Future[list[StoredMessage]]
+        self, key: tuple[int, int, int], done: asyncio.Future[list[StoredSlice]]
     ) -> None:
         self._shared_reads.pop(key, None)
         if not done.cancelled():
             done.exception()
 
-    async def _read(self, after_seq: int, limit: int, upto: int) -> list[StoredMessage]:
+    async def _read(self, after_seq: int, limit: int, upto: int) -> list[StoredSlice]:
         start = max(after_seq, 0) + 1
         limit = min(limit, upto - start + 1)
-        found: list[StoredMessage] = []
+        found: list[StoredSlice] = []
+        taken = 0
         try:
             async with self._pool.connection() as conn:
-                while len(found) < limit:
+                while taken < limit:
                     cur = await conn.execute(
                         _READ,
                         {"start": start, "upto": upto, "rows": _ROWS_PER_READ},
@@ -367,16 +372,15 @@ class PgMessageStore:
                     if not rows:
                         break
                     for first_seq, server_id, received_at, body in rows:
-                        messages = decode_body(bytes(body))
-                        skip = start - first_seq if start > first_seq else 0
-                        take = messages[skip : skip + limit - len(found)]
-                        found.extend(
-                            to_stored(s, server_id, received_at, m)
-                            for s, m in enumerate(take, first_seq + skip)
+                        part = slice_batch(
+                            first_seq, server_id, received_at, bytes(body), start, limit - taken
                         )
-                        if len(found) >= limit:
+                        if part.messages:
+                            found.append(part)
+                            taken += len(part.messages)
+                            start = part.last_seq + 1
+                        if taken >= limit:
                             break
-                        start = first_seq + len(messages)
                     if start > upto:
                         break
         except psycopg.Error as exc:

@@ -41,12 +41,14 @@ from switchboard.store.sqlite.schema import (
     open_reader,
     open_writer,
     read_after,
+    read_slices_after,
     recent_keys,
 )
 from switchboard.store.sqlite.writer import AppendJob, CallJob, CursorJob, GroupWriter, Job
 from switchboard.store.wire import (
     Key,
     RawMessages,
+    StoredSlice,
     WireMessage,
     encode_body,
     keys_of,
@@ -145,7 +147,7 @@ class MessageStore:
         self._new: asyncio.Event | None = None  # created only while someone waits
         self._waiters = 0
         #: Reads shared by callers asking for the same page at once (see :meth:`read`).
-        self._shared_reads: dict[tuple[int, int, int], asyncio.Future[list[StoredMessage]]] = {}
+        self._shared_reads: dict[object, asyncio.Future[list[Any]]] = {}
         self._closed = False
         self._storage_problem: str | None = None
         self._storage_listeners: list[Callable[[str | None], None]] = []
@@ -447,21 +449,33 @@ class MessageStore:
             ValueError: ``limit`` is less than 1.
             StoreError: the database could not be read.
         """
+        return cast(list[StoredMessage], await self._shared_read(read_after, after_seq, limit))
+
+    async def read_slices(self, after_seq: int, limit: int = 100) -> list[StoredSlice]:
+        """What :meth:`read` returns, as slices of batches in wire form."""
+        return cast(list[StoredSlice], await self._shared_read(read_slices_after, after_seq, limit))
+
+    async def _shared_read(
+        self,
+        reader: Callable[[sqlite3.Connection, int, int, int], list[Any]],
+        after: int,
+        limit: int,
+    ) -> list[Any]:
         self._check_open()
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
         upto = self._latest
-        if after_seq >= upto:
+        if after >= upto:
             return []
         # Many agents woken by one commit read the same page at the same moment: they share one
         # read on the reader thread instead of queueing one each behind its limiter. A page is
         # a pure function of (after_seq, limit, upto) because committed messages never change.
-        key = (after_seq, limit, upto)
+        key = (reader, after, limit, upto)
         shared = self._shared_reads.get(key)
         if shared is None:
             shared = asyncio.ensure_future(
                 anyio.to_thread.run_sync(
-                    read_after, self._reader, after_seq, limit, upto, limiter=self._read_limiter
+                    reader, self._reader, after, limit, upto, limiter=self._read_limiter
                 )
             )
             self._shared_reads[key] = shared
@@ -469,9 +483,7 @@ class MessageStore:
         # Shielded: one caller cancelled does not cancel the read the others wait for.
         return list(await asyncio.shield(shared))
 
-    def _read_done(
-        self, key: tuple[int, int, int], done: asyncio.Future[list[StoredMessage]]
-    ) -> None:
+    def _read_done(self, key: object, done: asyncio.Future[list[Any]]) -> None:
         self._shared_reads.pop(key, None)
         if not done.cancelled():
             done.exception()  # retrieved: every caller may have been cancelled meanwhile

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from switchboard.store.records import StoredMessage, StoreError
-from switchboard.store.wire import Key, decode_body, keys_of, to_stored
+from switchboard.store.wire import Key, StoredSlice, decode_body, keys_of, slice_batch
 
 __all__ = [
     "INSERT_BATCH",
@@ -34,6 +34,7 @@ __all__ = [
     "open_reader",
     "open_writer",
     "read_after",
+    "read_slices_after",
     "recent_keys",
 ]
 
@@ -314,7 +315,16 @@ def recent_keys(conn: sqlite3.Connection, window: int) -> list[tuple[int, list[K
 def read_after(
     conn: sqlite3.Connection, after_seq: int, limit: int, upto: int | None = None
 ) -> list[StoredMessage]:
-    """Up to ``limit`` stored messages with ``after_seq < seq <= upto``, in seq order.
+    """Up to ``limit`` stored messages with ``after_seq < seq <= upto``, in seq order (see
+    :func:`read_slices_after`)."""
+    return [m for part in read_slices_after(conn, after_seq, limit, upto) for m in part.stored()]
+
+
+def read_slices_after(
+    conn: sqlite3.Connection, after_seq: int, limit: int, upto: int | None = None
+) -> list[StoredSlice]:
+    """Up to ``limit`` stored messages with ``after_seq < seq <= upto``, in seq order, as
+    slices of their batches.
 
     Starts at the batch holding ``after_seq + 1`` and decodes batches until ``limit`` messages
     are found; only the batches it returns from are decoded. ``upto`` (no bound when None)
@@ -329,19 +339,17 @@ def read_after(
         limit = min(limit, upto - start + 1)
         if limit <= 0:
             return []
-    found: list[StoredMessage] = []
+    found: list[StoredSlice] = []
+    taken = 0
     try:
         cursor = conn.execute(_SELECT_FROM, (start,))
         try:
             for first_seq, server_id, received_at, body in cursor:
-                messages = decode_body(body)
-                skip = start - first_seq if start > first_seq else 0
-                take = messages[skip : skip + limit - len(found)]
-                seq = first_seq + skip
-                found.extend(
-                    to_stored(s, server_id, received_at, m) for s, m in enumerate(take, seq)
-                )
-                if len(found) >= limit:
+                part = slice_batch(first_seq, server_id, received_at, body, start, limit - taken)
+                if part.messages:
+                    found.append(part)
+                    taken += len(part.messages)
+                if taken >= limit:
                     break
         finally:
             cursor.close()
