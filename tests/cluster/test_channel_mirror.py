@@ -1,0 +1,219 @@
+"""The mirror of each connector's channels in PostgreSQL: written by the connector's owner,
+read by every other instance into its registry (NATS only hints).
+
+Two in-process instances of one cluster (``cluster_started``, the same host ``switchboard run``
+starts) share a real database and a real NATS server; the connector is a real subprocess whose
+registrations the test steers by publishing commands to it through its owner.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+import psycopg
+import pytest
+
+from switchboard.app.board import Switchboard
+from switchboard.app.cluster import cluster_started
+from switchboard.cluster.leases import LeaseTable
+from switchboard.cluster.pg.channels import ChannelMirror
+from switchboard.cluster.pg.schema import connect, migrate
+from switchboard.cluster.replica import descriptor_dict
+from switchboard.config import ClusterConfig, Config, StoreConfig
+from switchboard.refusals.outcome import PublishStatus
+from tests.cluster.harness import eventually, free_port
+from tests.cluster.support import figure
+from tests.helpers import connector
+
+pytestmark = pytest.mark.anyio
+
+ROOMS = str(Path(__file__).with_name("channels_connector.py"))
+SID = "rooms"
+
+
+@asynccontextmanager
+async def instance(
+    pg_url: str, nats_url: str, prefix: str, name: str, count: int = 3, max_channels: int = 10_000
+) -> AsyncIterator[Switchboard]:
+    """One instance of the cluster, running the rooms connector while it holds its lease."""
+    config = Config(
+        store=StoreConfig(backend="postgres", url=pg_url),
+        cluster=ClusterConfig(
+            nats_url=nats_url, instance_id=name, lease_ttl=2.0, subject_prefix=prefix
+        ),
+        connectors=[connector(SID, [sys.executable, ROOMS, str(count)], max_channels=max_channels)],
+    )
+    async with cluster_started(config) as board:
+        yield board
+
+
+def held(board: Switchboard) -> dict[str, dict[str, Any]]:
+    """The rooms connector's channels in ``board``'s registry, in wire form."""
+    return {
+        cid: descriptor_dict(entry.descriptor)
+        for cid, entry in board.registry.server_channels(SID).items()
+    }
+
+
+def _rows(url: str) -> dict[str, dict[str, Any]]:
+    with psycopg.connect(url) as conn:
+        found = conn.execute(
+            "SELECT channel_id, descriptor::text FROM channels WHERE server_id = %s", (SID,)
+        ).fetchall()
+    return {str(cid): orjson.loads(text) for cid, text in found}
+
+
+async def mirrored(url: str) -> dict[str, dict[str, Any]]:
+    """The rooms connector's rows in the ``channels`` table now."""
+    return await anyio.to_thread.run_sync(_rows, url)
+
+
+def _version(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT version FROM versions WHERE name = %s", ("channels:" + SID,))
+        found = row.fetchone()
+    return int(found[0]) if found is not None else 0
+
+
+async def command(owner: Switchboard, text: str) -> None:
+    """Have the connector change its registrations (answered once the host took them)."""
+    outcome = await owner.sessions[SID].publish("control", [{"type": "text", "text": text}], "")
+    assert outcome.status is PublishStatus.DELIVERED, outcome
+
+
+async def test_a_connectors_channels_registered_on_its_owner_appear_on_another_instance(
+    pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    async with instance(pg_url, nats_url, subject_prefix, "a") as a:
+        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
+        async with instance(pg_url, nats_url, subject_prefix, "b") as b:
+            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
+            assert set(held(b)) == {"control", "c0", "c1", "c2"}
+            # What the table holds is the owner's registry, descriptor for descriptor.
+            assert await mirrored(pg_url) == held(a)
+
+
+async def test_a_new_and_a_removed_channel_reach_the_other_instance_and_the_table(
+    pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    async with instance(pg_url, nats_url, subject_prefix, "a") as a:
+        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
+        async with instance(pg_url, nats_url, subject_prefix, "b") as b:
+            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
+            await command(a, "add c9")
+            assert "c9" in held(a)
+            await eventually(lambda: "c9" in held(b), 10, "the new channel on b")
+            await command(a, "remove c0")
+            assert "c0" not in held(a)
+            await eventually(lambda: "c0" not in held(b), 10, "the removed channel gone on b")
+            assert held(b) == held(a)
+            assert await mirrored(pg_url) == held(a)
+
+
+async def test_with_nats_unreachable_the_reader_gets_the_channels_by_the_version_poll(
+    pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    nowhere = f"nats://127.0.0.1:{free_port()}"  # nothing listens there
+    async with instance(pg_url, nats_url, subject_prefix, "a") as a:
+        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
+        async with instance(pg_url, nowhere, subject_prefix, "b") as b:
+            await eventually(lambda: held(b) == held(a), 30, "a's channels on b without NATS")
+            await command(a, "add c7")
+            started = time.monotonic()
+            await eventually(lambda: "c7" in held(b), 10, "the new channel on b without NATS")
+            took = time.monotonic() - started
+            figure(f"channel change reached an instance without NATS in {took * 1000:.0f} ms")
+            assert held(b) == held(a)
+
+
+async def test_a_change_of_ten_thousand_channels_reaches_the_other_instance_in_few_writes(
+    pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    many = 20_000
+    async with instance(pg_url, nats_url, subject_prefix, "a", max_channels=many) as a:
+        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
+        async with instance(pg_url, nats_url, subject_prefix, "b", max_channels=many) as b:
+            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
+            before = await anyio.to_thread.run_sync(_version, pg_url)
+            started = time.monotonic()
+            await command(a, "addmany 10000")
+            await eventually(lambda: len(held(b)) == 10004, 60, "10,000 channels on b")
+            took = time.monotonic() - started
+            writes = await anyio.to_thread.run_sync(_version, pg_url) - before
+            figure(
+                f"10,000 channels added on the owner reached another instance in "
+                f"{took * 1000:.0f} ms ({writes} mirror write(s), one statement each)"
+            )
+            # Each write is one statement; a burst of registrations is written once or twice.
+            assert 1 <= writes <= 2
+            assert held(b) == held(a)
+            assert await mirrored(pg_url) == held(a)
+
+
+async def test_a_former_owner_past_its_lease_cannot_overwrite_the_mirror(pg_url: str) -> None:
+    with connect(pg_url) as conn:
+        migrate(conn)
+    old_leases, new_leases = LeaseTable(pg_url, "old", 0.2), LeaseTable(pg_url, "new", 5.0)
+    old, new = ChannelMirror(pg_url, "old"), ChannelMirror(pg_url, "new")
+    try:
+        await old_leases.ensure([SID])
+        old_epoch = await old_leases.acquire(SID)
+        assert old_epoch is not None
+        assert await old.write(SID, old_epoch, [{"id": "a", "type": "room"}]) is not None
+        # The old owner stalls past its lease; the new one takes the connector over.
+        with anyio.fail_after(10):
+            while (new_epoch := await new_leases.acquire(SID)) is None:
+                await anyio.sleep(0.05)
+        assert await new.write(SID, new_epoch, [{"id": "b", "type": "room"}]) is not None
+        version = (await new.read(SID))[0]
+        # The old owner wakes and writes what it held: refused whole, by the epoch.
+        assert await old.write(SID, old_epoch, [{"id": "x", "type": "room"}]) is None
+        assert await old.write(SID, old_epoch, []) is None
+        assert old.fenced == 2
+        assert await new.read(SID) == (version, [{"id": "b", "type": "room"}])
+    finally:
+        for each in (old, new):
+            await each.aclose()
+        for table in (old_leases, new_leases):
+            await table.aclose()
+
+
+async def test_a_mirror_write_of_ten_thousand_channels_is_one_statement(pg_url: str) -> None:
+    with connect(pg_url) as conn:
+        migrate(conn)
+    leases, mirror = LeaseTable(pg_url, "me", 5.0), ChannelMirror(pg_url, "me")
+    rooms = [
+        {"id": f"c{i}", "type": "room", "label": f"#c{i}", "direction": "bidirectional"}
+        for i in range(10_000)
+    ]
+    try:
+        await leases.ensure([SID])
+        epoch = await leases.acquire(SID)
+        assert epoch is not None
+        started = time.monotonic()
+        assert await mirror.write(SID, epoch, rooms) == 1
+        whole = time.monotonic() - started
+        assert mirror.statements == 1
+        # A change of one channel sends that channel only, still one statement.
+        changed = [*rooms[1:], {"id": "new", "type": "room"}]
+        started = time.monotonic()
+        assert await mirror.write(SID, epoch, changed) == 2
+        one = time.monotonic() - started
+        assert mirror.statements == 2
+        version, read = await mirror.read(SID)
+        assert version == 2
+        assert {d["id"]: d for d in read} == {d["id"]: d for d in changed}
+        figure(
+            f"mirror write of 10,000 channels: {whole * 1000:.0f} ms in one statement; "
+            f"a change of 2 channels among them: {one * 1000:.1f} ms"
+        )
+    finally:
+        await mirror.aclose()
+        await leases.aclose()
