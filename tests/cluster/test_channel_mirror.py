@@ -168,9 +168,11 @@ async def test_a_former_owner_past_its_lease_cannot_overwrite_the_mirror(pg_url:
         assert old_epoch is not None
         assert await old.write(SID, old_epoch, [{"id": "a", "type": "room"}]) is not None
         # The old owner stalls past its lease; the new one takes the connector over.
+        new_epoch = None
         with anyio.fail_after(10):
-            while (new_epoch := await new_leases.acquire(SID)) is None:
+            while new_epoch is None:
                 await anyio.sleep(0.05)
+                new_epoch = await new_leases.acquire(SID)
         assert await new.write(SID, new_epoch, [{"id": "b", "type": "room"}]) is not None
         version = (await new.read(SID))[0]
         # The old owner wakes and writes what it held: refused whole, by the epoch.
