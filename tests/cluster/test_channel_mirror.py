@@ -28,7 +28,7 @@ from switchboard.cluster.pg.schema import connect, migrate
 from switchboard.cluster.replica import descriptor_dict
 from switchboard.config import ClusterConfig, Config, StoreConfig
 from switchboard.refusals.outcome import PublishStatus
-from tests.cluster.harness import eventually, free_port
+from tests.cluster.harness import eventually, eventually_async, free_port
 from tests.cluster.support import figure
 from tests.helpers import connector
 
@@ -219,3 +219,39 @@ async def test_a_mirror_write_of_ten_thousand_channels_is_one_statement(pg_url: 
     finally:
         await mirror.aclose()
         await leases.aclose()
+
+
+async def test_a_new_owner_replaces_the_former_owners_rows_with_its_own_registrations(
+    pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    """The former owner registered c0-c2; after it hands over, the new owner's connector
+    registers only c0, and the mirror says so (c1, c2 are not kept for anyone)."""
+    first: list[Switchboard] = []
+    stop_a = anyio.Event()
+
+    async def run_a() -> None:
+        async with instance(pg_url, nats_url, subject_prefix, "a", count=3) as a:
+            first.append(a)
+            await stop_a.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run_a)
+        await eventually(lambda: first and len(held(first[0])) == 4, 30, "registered on a")
+        a = first[0]
+        async with instance(pg_url, nats_url, subject_prefix, "b", count=1) as b:
+            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
+            assert set(held(b)) == {"control", "c0", "c1", "c2"}
+            stop_a.set()  # a hands the connector over as it stops
+            await eventually(
+                lambda: SID in b.sessions and b.sessions[SID].connected and len(held(b)) == 2,
+                30,
+                "b runs the connector and holds its own registrations",
+            )
+            assert set(held(b)) == {"control", "c0"}
+            await eventually_async(
+                lambda: _mirror_is(pg_url, held(b)), 10, "the mirror holds b's registrations"
+            )
+
+
+async def _mirror_is(url: str, expected: dict[str, dict[str, Any]]) -> bool:
+    return await mirrored(url) == expected
