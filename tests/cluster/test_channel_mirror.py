@@ -23,7 +23,7 @@ import pytest
 from switchboard.app.board import Switchboard
 from switchboard.app.cluster import cluster_started
 from switchboard.cluster.leases import LeaseTable
-from switchboard.cluster.pg.channels import ChannelMirror
+from switchboard.cluster.pg.channels import ChannelMirror, Mirrored
 from switchboard.cluster.pg.schema import connect, migrate
 from switchboard.cluster.replica import descriptor_dict
 from switchboard.config import ClusterConfig, Config, StoreConfig
@@ -174,12 +174,12 @@ async def test_a_former_owner_past_its_lease_cannot_overwrite_the_mirror(pg_url:
                 await anyio.sleep(0.05)
                 new_epoch = await new_leases.acquire(SID)
         assert await new.write(SID, new_epoch, [{"id": "b", "type": "room"}]) is not None
-        version = (await new.read(SID))[0]
+        version = (await new.read(SID)).version
         # The old owner wakes and writes what it held: refused whole, by the epoch.
         assert await old.write(SID, old_epoch, [{"id": "x", "type": "room"}]) is None
         assert await old.write(SID, old_epoch, []) is None
         assert old.fenced == 2
-        assert await new.read(SID) == (version, [{"id": "b", "type": "room"}])
+        assert await new.read(SID) == Mirrored(version, [{"id": "b", "type": "room"}], None)
     finally:
         for each in (old, new):
             await each.aclose()
@@ -209,9 +209,9 @@ async def test_a_mirror_write_of_ten_thousand_channels_is_one_statement(pg_url: 
         assert await mirror.write(SID, epoch, changed) == 2
         one = time.monotonic() - started
         assert mirror.statements == 2
-        version, read = await mirror.read(SID)
-        assert version == 2
-        assert {d["id"]: d for d in read} == {d["id"]: d for d in changed}
+        read = await mirror.read(SID)
+        assert read.version == 2
+        assert {d["id"]: d for d in read.descriptors} == {d["id"]: d for d in changed}
         figure(
             f"mirror write of 10,000 channels: {whole * 1000:.0f} ms in one statement; "
             f"a change of 2 channels among them: {one * 1000:.1f} ms"

@@ -218,9 +218,12 @@ class ClusterNode:
                 epoch, parts = self.keeper.epoch(server_id), self._parts
                 if epoch is None or parts is None:
                     return
+                owner = self._local_owner(server_id)
+                # How it stands now, with when that was true (newer than the last heartbeat).
+                word = None if owner is None else {**describe(owner), "beat": time.time_ns()}
                 try:
                     version = await self.mirror.write(
-                        server_id, epoch, parts.replica.local(server_id)
+                        server_id, epoch, parts.replica.local(server_id), word
                     )
                 except ChannelMirrorError as exc:
                     # Until it is written the others keep what they read; try again.
@@ -304,8 +307,10 @@ class ClusterNode:
             return
         if self._unowned(server_id, parts):
             return
+        remote = self.remote[server_id]
+        asked = remote.owner_instance
         try:
-            version, raw = await self.mirror.read(server_id)
+            read = await self.mirror.read(server_id, asked)
         except ChannelMirrorError as exc:
             # The replica is kept as it was; the next tick reads again.
             parts.replica.fetch_failures += 1
@@ -316,9 +321,12 @@ class ClusterNode:
         # are the ones to hold), or its owner gone.
         if self.owns(server_id) or self._unowned(server_id, parts):
             return
-        owner = self.remote[server_id].owner_instance
-        if parts.replica.hold(server_id, raw):
-            self._replicated[server_id] = (owner, version)
+        owner = remote.owner_instance
+        if owner == asked and read.word is not None:
+            # Said with these channels: at least as fresh as the owner's last heartbeat.
+            remote.update(owner, read.word, int(read.word.get("beat", 0)))
+        if parts.replica.hold(server_id, read.descriptors):
+            self._replicated[server_id] = (owner, read.version)
         else:
             self._replicated.pop(server_id, None)
 
@@ -369,7 +377,9 @@ class ClusterNode:
             else:
                 info = infos.get(row.owner, {})
                 described = info.get("connectors", {}).get(row.key)
-                remote.update(row.owner, described, int(info.get("beat", 0)))
+                # A mirror write's word carries its own time; a heartbeat's is the info's.
+                beat = (described or {}).get("beat") or info.get("beat", 0)
+                remote.update(row.owner, described, int(beat))
             if row.owner == self.me:
                 self._replicated.pop(row.key, None)
                 continue

@@ -2,11 +2,14 @@
 descriptor)``, written by the connector's owner, read by every other instance.
 
 A write is one statement (so one round trip and one transaction whatever the number of
-channels): the lease fence, the rows, and the bump of the ``channels:<server id>`` version row
-the others poll. The fence reads the lease row ``FOR SHARE`` and writes nothing unless this
-instance still owns the connector at the epoch it acquired it with, so a former owner that was
-paused or cut off cannot overwrite what the new owner wrote (an acquisition bumps the epoch and
-waits for the share lock, or the statement sees its new epoch).
+channels): the lease fence, the rows, the bump of the ``channels:<server id>`` version row
+the others poll, and the owner's word on how the connector stands (its entry in the owner's
+``instances.info``, which the heartbeat otherwise writes), so a reader gets the channels and
+the state they go with from one snapshot. The fence reads the lease row ``FOR SHARE`` and
+writes nothing unless this instance still owns the connector at the epoch it acquired it with,
+so a former owner that was paused or cut off cannot overwrite what the new owner wrote (an
+acquisition bumps the epoch and waits for the share lock, or the statement sees its new
+epoch).
 
 The writer remembers what it last committed for each connector at each epoch, and sends only
 what differs; after a failure, or at a new epoch, it sends the whole set and deletes every
@@ -17,13 +20,14 @@ returns are of one snapshot.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 import psycopg
 from psycopg.rows import tuple_row
 
-__all__ = ["CHANNELS", "ChannelMirror", "ChannelMirrorError"]
+__all__ = ["CHANNELS", "ChannelMirror", "ChannelMirrorError", "Mirrored"]
 
 #: The version row of a connector's channels is ``channels:<server id>``; the same name is the
 #: invalidation announced on NATS after a write.
@@ -42,6 +46,11 @@ WITH fence AS (
 ), gone AS (
     DELETE FROM channels
     WHERE server_id = %(sid)s AND EXISTS (SELECT 1 FROM fence) AND {gone}
+), word AS (
+    UPDATE instances SET info = jsonb_set(
+        jsonb_set(info, '{{connectors}}', coalesce(info -> 'connectors', '{{}}'::jsonb)),
+        ARRAY['connectors', %(sid)s], %(word)s::jsonb)
+    WHERE id = %(me)s AND %(word)s::jsonb IS NOT NULL AND EXISTS (SELECT 1 FROM fence)
 ), bump AS (
     INSERT INTO versions (name, version) SELECT %(name)s, 1 WHERE EXISTS (SELECT 1 FROM fence)
     ON CONFLICT (name) DO UPDATE SET version = versions.version + 1
@@ -60,8 +69,20 @@ _DIFF: Final = _FENCE.format(gone="channel_id = ANY(%(gone)s::text[])")
 _READ: Final = (
     "SELECT coalesce((SELECT version FROM versions WHERE name = %(name)s), 0),"
     " coalesce((SELECT jsonb_agg(descriptor ORDER BY channel_id) FROM channels"
-    " WHERE server_id = %(sid)s), '[]'::jsonb)::text"
+    " WHERE server_id = %(sid)s), '[]'::jsonb)::text,"
+    " (SELECT (info -> 'connectors' -> %(sid)s)::text FROM instances WHERE id = %(owner)s)"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Mirrored:
+    """One read of a connector's mirror."""
+
+    version: int
+    #: The descriptors, in wire form.
+    descriptors: list[dict[str, Any]]
+    #: How the connector stands, as the instance asked about last said (None: it said nothing).
+    word: dict[str, Any] | None
 
 
 class ChannelMirrorError(Exception):
@@ -110,11 +131,16 @@ class ChannelMirror:
             raise ChannelMirrorError(str(exc) or type(exc).__name__) from exc
 
     async def write(
-        self, server_id: str, epoch: int, descriptors: Sequence[Mapping[str, Any]]
+        self,
+        server_id: str,
+        epoch: int,
+        descriptors: Sequence[Mapping[str, Any]],
+        word: Mapping[str, Any] | None = None,
     ) -> int | None:
         """Make the mirror of ``server_id`` hold exactly ``descriptors`` (wire form, each with
-        its ``id``), if this instance owns it at ``epoch``: the new version, or None when the
-        fence refused (nothing was written) or there was nothing to change.
+        its ``id``), if this instance owns it at ``epoch``, and say ``word`` (how it stands)
+        with them: the new version, or None when the fence refused (nothing was written) or
+        there was nothing to change.
 
         Raises:
             ChannelMirrorError: the database could not be reached (what was written is not
@@ -140,6 +166,7 @@ class ChannelMirror:
             "me": self.me,
             "name": CHANNELS + server_id,
             "put": "[" + ",".join(put) + "]",
+            "word": None if word is None else orjson.dumps(word).decode(),
         }
         self._written.pop(server_id, None)
         row = await self._run(sql, params)
@@ -154,15 +181,18 @@ class ChannelMirror:
         the whole set."""
         self._written.pop(server_id, None)
 
-    async def read(self, server_id: str) -> tuple[int, list[dict[str, Any]]]:
-        """The version of ``server_id``'s mirror and the descriptors it holds (one snapshot).
+    async def read(self, server_id: str, owner: str | None = None) -> Mirrored:
+        """``server_id``'s mirror, and what ``owner`` last said of how it stands (one
+        snapshot).
 
         Raises:
             ChannelMirrorError: the database could not be reached.
         """
-        row = await self._run(_READ, {"name": CHANNELS + server_id, "sid": server_id})
-        descriptors: list[dict[str, Any]] = orjson.loads(row[1])
-        return int(row[0]), descriptors
+        row = await self._run(
+            _READ, {"name": CHANNELS + server_id, "sid": server_id, "owner": owner}
+        )
+        word = orjson.loads(row[2]) if row[2] is not None else None
+        return Mirrored(int(row[0]), orjson.loads(row[1]), word if isinstance(word, dict) else None)
 
     async def aclose(self) -> None:
         if self._conn is not None:
