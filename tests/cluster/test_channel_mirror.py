@@ -25,10 +25,11 @@ from switchboard.app.cluster import cluster_started
 from switchboard.cluster.leases import LeaseTable
 from switchboard.cluster.pg.channels import ChannelMirror, Mirrored
 from switchboard.cluster.pg.schema import connect, migrate
+from switchboard.cluster.placement import preferred_owner
 from switchboard.cluster.replica import descriptor_dict
 from switchboard.config import ClusterConfig, Config, StoreConfig
 from switchboard.refusals.outcome import PublishStatus
-from tests.cluster.harness import eventually, eventually_async, free_port
+from tests.cluster.harness import PLATFORM, Cluster, eventually, eventually_async, free_port
 from tests.cluster.support import figure
 from tests.helpers import connector
 
@@ -54,25 +55,25 @@ async def instance(
         yield board
 
 
-def held(board: Switchboard) -> dict[str, dict[str, Any]]:
-    """The rooms connector's channels in ``board``'s registry, in wire form."""
+def held(board: Switchboard, sid: str = SID) -> dict[str, dict[str, Any]]:
+    """A connector's channels in ``board``'s registry, in wire form."""
     return {
         cid: descriptor_dict(entry.descriptor)
-        for cid, entry in board.registry.server_channels(SID).items()
+        for cid, entry in board.registry.server_channels(sid).items()
     }
 
 
-def _rows(url: str) -> dict[str, dict[str, Any]]:
+def _rows(url: str, sid: str) -> dict[str, dict[str, Any]]:
     with psycopg.connect(url) as conn:
         found = conn.execute(
-            "SELECT channel_id, descriptor::text FROM channels WHERE server_id = %s", (SID,)
+            "SELECT channel_id, descriptor::text FROM channels WHERE server_id = %s", (sid,)
         ).fetchall()
     return {str(cid): orjson.loads(text) for cid, text in found}
 
 
-async def mirrored(url: str) -> dict[str, dict[str, Any]]:
-    """The rooms connector's rows in the ``channels`` table now."""
-    return await anyio.to_thread.run_sync(_rows, url)
+async def mirrored(url: str, sid: str = SID) -> dict[str, dict[str, Any]]:
+    """A connector's rows in the ``channels`` table now."""
+    return await anyio.to_thread.run_sync(_rows, url, sid)
 
 
 def _version(url: str) -> int:
@@ -255,3 +256,44 @@ async def test_a_new_owner_replaces_the_former_owners_rows_with_its_own_registra
 
 async def _mirror_is(url: str, expected: dict[str, dict[str, Any]]) -> bool:
     return await mirrored(url) == expected
+
+
+async def test_a_connector_nobody_owns_has_none_of_its_channels_offered_elsewhere(
+    tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    """Its owner killed, and before anyone takes it, the other instance holds none of its
+    channels, though the mirror still has them."""
+    cluster = Cluster(tmp_path, pg_url, nats_url, subject_prefix, ("p1",), ("a",), ttl=2.0)
+    with connect(pg_url) as conn:
+        # A live instance preferred for the connector that never takes it: the others leave
+        # it unowned for a whole lease_ttl past its expiry before taking it themselves.
+        ghost = next(g for g in (f"ghost{i}" for i in range(100)) if _preferred(g))
+        conn.execute(
+            "INSERT INTO instances (id, started_at, heartbeat_at)"
+            " VALUES (%s, now() - interval '1 hour', now() + interval '1 hour')",
+            (ghost,),
+        )
+    argv = [sys.executable, PLATFORM, "p1", str(cluster.platform), str(cluster.rate)]
+    config = Config(
+        store=StoreConfig(backend="postgres", url=pg_url),
+        cluster=ClusterConfig(
+            nats_url=nats_url, instance_id="b", lease_ttl=2.0, subject_prefix=subject_prefix
+        ),
+        connectors=[connector("p1", argv)],
+    )
+    try:
+        cluster.start("a")
+        await eventually(lambda: cluster.owners().get("p1") == "a", 60, "a owns the connector")
+        async with cluster_started(config) as b:
+            await eventually(lambda: "p1:room" in held(b, "p1"), 60, "a's channel on b")
+            cluster.kill9("a")
+            await eventually(
+                lambda: not held(b, "p1") and "p1" not in b.sessions, 10, "b dropped the replica"
+            )
+            assert "p1:room" in await mirrored(pg_url, "p1")  # the rows a left behind
+    finally:
+        cluster.close()
+
+
+def _preferred(ghost: str) -> bool:
+    return preferred_owner("p1", ["a", "b", ghost]) == ghost
