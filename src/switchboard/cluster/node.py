@@ -172,9 +172,12 @@ class ClusterNode:
         #: Owned connectors whose mirror is being written, and those to write (again).
         self._writing: set[str] = set()
         self._unmirrored: set[str] = set()
-        #: Mirror writes committed, and those that failed (tried again).
+        #: Mirror writes committed, and those that failed (tried again); mirror reads held
+        #: as a replica, and those that failed.
         self.mirror_writes = 0
         self.mirror_failures = 0
+        self.mirror_reads = 0
+        self.mirror_read_failures = 0
         self._channel_tokens = {subject_token(CHANNELS + sid): sid for sid in self.configs}
         self.started_at = time.time()
 
@@ -313,7 +316,7 @@ class ClusterNode:
             read = await self.mirror.read(server_id, asked)
         except ChannelMirrorError as exc:
             # The replica is kept as it was; the next tick reads again.
-            parts.replica.fetch_failures += 1
+            self.mirror_read_failures += 1
             self._replicated.pop(server_id, None)
             log.debug("cluster.channels_read_failed", server_id=server_id, error=str(exc))
             return
@@ -326,8 +329,10 @@ class ClusterNode:
             # Said with these channels: at least as fresh as the owner's last heartbeat.
             remote.update(owner, read.word, int(read.word.get("beat", 0)))
         if parts.replica.hold(server_id, read.descriptors):
+            self.mirror_reads += 1
             self._replicated[server_id] = (owner, read.version)
         else:
+            self.mirror_read_failures += 1
             self._replicated.pop(server_id, None)
 
     def _unowned(self, server_id: str, parts: NodeParts) -> bool:

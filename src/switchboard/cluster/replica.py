@@ -53,9 +53,6 @@ class ChannelReplica:
     def __init__(self, registry: ChannelRegistry, changed: Callable[[str], None]) -> None:
         self.registry = registry
         self._changed = changed
-        #: Mirror reads held, and reads that failed (the database away, or rows unreadable).
-        self.fetches = 0
-        self.fetch_failures = 0
 
     def local(self, server_id: str) -> list[dict[str, Any]]:
         """The descriptors this instance holds for ``server_id`` (what its owner mirrors)."""
@@ -73,10 +70,8 @@ class ChannelReplica:
         try:
             descriptors = _DESCRIPTORS.validate_python(raw)
         except ValidationError as exc:
-            self.fetch_failures += 1
             log.warning("cluster.channels_unreadable", server_id=server_id, error=str(exc))
             return False
-        self.fetches += 1
         if not descriptors and not self.registry.server_size(server_id):
             return True
         self.registry.remove_server(server_id)
