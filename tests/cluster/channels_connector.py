@@ -2,8 +2,8 @@
 
 Usage: ``channels_connector.py COUNT``. On ready it registers ``COUNT`` rooms ``c0`` ...
 plus ``control``; a publish (to any of them) of ``add <id>`` adds a room by ``channels/changed``,
-``remove <id>`` removes one, ``addmany <n>`` adds ``n`` rooms ``m0`` ... in one change, and the
-publish is answered once the host took the change.
+``remove <id>`` removes one, ``relabel <id>`` gives one a new label, ``addmany <n>`` adds ``n``
+rooms ``m0`` ... in one change, and the publish is answered once the host took the change.
 """
 
 import itertools
@@ -39,6 +39,8 @@ class Rooms(Connector):
             await self.changed(added=[room(channel_id)])
         elif verb == "addmany":
             await self.changed(added=[room(f"m{i}") for i in range(int(channel_id))])
+        elif verb == "relabel":
+            await self.changed(updated=[{**room(channel_id), "label": f"#{channel_id}-new"}])
         elif verb == "remove":
             await self.changed(removed=[channel_id])
         return f"done-{next(self.ids)}"

@@ -101,7 +101,7 @@ async def test_a_connectors_channels_registered_on_its_owner_appear_on_another_i
             assert await mirrored(pg_url) == held(a)
 
 
-async def test_a_new_and_a_removed_channel_reach_the_other_instance_and_the_table(
+async def test_a_new_a_removed_and_a_relabelled_channel_reach_the_other_instance(
     pg_url: str, nats_url: str, subject_prefix: str
 ) -> None:
     async with instance(pg_url, nats_url, subject_prefix, "a") as a:
@@ -114,6 +114,10 @@ async def test_a_new_and_a_removed_channel_reach_the_other_instance_and_the_tabl
             await command(a, "remove c0")
             assert "c0" not in held(a)
             await eventually(lambda: "c0" not in held(b), 10, "the removed channel gone on b")
+            await command(a, "relabel c1")
+            assert held(a)["c1"]["label"] == "#c1-new"
+            await eventually(lambda: held(b)["c1"] == held(a)["c1"], 10, "the new label on b")
+            assert [e.channel_id for e in b.registry.by_label("#c1-new")] == ["c1"]
             assert held(b) == held(a)
             assert await mirrored(pg_url) == held(a)
 

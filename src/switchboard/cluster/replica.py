@@ -53,6 +53,9 @@ class ChannelReplica:
     def __init__(self, registry: ChannelRegistry, changed: Callable[[str], None]) -> None:
         self.registry = registry
         self._changed = changed
+        #: What each replica was last read as (channel id → wire descriptor): the next read
+        #: changes only what differs.
+        self._held: dict[str, dict[str, dict[str, Any]]] = {}
 
     def local(self, server_id: str) -> list[dict[str, Any]]:
         """The descriptors this instance holds for ``server_id`` (what its owner mirrors)."""
@@ -60,21 +63,43 @@ class ChannelReplica:
 
     def drop(self, server_id: str) -> None:
         """Forget the replica of ``server_id`` (nobody owns it, or this instance will)."""
+        self._held.pop(server_id, None)
         if self.registry.server_size(server_id):
             self.registry.remove_server(server_id)
             self._changed(server_id)
 
     def hold(self, server_id: str, raw: list[dict[str, Any]]) -> bool:
         """Hold ``raw`` (the mirror's descriptors of ``server_id``) instead of the old ones;
-        False when they do not read as descriptors (the old ones are kept)."""
+        False when they do not read as descriptors (the old ones are kept).
+
+        Only what differs from the last read is changed in the registry: one channel added
+        among 10,000 costs one registration here, not 10,000.
+        """
+        wanted = {str(d.get("id")): d for d in raw}
+        before = self._held.get(server_id)
         try:
-            descriptors = _DESCRIPTORS.validate_python(raw)
+            if before is not None and self.registry.server_size(server_id) == len(before):
+                added = [d for cid, d in wanted.items() if cid not in before]
+                updated = [d for cid, d in wanted.items() if cid in before and before[cid] != d]
+                removed = [cid for cid in before if cid not in wanted]
+                if not (added or updated or removed):
+                    return True
+                self.registry.change(
+                    server_id,
+                    added=_DESCRIPTORS.validate_python(added),
+                    removed=removed,
+                    updated=_DESCRIPTORS.validate_python(updated),
+                )
+            else:
+                descriptors = _DESCRIPTORS.validate_python(raw)
+                if not descriptors and not self.registry.server_size(server_id):
+                    self._held[server_id] = wanted
+                    return True
+                self.registry.remove_server(server_id)
+                self.registry.register(server_id, descriptors)
         except ValidationError as exc:
             log.warning("cluster.channels_unreadable", server_id=server_id, error=str(exc))
             return False
-        if not descriptors and not self.registry.server_size(server_id):
-            return True
-        self.registry.remove_server(server_id)
-        self.registry.register(server_id, descriptors)
+        self._held[server_id] = wanted
         self._changed(server_id)
         return True
