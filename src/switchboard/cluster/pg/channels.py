@@ -147,7 +147,8 @@ class ChannelMirror:
                 known: the next write sends the whole set).
         """
         rows = {
-            str(d["id"]): orjson.dumps(d, option=orjson.OPT_SORT_KEYS).decode() for d in descriptors
+            str(d["id"]): orjson.dumps(d, default=str, option=orjson.OPT_SORT_KEYS).decode()
+            for d in descriptors
         }
         known = self._written.get(server_id)
         params: dict[str, Any]
@@ -166,7 +167,7 @@ class ChannelMirror:
             "me": self.me,
             "name": CHANNELS + server_id,
             "put": "[" + ",".join(put) + "]",
-            "word": None if word is None else orjson.dumps(word).decode(),
+            "word": None if word is None else orjson.dumps(word, default=str).decode(),
         }
         self._written.pop(server_id, None)
         row = await self._run(sql, params)
