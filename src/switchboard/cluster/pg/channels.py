@@ -38,10 +38,11 @@ WITH fence AS (
     SELECT 1 FROM connector_leases
     WHERE server_id = %(sid)s AND epoch = %(epoch)s AND owner = %(me)s
     FOR SHARE
+), src AS MATERIALIZED (
+    SELECT d ->> 'id' AS id, d FROM jsonb_array_elements(%(put)s::jsonb) AS d
 ), put AS (
     INSERT INTO channels (server_id, channel_id, descriptor)
-    SELECT %(sid)s, d ->> 'id', d FROM jsonb_array_elements(%(put)s::jsonb) AS d
-    WHERE EXISTS (SELECT 1 FROM fence)
+    SELECT %(sid)s, id, d FROM src WHERE EXISTS (SELECT 1 FROM fence)
     ON CONFLICT (server_id, channel_id) DO UPDATE SET descriptor = EXCLUDED.descriptor
 ), gone AS (
     DELETE FROM channels
@@ -60,9 +61,7 @@ SELECT version FROM bump
 """
 
 # Every row the whole set does not name (NOT IN a subquery is hashed: linear, not n * m).
-_WHOLE: Final = _FENCE.format(
-    gone="channel_id NOT IN (SELECT d ->> 'id' FROM jsonb_array_elements(%(put)s::jsonb) AS d)"
-)
+_WHOLE: Final = _FENCE.format(gone="channel_id NOT IN (SELECT id FROM src)")
 # Only the rows named gone since the last write (the put and gone sets are disjoint).
 _DIFF: Final = _FENCE.format(gone="channel_id = ANY(%(gone)s::text[])")
 
