@@ -19,14 +19,17 @@ import anyio
 import orjson
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from switchboard.app.board import Switchboard
 from switchboard.app.cluster import cluster_started
+from switchboard.channels import ChannelRegistry
 from switchboard.cluster.leases import LeaseTable
 from switchboard.cluster.pg.channels import ChannelMirror, Mirrored
 from switchboard.cluster.pg.schema import connect, migrate
 from switchboard.cluster.placement import preferred_owner
-from switchboard.cluster.replica import descriptor_dict
+from switchboard.cluster.replica import ChannelReplica, descriptor_dict
 from switchboard.config import ClusterConfig, Config, StoreConfig
 from switchboard.refusals.outcome import PublishStatus
 from tests.cluster.harness import PLATFORM, Cluster, eventually, eventually_async, free_port
@@ -317,3 +320,64 @@ async def test_a_connector_nobody_owns_has_none_of_its_channels_offered_elsewher
 
 def _preferred(ghost: str) -> bool:
     return preferred_owner("p1", ["a", "b", ghost]) == ghost
+
+
+_IDS = st.sampled_from([f"c{i}" for i in range(8)])
+_SETS = st.lists(
+    st.dictionaries(_IDS, st.sampled_from(["#a", "#b", ""]), max_size=8), min_size=1, max_size=6
+)
+
+
+def _wire(labels: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"id": cid, "type": "room", "label": label, "direction": "bidirectional"}
+        for cid, label in labels.items()
+    ]
+
+
+@given(_SETS)
+def test_a_replica_holds_exactly_what_it_last_read_whatever_came_before(
+    reads: list[dict[str, str]],
+) -> None:
+    registry = ChannelRegistry()
+    replica = ChannelReplica(registry, lambda _sid: None)
+    for labels in reads:
+        assert replica.hold(SID, _wire(labels))
+        assert {
+            cid: descriptor_dict(e.descriptor) for cid, e in registry.server_channels(SID).items()
+        } == {d["id"]: d for d in _wire(labels)}
+        for cid, label in labels.items():
+            if label:
+                assert cid in {e.channel_id for e in registry.by_label(label)}
+
+
+async def test_the_mirror_holds_exactly_each_set_written_whatever_came_before(
+    pg_url: str,
+) -> None:
+    with connect(pg_url) as conn:
+        migrate(conn)
+    leases, mirror = LeaseTable(pg_url, "me", 30.0), ChannelMirror(pg_url, "me")
+    examples: list[list[dict[str, str]]] = []
+
+    @settings(max_examples=40, database=None)
+    @given(_SETS)
+    def collect(writes: list[dict[str, str]]) -> None:
+        examples.append(writes)
+
+    collect()
+    try:
+        for n, writes in enumerate(examples):
+            sid = f"s{n}"
+            await leases.ensure([sid])
+            epoch = await leases.acquire(sid)
+            assert epoch is not None
+            for labels in writes:
+                await mirror.write(sid, epoch, _wire(labels))
+                read = await mirror.read(sid)
+                assert {d["id"]: d for d in read.descriptors} == {d["id"]: d for d in _wire(labels)}
+            mirror.forget(sid)  # written whole next time: the rows of another set go
+            await mirror.write(sid, epoch, _wire(writes[0]))
+            assert {d["id"] for d in (await mirror.read(sid)).descriptors} == set(writes[0])
+    finally:
+        await mirror.aclose()
+        await leases.aclose()
