@@ -10,7 +10,10 @@ and only then does the connector start. Losing it: the connector stops (drained 
 handover), requests are no longer served, the store is unfenced. :meth:`owners` is the map
 the host's parts ask a connector's owner in: the local session where this instance holds the
 lease, else a :class:`~switchboard.cluster.rpc.RemoteOwner`. Each commit made here is
-announced; announcements from elsewhere and a 1 s poll move the local head.
+announced; announcements from elsewhere and a 1 s poll move the local head. The owner of a
+connector writes its registrations into the channel mirror in PostgreSQL at each change (and
+once at acquisition, which replaces the former owner's rows); every other instance reads them
+from there into its replica.
 """
 
 from __future__ import annotations
@@ -26,20 +29,26 @@ import structlog
 from switchboard.cluster.bus import ClusterBus, HeadFollower, subject_token
 from switchboard.cluster.keeper import LeaseKeeper
 from switchboard.cluster.leases import LeaseTable, LeaseTableError
+from switchboard.cluster.pg.channels import CHANNELS, ChannelMirror, ChannelMirrorError
 from switchboard.cluster.placement import Hysteresis
 from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
 from switchboard.config import ClusterConfig, ConnectorConfig
 from switchboard.connections.owner import ConnectorOwner
-from switchboard.events import ChannelsChanged, ChannelsRegistered, ChannelsRemoved
+from switchboard.events import (
+    ChannelsChanged,
+    ChannelsRegistered,
+    ChannelsRemoved,
+    ConnectorExited,
+)
 
 __all__ = ["JOB_PREFIX", "ClusterNode", "ClusterOwners", "FencedStore", "NodeParts"]
 
 log = structlog.get_logger(__name__)
 
 JOB_PREFIX = "@job:"
-#: The invalidation name of a connector's channels: ``channels:<server id>``.
-CHANNELS = "channels:"
+#: Seconds between two tries of a mirror write the database refused to take.
+MIRROR_RETRY = 1.0
 
 
 class FencedStore(Protocol):
@@ -135,7 +144,8 @@ class ClusterNode:
         self.bus = ClusterBus(cluster.nats_url, cluster.subject_prefix, self.me)
         self.table = LeaseTable(database_url, self.me, cluster.lease_ttl)
         self.remote = {c.id: RemoteOwner(c, self.bus) for c in connectors}
-        self.service = OwnerService(self.bus, self._local_owner, self._local_channels)
+        self.service = OwnerService(self.bus, self._local_owner)
+        self.mirror = ChannelMirror(database_url, self.me)
         keys = [*self.configs, *(JOB_PREFIX + j for j in jobs)]
         self.keeper = LeaseKeeper(
             self.table,
@@ -151,14 +161,23 @@ class ClusterNode:
         self._parts: NodeParts | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}
+        #: Connectors whose replica is being read, and those to read (again) meanwhile.
         self._refreshing: set[str] = set()
+        self._stale: set[str] = set()
         self._versions: dict[str, int] = dict.fromkeys(("leaves", "directory", "lifetimes"), -1)
         self._poll_versions = anyio.Event()
-        #: Whose channels each connector's replica holds: the owner fetched from, and its
-        #: ``channels_version`` then.
+        #: Whose channels each connector's replica holds: the owner then, and the version of
+        #: the mirror read.
         self._replicated: dict[str, tuple[str | None, int]] = {}
-        #: Each connector's registration changes counted here (its owner's word to the others).
-        self._channel_versions: dict[str, int] = {}
+        #: Owned connectors whose mirror is being written, and those to write (again).
+        self._writing: set[str] = set()
+        self._unmirrored: set[str] = set()
+        #: Mirror writes committed, and those that failed (tried again); mirror reads held
+        #: as a replica, and those that failed.
+        self.mirror_writes = 0
+        self.mirror_failures = 0
+        self.mirror_reads = 0
+        self.mirror_read_failures = 0
         self._channel_tokens = {subject_token(CHANNELS + sid): sid for sid in self.configs}
         self.started_at = time.time()
 
@@ -176,26 +195,54 @@ class ClusterNode:
             return None
         return self._parts.sessions.get(server_id)
 
-    def _local_channels(self, server_id: str) -> dict[str, Any]:
-        """The owner's answer to ``channels``: the descriptors, how the connector stands, and
-        when that was true."""
-        owner = self._local_owner(server_id)
-        return {
-            "channels": [] if self._parts is None else self._parts.replica.local(server_id),
-            "channels_version": self._channel_versions.get(server_id, 0),
-            "owner": None if owner is None else describe(owner),
-            "beat": time.time_ns(),
-        }
-
     def observe(self, event: object) -> None:
-        """A host event listener: a connector this instance runs changed its registrations,
-        so the other instances fetch them again."""
-        if isinstance(event, ChannelsRegistered | ChannelsChanged | ChannelsRemoved):
-            sid = event.server_id
-            # Also with each heartbeat: an instance that missed the word fetches them then.
-            self._channel_versions[sid] = self._channel_versions.get(sid, 0) + 1
-            if self.owns(sid) and self._group is not None:
-                self._group.start_soon(self.bus.announce_invalidation, CHANNELS + sid)
+        """A host event listener: a connector this instance runs changed its registrations
+        (or exited, which drops them), so its mirror is written again."""
+        if isinstance(
+            event, ChannelsRegistered | ChannelsChanged | ChannelsRemoved | ConnectorExited
+        ):
+            self._mirror_soon(event.server_id)
+
+    def _mirror_soon(self, server_id: str) -> None:
+        """Write ``server_id``'s mirror from the registry as it is when the write starts: a
+        burst of changes costs one or two writes, never one per change."""
+        group = self._group
+        if group is None or not self.owns(server_id):
+            return
+        self._unmirrored.add(server_id)
+        if server_id not in self._writing:
+            self._writing.add(server_id)
+            group.start_soon(self._write_mirror, server_id)
+
+    async def _write_mirror(self, server_id: str) -> None:
+        try:
+            while server_id in self._unmirrored:
+                self._unmirrored.discard(server_id)
+                epoch, parts = self.keeper.epoch(server_id), self._parts
+                if epoch is None or parts is None:
+                    return
+                owner = self._local_owner(server_id)
+                # How it stands now, with when that was true (newer than the last heartbeat).
+                word = None if owner is None else {**describe(owner), "beat": time.time_ns()}
+                try:
+                    version = await self.mirror.write(
+                        server_id, epoch, parts.replica.local(server_id), word
+                    )
+                except ChannelMirrorError as exc:
+                    # Until it is written the others keep what they read; try again.
+                    self.mirror_failures += 1
+                    log.warning(
+                        "cluster.channels_mirror_failed", server_id=server_id, error=str(exc)
+                    )
+                    self._unmirrored.add(server_id)
+                    await anyio.sleep(MIRROR_RETRY)
+                    continue
+                if version is not None:
+                    self.mirror_writes += 1
+                    # Committed: the others read it now (or at their next version poll).
+                    await self.bus.announce_invalidation(CHANNELS + server_id)
+        finally:
+            self._writing.discard(server_id)
 
     def _heard_invalidation(self, token: str) -> None:
         sid = self._channel_tokens.get(token)
@@ -228,28 +275,74 @@ class ClusterNode:
             for name, version in versions.items():
                 if self._versions.get(name) != version:
                     self._versions[name] = version
+                    if name.startswith(CHANNELS):
+                        sid = name[len(CHANNELS) :]
+                        held = self._replicated.get(sid)
+                        if sid in self.configs and (held is None or held[1] != version):
+                            self._refresh(sid)
+                        continue
                     reload = parts.reload.get(name)
                     if reload is not None:
                         reload()
 
     def _refresh(self, server_id: str) -> None:
+        """Read ``server_id``'s mirror into the replica (again, if a read is under way)."""
         group, parts = self._group, self._parts
-        if group is None or parts is None or server_id in self._refreshing:
+        if group is None or parts is None:
+            return
+        self._stale.add(server_id)
+        if server_id in self._refreshing:
             return
         self._refreshing.add(server_id)
 
         async def refresh() -> None:
-            remote = self.remote[server_id]
-            fetched_from = remote.owner_instance
             try:
-                if not self.owns(server_id):
-                    version = await parts.replica.refresh(remote)
-                    if version is not None:
-                        self._replicated[server_id] = (fetched_from, version)
+                while server_id in self._stale:
+                    self._stale.discard(server_id)
+                    await self._read_mirror(server_id, parts)
             finally:
                 self._refreshing.discard(server_id)
 
         group.start_soon(refresh)
+
+    async def _read_mirror(self, server_id: str, parts: NodeParts) -> None:
+        if self.owns(server_id):
+            return
+        if self._unowned(server_id, parts):
+            return
+        remote = self.remote[server_id]
+        asked = remote.owner_instance
+        try:
+            read = await self.mirror.read(server_id, asked)
+        except ChannelMirrorError as exc:
+            # The replica is kept as it was; the next tick reads again.
+            self.mirror_read_failures += 1
+            self._replicated.pop(server_id, None)
+            log.debug("cluster.channels_read_failed", server_id=server_id, error=str(exc))
+            return
+        # Checked again after the read: acquired meanwhile (the connector's own registrations
+        # are the ones to hold), or its owner gone.
+        if self.owns(server_id) or self._unowned(server_id, parts):
+            return
+        owner = remote.owner_instance
+        if owner == asked and read.word is not None:
+            # Said with these channels: at least as fresh as the owner's last heartbeat.
+            remote.update(owner, read.word, int(read.word.get("beat", 0)))
+        if parts.replica.hold(server_id, read.descriptors):
+            self.mirror_reads += 1
+            self._replicated[server_id] = (owner, read.version)
+        else:
+            self.mirror_read_failures += 1
+            self._replicated.pop(server_id, None)
+
+    def _unowned(self, server_id: str, parts: NodeParts) -> bool:
+        """Nobody runs ``server_id`` now: none of its channels is offered here, whatever the
+        mirror still holds."""
+        if self.remote[server_id].owner_instance is not None:
+            return False
+        parts.replica.drop(server_id)
+        self._replicated[server_id] = (None, -1)
+        return True
 
     def _info(self) -> dict[str, object]:
         connectors: dict[str, Any] = {}
@@ -257,11 +350,7 @@ class ClusterNode:
             for sid in self.configs:
                 owner = self._local_owner(sid)
                 if owner is not None:
-                    connectors[sid] = {
-                        **describe(owner),
-                        "epoch": self.keeper.epoch(sid),
-                        "channels_version": self._channel_versions.get(sid, 0),
-                    }
+                    connectors[sid] = {**describe(owner), "epoch": self.keeper.epoch(sid)}
         return {
             "connectors": connectors,
             # When this word was true (an instance restarted under its name keeps counting up).
@@ -288,28 +377,21 @@ class ClusterNode:
             if remote is None:
                 continue
             before = remote.owner_instance
-            described: dict[str, Any] | None = None
             if row.owner is None or row.owner == self.me or row.expires_in <= 0:
                 remote.update(None, None)
             else:
                 info = infos.get(row.owner, {})
                 described = info.get("connectors", {}).get(row.key)
-                remote.update(row.owner, described, int(info.get("beat", 0)))
+                # A mirror write's word carries its own time; a heartbeat's is the info's.
+                beat = (described or {}).get("beat") or info.get("beat", 0)
+                remote.update(row.owner, described, int(beat))
             if row.owner == self.me:
                 self._replicated.pop(row.key, None)
                 continue
             held = self._replicated.get(row.key)
-            wanted = (
-                remote.owner_instance,
-                int((described or {}).get("channels_version", 0)) if row.owner else 0,
-            )
-            if (
-                remote.owner_instance != before
-                or held is None
-                or held[0] != wanted[0]
-                or (held[1] < wanted[1])
-            ):
-                # A new owner, a failed fetch, or registrations changed since (a lost word).
+            if remote.owner_instance != before or held is None or held[0] != remote.owner_instance:
+                # A new owner (or none), or a failed read: read the mirror again (a change
+                # under the same owner is the version poll's to notice).
                 self._refresh(row.key)
 
     # -- running
@@ -340,6 +422,7 @@ class ClusterNode:
                 group.cancel_scope.cancel()
         with anyio.CancelScope(shield=True):
             await self.table.aclose()
+            await self.mirror.aclose()
 
     async def acquired(self, key: str, epoch: int) -> None:
         parts, group = self._parts, self._group
@@ -352,6 +435,10 @@ class ClusterNode:
                 self._start(key, job)
             return
         parts.replica.drop(key)
+        # Written at the new epoch before the connector registers anything: the former
+        # owner's rows go, and what this connector registers replaces them.
+        self.mirror.forget(key)
+        self._mirror_soon(key)
         self.store.fence(key, epoch)
         await self.store.rebuild_dedupe(key)
         await self.service.serve(key)
@@ -394,3 +481,5 @@ class ClusterNode:
         if not is_job and graceful:
             await self.service.stop(key)
             self.store.unfence(key)
+        if not is_job:
+            self.mirror.forget(key)

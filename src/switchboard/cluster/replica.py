@@ -1,12 +1,14 @@
 """The channels of connectors owned by other instances, kept in the local registry.
 
 An agent names channels through its own instance's registry, whoever runs the connector.
-The owner answers a ``channels`` request with the descriptors it holds, and announces
-``inval.channels:<server>`` whenever its registrations change; every other instance then
-fetches them again (also whenever the connector's owner changes). Only the router hears of
-such a change here: the lifecycle of a channel is its owner's business, so no registration
-event is emitted for a replica. Before this instance starts a connector it drops the
-replica, so the connector's own registration replaces it.
+The owner writes its connector's registrations into the PostgreSQL mirror
+(:mod:`switchboard.cluster.pg.channels`) whenever they change; every other instance reads the
+mirror again when it hears ``inval.channels:<server>``, when the ``channels:<server>`` version
+row moved (polled every second), and when the connector's owner changes, and holds what it
+read here. Only the router hears of such a change here: the lifecycle of a channel is its
+owner's business, so no registration event is emitted for a replica. A connector nobody owns
+has no replica (nothing of it is offered as a place to publish), and before this instance
+starts a connector it drops the replica, so the connector's own registration replaces it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,7 @@ import structlog
 from pydantic import TypeAdapter, ValidationError
 
 from switchboard.channels import ChannelRegistry
-from switchboard.cluster.rpc import RemoteOwner
 from switchboard.protocol.channel_messages import ChannelDescriptor
-from switchboard.transport.errors import TransportError
 
 __all__ = ["ChannelReplica", "descriptor_dict"]
 
@@ -53,41 +53,53 @@ class ChannelReplica:
     def __init__(self, registry: ChannelRegistry, changed: Callable[[str], None]) -> None:
         self.registry = registry
         self._changed = changed
-        self.fetches = 0
-        self.fetch_failures = 0
+        #: What each replica was last read as (channel id → wire descriptor): the next read
+        #: changes only what differs.
+        self._held: dict[str, dict[str, dict[str, Any]]] = {}
 
     def local(self, server_id: str) -> list[dict[str, Any]]:
-        """The descriptors this instance holds for ``server_id`` (what its owner answers,
-        with how the connector stands)."""
+        """The descriptors this instance holds for ``server_id`` (what its owner mirrors)."""
         return [descriptor_dict(e.descriptor) for e in self.registry.server_entries(server_id)]
 
     def drop(self, server_id: str) -> None:
         """Forget the replica of ``server_id`` (nobody owns it, or this instance will)."""
+        self._held.pop(server_id, None)
         if self.registry.server_size(server_id):
             self.registry.remove_server(server_id)
             self._changed(server_id)
 
-    async def refresh(self, remote: RemoteOwner) -> int | None:
-        """Fetch ``remote``'s channels from its owner and hold them instead of the old ones;
-        the owner's ``channels_version`` they are (None: not fetched, try again later)."""
-        sid = remote.server_id
-        if remote.owner_instance is None:
-            self.drop(sid)
-            return 0
-        instance = remote.owner_instance
+    def hold(self, server_id: str, raw: list[dict[str, Any]]) -> bool:
+        """Hold ``raw`` (the mirror's descriptors of ``server_id``) instead of the old ones;
+        False when they do not read as descriptors (the old ones are kept).
+
+        Only what differs from the last read is changed in the registry: one channel added
+        among 10,000 costs one registration here, not 10,000.
+        """
+        wanted = {str(d.get("id")): d for d in raw}
+        before = self._held.get(server_id)
         try:
-            raw = await remote.ask("channels", {}, remote.config.request_timeout)
-            descriptors = _DESCRIPTORS.validate_python(raw["channels"])
-        except (TransportError, ValidationError, KeyError, TypeError) as exc:
-            # Kept as they were; the node tries again at its next tick.
-            self.fetch_failures += 1
-            log.debug("cluster.channels_fetch_failed", server_id=sid, error=str(exc))
-            return None
-        self.fetches += 1
-        if remote.owner_instance == instance:
-            # How it stands now: fresher than the owner's last heartbeat.
-            remote.update(instance, raw.get("owner"), int(raw.get("beat", 0)))
-        self.registry.remove_server(sid)
-        self.registry.register(sid, descriptors)
-        self._changed(sid)
-        return int(raw.get("channels_version", 0))
+            if before is not None and self.registry.server_size(server_id) == len(before):
+                added = [d for cid, d in wanted.items() if cid not in before]
+                updated = [d for cid, d in wanted.items() if cid in before and before[cid] != d]
+                removed = [cid for cid in before if cid not in wanted]
+                if not (added or updated or removed):
+                    return True
+                self.registry.change(
+                    server_id,
+                    added=_DESCRIPTORS.validate_python(added),
+                    removed=removed,
+                    updated=_DESCRIPTORS.validate_python(updated),
+                )
+            else:
+                descriptors = _DESCRIPTORS.validate_python(raw)
+                if not descriptors and not self.registry.server_size(server_id):
+                    self._held[server_id] = wanted
+                    return True
+                self.registry.remove_server(server_id)
+                self.registry.register(server_id, descriptors)
+        except ValidationError as exc:
+            log.warning("cluster.channels_unreadable", server_id=server_id, error=str(exc))
+            return False
+        self._held[server_id] = wanted
+        self._changed(server_id)
+        return True

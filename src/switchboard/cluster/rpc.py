@@ -9,7 +9,8 @@ certain is said: NATS down or "no responders" means nothing was sent (a publish 
 ``server-gone``, anything else ``LinkClosedError``); a timeout means it may have been handled
 (``unknown``, ``RequestTimeoutError``). A publish is never retried. A request carries its
 deadline, and an owner drops one that arrives after it (it was already answered ``unknown``).
-How a remote connector stands (state, grant, tools) comes with each owner's heartbeat.
+How a remote connector stands (state, grant, tools) comes with each owner's heartbeat; its
+channels come from the PostgreSQL mirror (:mod:`switchboard.cluster.replica`), not from here.
 """
 
 from __future__ import annotations
@@ -129,11 +130,9 @@ class OwnerService:
         self,
         bus: ClusterBus,
         owners: Callable[[str], ConnectorOwner | None],
-        channels: Callable[[str], dict[str, Any]] | None = None,
     ) -> None:
         self.bus = bus
         self._owners = owners
-        self._channels = channels
         self._handles: dict[str, int] = {}
         self._group: anyio.abc.TaskGroup | None = None
         self.served = 0
@@ -219,8 +218,6 @@ class OwnerService:
             return await owner.before_inference(args["params"], float(args["within"]))
         if op == "tool":
             return await owner.tools.call(args["name"], args["arguments"])
-        if op == "channels" and self._channels is not None:
-            return self._channels(owner.server_id)
         raise RpcError(-32601, f"no such cluster request {op!r}")
 
 

@@ -98,6 +98,11 @@ class ClusterStatus:
                 "head_polls": node.head.polls,
                 "rpc_served": node.service.served,
                 "rpc_dropped_late": node.service.dropped_late,
+                "channel_mirror_writes": node.mirror_writes,
+                "channel_mirror_write_failures": node.mirror_failures,
+                "channel_mirror_fenced": node.mirror.fenced,
+                "channel_mirror_reads": node.mirror_reads,
+                "channel_mirror_read_failures": node.mirror_read_failures,
             },
             "nats": {
                 "url": node.cluster.nats_url,
