@@ -3,27 +3,43 @@
 Transports attach and detach sessions; an agent with at least one is online in the directory,
 and every request it makes touches its last-seen (docs/agents.md, "Identities").
 
-What it deliberately does not know: MCP, HTTP, stdio, and what an attach means to mail or
-lifetimes (they watch it).
+In a cluster the directory's online flag is the cluster's word, not one instance's: the
+counts go to a :class:`SharedPresence` (injected by cluster mode), which marks the directory.
+
+What it deliberately does not know: MCP, HTTP, stdio, other instances, and what an attach means
+to mail or lifetimes (they watch it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 import structlog
 
 from switchboard.agents.roster.roster import Roster
 from switchboard.directory import DirectoryError, DirectoryStore, InvalidName, NotFound
 
-__all__ = ["TOUCH_WRITE_EVERY", "Attachments"]
+__all__ = ["TOUCH_WRITE_EVERY", "Attachments", "SharedPresence"]
 
 log = structlog.get_logger(__name__)
 
 #: Seconds between two last-seen writes a :meth:`Attachments.touch` makes for one agent.
 TOUCH_WRITE_EVERY: Final = 5.0
+
+
+class SharedPresence(Protocol):
+    """Where an instance of a cluster shares its agents' session counts; it keeps the
+    directory's online flag as the whole cluster has it (an agent is online while any live
+    instance has a session of it)."""
+
+    def counted(self, handle: str, count: int) -> None:
+        """This instance now has ``count`` sessions of the agent ``handle`` (``@name``).
+
+        Called on the event loop at every attach and detach: it must not block.
+        """
+        ...
 
 
 class Attachments:
@@ -60,6 +76,7 @@ class Attachments:
         "_gone",
         "_listeners",
         "_roster",
+        "_shared",
         "_touch_every",
         "_written",
     )
@@ -81,6 +98,12 @@ class Attachments:
         self._written: dict[str, float] = {}
         self._listeners: list[Callable[[str], None]] = []
         self._gone: list[Callable[[str], None]] = []
+        self._shared: SharedPresence | None = None
+
+    def share(self, shared: SharedPresence) -> None:
+        """From now, tell ``shared`` every count instead of marking the directory here (cluster
+        mode; call before any session attaches)."""
+        self._shared = shared
 
     def attach(self, name: str) -> None:
         """A session of agent ``name`` started: count it, mark the agent online, tell listeners."""
@@ -89,7 +112,10 @@ class Attachments:
         self._counts[name] = self._counts.get(name, 0) + 1
         self._active[name] = now
         self._written[name] = now
-        self._mark(name, online=True)
+        if self._shared is not None:
+            self._shared.counted(self._handle(name), self._counts[name])
+        else:
+            self._mark(name, online=True)
         log.debug("agent_attached", agent=name, sessions=self._counts[name])
         for listener in list(self._listeners):
             try:
@@ -104,11 +130,14 @@ class Attachments:
         left = max(self._counts.get(name, 0) - 1, 0)
         self._active[name] = now
         self._written[name] = now
+        if self._shared is not None:
+            self._shared.counted(self._handle(name), left)
         if left:
             self._counts[name] = left
         else:
             self._counts.pop(name, None)
-            self._mark(name, online=False)
+            if self._shared is None:
+                self._mark(name, online=False)
             for listener in list(self._gone):
                 try:
                     listener(name)
@@ -152,9 +181,12 @@ class Attachments:
     def _mark(self, name: str, *, online: bool) -> None:
         self._write(name, lambda handle: self._directory.set_online(handle, online, force=True))
 
-    def _write(self, name: str, write: Callable[[str], object]) -> None:
+    def _handle(self, name: str) -> str:
         identity = self._roster.get(name)
-        handle = identity.handle if identity is not None else f"@{name}"
+        return identity.handle if identity is not None else f"@{name}"
+
+    def _write(self, name: str, write: Callable[[str], object]) -> None:
+        handle = self._handle(name)
         try:
             write(handle)
         except (NotFound, InvalidName):
