@@ -63,6 +63,20 @@ async def session(url: str, token: str) -> AsyncIterator[Client]:
         yield client
 
 
+def idle_ttl(cluster: Cluster, seconds: float) -> None:
+    """Give ``@watcher`` an ``idle_ttl`` on every instance."""
+    for instance in cluster.instances.values():
+        token = f'token = "{WATCHER}"\n'
+        text = instance.config.read_text()
+        instance.config.write_text(text.replace(token, token + f"idle_ttl = {seconds}\n"))
+
+
+async def listed(observer: Client, address: str = "@watcher") -> bool:
+    """Whether ``address`` is in the directory (an agent that ended is not)."""
+    result = await observer.call_tool("directory_lookup", {"address": address})
+    return not result.is_error
+
+
 async def online(observer: Client, address: str = "@watcher") -> bool:
     """Whether ``address`` is online, as the directory tells an agent."""
     result = await observer.call_tool("directory_lookup", {"address": address})
@@ -182,3 +196,32 @@ async def test_a_graceful_stop_removes_the_instances_rows_and_its_agents_go_offl
         # At once: no lease_ttl to wait for.
         assert not [key for key in rows(cluster) if key[1] == "sb-2"]
         assert not await online(observer)
+
+
+async def test_an_agent_attached_only_where_lifetimes_do_not_run_is_not_ended_as_idle(
+    cluster: Cluster,
+) -> None:
+    idle = 3.0
+    idle_ttl(cluster, idle)
+    await _up(cluster)
+    job = await eventually(
+        lambda: cluster.leases().get("@job:lifetimes", (None,))[0], 30, "lifetimes placed"
+    )
+    elsewhere = next(n for n in cluster.names if n != job)
+    async with session(cluster.instances[job].url, OBSERVER) as observer:
+        async with held(cluster.instances[elsewhere].url, WATCHER):
+            await eventually_async(lambda: online(observer), 10, "@watcher online")
+            # Well past its idle_ttl, attached (but silent) on the instance without the job.
+            until = now() + idle + 2 * TTL
+            while now() < until:
+                assert await listed(observer), "ended as idle while attached elsewhere"
+                await anyio.sleep(0.2)
+        detached = now()
+        await eventually_async(
+            lambda: _gone(observer), idle + 4 * TTL, "@watcher ended once detached"
+        )
+        assert now() - detached >= idle - 0.5
+
+
+async def _gone(observer: Client) -> bool:
+    return not await listed(observer)

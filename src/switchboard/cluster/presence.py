@@ -23,6 +23,10 @@ zero for it.
   ``10 × ttl`` are deleted (after its agents' flags were corrected); an instance that was only
   paused that long writes its rows again at its next sweep, which also writes back anything a
   failed write left out.
+- **What the others have** is read at each sweep (:meth:`ClusterPresence.attached`, and
+  :meth:`ClusterPresence.seen`: the directory's last-seen, which every instance writes on
+  attach, detach and at most every 5 s of activity): the lifetimes job, which runs on one
+  instance, does not end an agent as idle while it is attached to, or active on, another.
 - **Restart under the same instance id** deletes that id's rows before anything is counted, so
   a session of the previous run is never counted twice. **A graceful stop**
   (:meth:`ClusterPresence.retire`) deletes this instance's rows and corrects the flags at once.
@@ -87,6 +91,18 @@ RETURNING d.address, d.online
 
 _WITH_ROWS: Final = "SELECT DISTINCT agent FROM attachments"
 
+#: The directory's last-seen of every agent with rows (or attached at the last look), and
+#: whether it has a session on a live instance.
+_ATTACHED: Final = """
+SELECT d.address, d.last_seen, EXISTS (
+    SELECT 1 FROM attachments a JOIN instances i ON i.id = a.instance
+    WHERE a.agent = d.address AND a.count > 0
+      AND i.heartbeat_at > now() - make_interval(secs => %(ttl)s)
+)
+FROM directory_entries d
+WHERE d.address = ANY(%(before)s::text[]) OR d.address IN (SELECT agent FROM attachments)
+"""
+
 _FORGET: Final = (
     "DELETE FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM instances i"
     " WHERE i.id = a.instance AND i.heartbeat_at > now() - make_interval(secs => %(after)s))"
@@ -127,6 +143,10 @@ class ClusterPresence:
         #: This instance's sessions per agent now, and what changed since the last write.
         self._counts: dict[str, int] = {}
         self._pending: dict[str, int] = {}
+        #: What the last sweep found attached on a live instance, and each agent's last-seen
+        #: in the directory then (written by every instance, at most every 5 s per agent).
+        self._attached: frozenset[str] = frozenset()
+        self._seen: dict[str, float] = {}
         self._wake = anyio.Event()
         self._retired = False
         self._lock = anyio.Lock()
@@ -205,6 +225,16 @@ class ClusterPresence:
         if conn is not None:
             await conn.close()
 
+    def attached(self, handle: str) -> bool:
+        """Whether ``handle`` has a session here, or had one on a live instance at the last
+        sweep."""
+        return handle in self._counts or handle in self._attached
+
+    def seen(self, handle: str) -> float | None:
+        """``handle``'s last-seen in the directory at the last sweep that looked at it (its
+        attaches, detaches and activity on any instance); None: not looked at."""
+        return self._seen.get(handle)
+
     @property
     def retired(self) -> bool:
         """Whether :meth:`retire` was called (nothing more is written)."""
@@ -267,6 +297,10 @@ class ClusterPresence:
         agents.update(row[0] for row in await cur.fetchall())
         await self._flag(conn, agents)
         await conn.execute(_FORGET, {"after": self.ttl * FORGET_AFTER_TTLS})
+        cur = await conn.execute(_ATTACHED, {"ttl": self.ttl, "before": list(self._attached)})
+        found = await cur.fetchall()
+        self._attached = frozenset(row[0] for row in found if row[2])
+        self._seen.update((row[0], float(row[1])) for row in found)
 
     async def _retire(self, conn: psycopg.AsyncConnection[Any]) -> None:
         cur = await conn.execute(

@@ -41,6 +41,47 @@ class SharedPresence(Protocol):
         """
         ...
 
+    def attached(self, handle: str) -> bool:
+        """Whether the last look at the cluster found a session of ``handle`` on a live
+        instance (this one included)."""
+        ...
+
+    def seen(self, handle: str) -> float | None:
+        """When (Unix seconds) ``handle`` last attached, detached or did something on any
+        instance, as last looked up; None: not known."""
+        ...
+
+
+class _Anywhere:
+    """The attachments as the whole cluster has them, for what must not act on one instance's
+    view (an agent attached elsewhere is not idle). Without a shared presence it is exactly the
+    local view."""
+
+    __slots__ = ("_local",)
+
+    def __init__(self, local: Attachments) -> None:
+        self._local = local
+
+    def count(self, name: str) -> int:
+        local = self._local
+        n = local.count(name)
+        shared = local._shared
+        if n or shared is None:
+            return n
+        # Attached elsewhere: at least one session, which is all a reader of this view asks.
+        return int(shared.attached(local._handle(_key(name))))
+
+    def last_active(self, name: str) -> float | None:
+        local = self._local
+        active = local.last_active(name)
+        shared = local._shared
+        if shared is None:
+            return active
+        seen = shared.seen(local._handle(_key(name)))
+        if seen is None or (active is not None and active >= seen):
+            return active
+        return seen
+
 
 class Attachments:
     """Counts each agent's sessions and keeps its directory entry's presence (module docstring).
@@ -169,6 +210,13 @@ class Attachments:
     def attached(self) -> list[str]:
         """The names of the agents with at least one session attached, sorted."""
         return sorted(self._counts)
+
+    @property
+    def anywhere(self) -> _Anywhere:
+        """These attachments as the whole cluster has them (``count`` and ``last_active``
+        count sessions on other instances too); without a shared presence, the same as
+        these."""
+        return _Anywhere(self)
 
     def watch(self, listener: Callable[[str], None]) -> None:
         """Tell ``listener`` the agent's name on every :meth:`attach`."""
