@@ -121,8 +121,10 @@ async def cluster_started(
             # from now on, so the sooner their next owners start them, the shorter the gap.
             await board.stopping.wait()
             with anyio.CancelScope(shield=True):
-                await presence.retire()
-                await node.keeper.hand_over_all()
+                # Side by side: a slow database must not delay the handover.
+                async with anyio.create_task_group() as both:
+                    both.start_soon(presence.retire)
+                    both.start_soon(node.keeper.hand_over_all)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(partial(board.run, connectors=False, singletons=False))
