@@ -235,7 +235,8 @@ class Switchboard:
             directory=self.directory,
             desks=self.desks,
             mail=self.mail,
-            attachments=self.attachments,
+            # An agent attached to another instance of a cluster is not idle here.
+            attachments=self.attachments.anywhere,
             records=(
                 lifetime_records
                 if lifetime_records is not None

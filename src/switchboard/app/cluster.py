@@ -20,6 +20,7 @@ from switchboard.app.stores import open_stores
 from switchboard.cluster.node import ClusterNode, NodeParts
 from switchboard.cluster.pg.leaves import PgChannelLeaves
 from switchboard.cluster.pg.message_store import PgMessageStore
+from switchboard.cluster.presence import ClusterPresence
 from switchboard.cluster.replica import ChannelReplica
 from switchboard.cluster.view import ClusterStatus
 from switchboard.config import Config
@@ -96,6 +97,9 @@ async def cluster_started(
             owners_view=node.owners,
             cluster_view=ClusterStatus(node),
         )
+        # The directory's online flag is the cluster's word: every instance's session counts.
+        presence = ClusterPresence(url, cluster.instance_id, cluster.lease_ttl)
+        board.attachments.share(presence)
         await board.restore()
         parts = NodeParts(
             supervise=board.supervisor.supervise,
@@ -117,17 +121,22 @@ async def cluster_started(
             # from now on, so the sooner their next owners start them, the shorter the gap.
             await board.stopping.wait()
             with anyio.CancelScope(shield=True):
-                await node.keeper.hand_over_all()
+                # Side by side: a slow database must not delay the handover.
+                async with anyio.create_task_group() as both:
+                    both.start_soon(presence.retire)
+                    both.start_soon(node.keeper.hand_over_all)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(partial(board.run, connectors=False, singletons=False))
             await tg.start(node.run, parts)
+            tg.start_soon(presence.run)
             tg.start_soon(hand_over_when_stopping)
             try:
                 yield board
             finally:
                 board.begin_stopping()
                 with anyio.CancelScope(shield=True):
+                    await presence.retire()
                     # Each connector drains and its lease is let go, so the next owner starts
                     # it at once instead of waiting for the lease to expire.
                     await node.keeper.hand_over_all()

@@ -3,27 +3,84 @@
 Transports attach and detach sessions; an agent with at least one is online in the directory,
 and every request it makes touches its last-seen (docs/agents.md, "Identities").
 
-What it deliberately does not know: MCP, HTTP, stdio, and what an attach means to mail or
-lifetimes (they watch it).
+In a cluster the directory's online flag is the cluster's word, not one instance's: the
+counts go to a :class:`SharedPresence` (injected by cluster mode), which marks the directory.
+
+What it deliberately does not know: MCP, HTTP, stdio, other instances, and what an attach means
+to mail or lifetimes (they watch it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 import structlog
 
 from switchboard.agents.roster.roster import Roster
 from switchboard.directory import DirectoryError, DirectoryStore, InvalidName, NotFound
 
-__all__ = ["TOUCH_WRITE_EVERY", "Attachments"]
+__all__ = ["TOUCH_WRITE_EVERY", "Attachments", "SharedPresence"]
 
 log = structlog.get_logger(__name__)
 
 #: Seconds between two last-seen writes a :meth:`Attachments.touch` makes for one agent.
 TOUCH_WRITE_EVERY: Final = 5.0
+
+
+class SharedPresence(Protocol):
+    """Where an instance of a cluster shares its agents' session counts; it keeps the
+    directory's online flag as the whole cluster has it (an agent is online while any live
+    instance has a session of it)."""
+
+    def counted(self, handle: str, count: int) -> None:
+        """This instance now has ``count`` sessions of the agent ``handle`` (``@name``).
+
+        Called on the event loop at every attach and detach: it must not block.
+        """
+        ...
+
+    def attached(self, handle: str) -> bool:
+        """Whether the last look at the cluster found a session of ``handle`` on a live
+        instance (this one included)."""
+        ...
+
+    def seen(self, handle: str) -> float | None:
+        """When (Unix seconds) ``handle`` last attached, detached or did something on any
+        instance, as last looked up; None: not known."""
+        ...
+
+
+class _Anywhere:
+    """The attachments as the whole cluster has them, for what must not act on one instance's
+    view (an agent attached elsewhere is not idle). Without a shared presence it is exactly the
+    local view."""
+
+    __slots__ = ("_local",)
+
+    def __init__(self, local: Attachments) -> None:
+        self._local = local
+
+    def count(self, name: str) -> int:
+        local = self._local
+        n = local.count(name)
+        shared = local._shared
+        if n or shared is None:
+            return n
+        # Attached elsewhere: at least one session, which is all a reader of this view asks.
+        return int(shared.attached(local._handle(_key(name))))
+
+    def last_active(self, name: str) -> float | None:
+        local = self._local
+        active = local.last_active(name)
+        shared = local._shared
+        if shared is None:
+            return active
+        seen = shared.seen(local._handle(_key(name)))
+        if seen is None or (active is not None and active >= seen):
+            return active
+        return seen
 
 
 class Attachments:
@@ -60,6 +117,7 @@ class Attachments:
         "_gone",
         "_listeners",
         "_roster",
+        "_shared",
         "_touch_every",
         "_written",
     )
@@ -81,6 +139,12 @@ class Attachments:
         self._written: dict[str, float] = {}
         self._listeners: list[Callable[[str], None]] = []
         self._gone: list[Callable[[str], None]] = []
+        self._shared: SharedPresence | None = None
+
+    def share(self, shared: SharedPresence) -> None:
+        """From now, tell ``shared`` every count instead of marking the directory here (cluster
+        mode; call before any session attaches)."""
+        self._shared = shared
 
     def attach(self, name: str) -> None:
         """A session of agent ``name`` started: count it, mark the agent online, tell listeners."""
@@ -89,7 +153,10 @@ class Attachments:
         self._counts[name] = self._counts.get(name, 0) + 1
         self._active[name] = now
         self._written[name] = now
-        self._mark(name, online=True)
+        if self._shared is not None:
+            self._shared.counted(self._handle(name), self._counts[name])
+        else:
+            self._mark(name, online=True)
         log.debug("agent_attached", agent=name, sessions=self._counts[name])
         for listener in list(self._listeners):
             try:
@@ -104,11 +171,14 @@ class Attachments:
         left = max(self._counts.get(name, 0) - 1, 0)
         self._active[name] = now
         self._written[name] = now
+        if self._shared is not None:
+            self._shared.counted(self._handle(name), left)
         if left:
             self._counts[name] = left
         else:
             self._counts.pop(name, None)
-            self._mark(name, online=False)
+            if self._shared is None:
+                self._mark(name, online=False)
             for listener in list(self._gone):
                 try:
                     listener(name)
@@ -141,6 +211,13 @@ class Attachments:
         """The names of the agents with at least one session attached, sorted."""
         return sorted(self._counts)
 
+    @property
+    def anywhere(self) -> _Anywhere:
+        """These attachments as the whole cluster has them (``count`` and ``last_active``
+        count sessions on other instances too); without a shared presence, the same as
+        these."""
+        return _Anywhere(self)
+
     def watch(self, listener: Callable[[str], None]) -> None:
         """Tell ``listener`` the agent's name on every :meth:`attach`."""
         self._listeners.append(listener)
@@ -152,9 +229,12 @@ class Attachments:
     def _mark(self, name: str, *, online: bool) -> None:
         self._write(name, lambda handle: self._directory.set_online(handle, online, force=True))
 
-    def _write(self, name: str, write: Callable[[str], object]) -> None:
+    def _handle(self, name: str) -> str:
         identity = self._roster.get(name)
-        handle = identity.handle if identity is not None else f"@{name}"
+        return identity.handle if identity is not None else f"@{name}"
+
+    def _write(self, name: str, write: Callable[[str], object]) -> None:
+        handle = self._handle(name)
         try:
             write(handle)
         except (NotFound, InvalidName):
