@@ -7,6 +7,7 @@ back.
 
 from __future__ import annotations
 
+import dataclasses
 import string
 from collections.abc import Sequence
 from pathlib import Path
@@ -230,6 +231,55 @@ def test_leaving_a_channel_stops_its_traffic_but_never_routes_it_to_nobody(
         assert who not in targets
     assert router.rejoin(who, ref)
     assert who in router.targets(m)
+
+
+WIRE_TEXTS = st.one_of(
+    st.text(max_size=12),
+    st.builds(lambda a, b: f"{a} @{b}", st.text(max_size=6), NAMES),
+    st.sampled_from(["<@42>", "hi <@42>!", "@resident", "mail me@x.com", ""]),
+)
+
+
+@given(
+    ROSTERS,
+    st.integers(0, 4),
+    st.booleans(),
+    st.lists(
+        st.tuples(
+            st.sampled_from([*ROOMS, "nowhere", ""]),
+            st.lists(WIRE_TEXTS, max_size=2),
+            st.sampled_from([None, {}, {"mentions": ["<@42>"]}, {"mentions": [{"handle": "w"}]}]),
+        ),
+        max_size=6,
+    ),
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from(ROOMS)), max_size=2),
+)
+def test_the_batch_form_of_wire_routing_agrees_with_routing_one_message_at_a_time(
+    drawn: list[tuple[str, str | None, bool]],
+    default: int,
+    platform: bool,
+    messages: list[tuple[str, list[str], dict[str, Any] | None]],
+    leaves: list[tuple[int, str]],
+) -> None:
+    identities = roster_from(drawn, default)
+    if platform:
+        identities[0] = dataclasses.replace(identities[0], mentions=("<@42>",))
+    router = router_of(identities)
+    for who, room in leaves:
+        router.leave(identities[who % len(identities)].name, ChannelRef("s1", room))
+    wire = [
+        {
+            "channelId": room,
+            "content": [{"type": "text", "text": t} for t in texts],
+            **({} if meta is None else {"metadata": meta}),
+        }
+        for room, texts, meta in messages
+    ]
+    for name in [i.name for i in identities] + ["outsider"]:
+        for server in ("s1", "s2", MAIL_SERVER):
+            reader = router.wire_reader(name, server)
+            for m in wire:
+                assert reader(m) == router.routes_wire(name, server, m)
 
 
 def test_a_home_is_resolved_again_when_its_channel_is_registered_later() -> None:

@@ -280,7 +280,41 @@ class Router:
             channel_id = str(m.get("channelId") or "")
             return agent in targets(view, server_id, channel_id, text, m.get("metadata"))
 
-        return routes
+        if agent in view.untargeted or any(agent in n for n in view.platform_names.values()):
+            return routes
+        # An agent that takes no untargeted traffic and has no platform mention string is
+        # routed a message only in its home or when named: most messages an instance reads
+        # back are neither, and are passed over without their text being joined.
+        homes = {
+            ref.channel_id
+            for ref, names in view.homes.items()
+            if ref.server_id == server_id and agent in names
+        }
+        qualified = f"{server_id}:"
+        for name, names in view.home_names.items():
+            if agent in names:
+                homes.add(name)
+                if name.startswith(qualified):
+                    homes.add(name[len(qualified) :])
+
+        def maybe(m: Mapping[str, Any]) -> bool:
+            if str(m.get("channelId") or "") in homes:
+                return routes(m)
+            meta = m.get("metadata")
+            if isinstance(meta, Mapping) and meta.get("mentions"):
+                return routes(m)
+            content = m.get("content")
+            if isinstance(content, list):
+                for block in content:
+                    if (
+                        isinstance(block, Mapping)
+                        and block.get("type") == "text"
+                        and "@" in str(block.get("text", ""))
+                    ):
+                        return routes(m)
+            return False
+
+        return maybe
 
     def routes_wire(self, agent: str, server_id: str, message: Mapping[str, Any]) -> bool:
         """Whether a wire message of ``server_id`` (as ``MessagesAccepted`` and

@@ -284,7 +284,8 @@ class InboxWatchers:
         router = self._router
         for watch in self._watches:
             agent = watch.agent
-            routed = (m for m in messages if router.routes_wire(agent, sid, m))
+            routes = router.wire_reader(agent, sid)
+            routed = (m for m in messages if routes(m))
             if watch.details is not None and not watch.details():
                 # Only *that* something arrived is wanted: stop at the first message.
                 if router.routes_every(agent, sid):
