@@ -98,9 +98,16 @@ class Run:
     """One cluster on a fresh database: instances, their connectors, the platform files."""
 
     def __init__(
-        self, folder: Path, connectors: int, rate: float, batch: int, bystander: bool = False
+        self,
+        folder: Path,
+        connectors: int,
+        rate: float,
+        batch: int,
+        bystander: bool = False,
+        head_interval: float | None = None,
     ) -> None:
         self.folder = folder
+        self.head_interval = head_interval
         self.bystander = bystander
         self.name = f"sbbench_{uuid.uuid4().hex[:12]}"
         with psycopg.connect(ADMIN, autocommit=True) as conn:
@@ -120,6 +127,8 @@ class Run:
         text = f'log_level = "WARNING"\n[store]\nbackend = "postgres"\nurl = {q(self.url)}\n'
         text += f"[cluster]\nnats_url = {q(NATS)}\ninstance_id = {q(name)}\nlease_ttl = 3.0\n"
         text += f"subject_prefix = {q(self.prefix)}\n"
+        if self.head_interval is not None:
+            text += f"head_interval = {self.head_interval}\n"
         text += f'[agent]\ntransport = "http"\nhost = "127.0.0.1"\nport = {port}\n'
         text += f"[status]\ntoken = {q(STATUS_TOKEN)}\n"
         text += f'[[agents]]\nhandle = "@reader"\ntoken = {q(TOKEN)}\n'
@@ -243,9 +252,12 @@ async def measure(
     tail: bool,
     pinned: bool,
     tail_agent: str = "recipient",
+    head_interval: float | None = None,
 ) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="bench_cluster_"))
-    run = Run(folder, n, rate, batch, bystander=tail_agent == "bystander")
+    run = Run(
+        folder, n, rate, batch, bystander=tail_agent == "bystander", head_interval=head_interval
+    )
     try:
         names = [f"sb-{i + 1}" for i in range(n)]
         for i, name in enumerate(names):
@@ -346,6 +358,12 @@ async def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--idle-tail", action="store_true", help="the same as --tail-agent none")
     parser.add_argument(
+        "--head-interval",
+        type=float,
+        default=None,
+        help="[cluster] head_interval of every instance (default: the config's default)",
+    )
+    parser.add_argument(
         "--batched",
         type=int,
         default=10,
@@ -381,6 +399,7 @@ async def main(argv: Sequence[str] | None = None) -> None:
                 tail=True,
                 pinned=False,
                 tail_agent=tail_agent,
+                head_interval=args.head_interval,
             )
             rows.append(row)
             print(

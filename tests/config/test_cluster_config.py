@@ -48,6 +48,22 @@ def test_a_cluster_section_takes_its_defaults_and_expands_variables(tmp_path: Pa
     assert config.cluster.lease_ttl == 10.0
     assert config.cluster.subject_prefix == "sb"
     assert config.cluster.instance_id  # hostname-pid by default
+    assert config.cluster.head_interval == 0.05
+
+
+@pytest.mark.parametrize(("given", "seconds"), [("0", 0.0), ("0.25", 0.25), ('"200ms"', None)])
+def test_the_head_interval_is_a_duration_or_zero(
+    tmp_path: Path, given: str, seconds: float | None
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(POSTGRES + f"[cluster]\nhead_interval = {given}\n")
+    if seconds is None:
+        with pytest.raises(ConfigError, match="head_interval"):
+            load_config(path)
+    else:
+        config = load_config(path)
+        assert config.cluster is not None
+        assert config.cluster.head_interval == seconds
 
 
 @pytest.mark.parametrize(
@@ -61,6 +77,8 @@ def test_a_cluster_section_takes_its_defaults_and_expands_variables(tmp_path: Pa
         (POSTGRES + '[cluster]\nnats_url = "http://x"\n', "must be a nats:// URL"),
         (POSTGRES + '[cluster]\ninstance_id = "a b"\n', "instance_id"),
         (POSTGRES + "[cluster]\nlease_ttl = 0\n", "positive"),
+        (POSTGRES + "[cluster]\nhead_interval = 6\n", "head_interval"),
+        (POSTGRES + "[cluster]\nhead_interval = -1\n", "positive"),
     ],
 )
 def test_a_cluster_mistake_is_refused_with_what_to_do(

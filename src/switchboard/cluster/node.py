@@ -141,7 +141,9 @@ class ClusterNode:
         self.me = cluster.instance_id
         self.store = store
         self.configs = {c.id: c for c in connectors}
-        self.bus = ClusterBus(cluster.nats_url, cluster.subject_prefix, self.me)
+        self.bus = ClusterBus(
+            cluster.nats_url, cluster.subject_prefix, self.me, coalesce=cluster.head_interval
+        )
         self.table = LeaseTable(database_url, self.me, cluster.lease_ttl)
         self.remote = {c.id: RemoteOwner(c, self.bus) for c in connectors}
         self.service = OwnerService(self.bus, self._local_owner)
@@ -157,7 +159,9 @@ class ClusterNode:
             on_tick=self._ticked,
             on_release=self._released,
         )
-        self.head = HeadFollower(store, self.bus, interval=poll_interval)
+        self.head = HeadFollower(
+            store, self.bus, interval=poll_interval, coalesce=cluster.head_interval
+        )
         self._parts: NodeParts | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._running: dict[str, tuple[anyio.CancelScope, anyio.Event]] = {}

@@ -130,12 +130,28 @@ class ClusterConfig(Strict):
     lease_ttl: float = Field(
         default=5.0, description="seconds a connector lease lasts unless renewed"
     )
+    head_interval: float = Field(
+        default=0.05,
+        ge=0.0,
+        le=5.0,
+        description="seconds between two head announcements of one instance, and between two "
+        "reads of other instances' commits for this instance's agents, at most: longer costs "
+        "less per message and delays a push to an agent on another instance by up to as much",
+    )
     subject_prefix: str = Field(
         default="sb",
         min_length=1,
         pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$",
         description="NATS subjects are <subject_prefix>.<...>; one per deployment",
     )
+
+    @field_validator("head_interval", mode="before")
+    @classmethod
+    def _interval(cls, value: object) -> object:
+        # 0 is a choice here (announce every commit, read at once), not a mistake.
+        if not isinstance(value, bool) and isinstance(value, int | float) and value == 0:
+            return 0.0
+        return parse_duration(value)
 
     @field_validator("lease_ttl", mode="before")
     @classmethod
