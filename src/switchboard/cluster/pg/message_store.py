@@ -481,6 +481,25 @@ class PgMessageStore:
             raise _storage_error(exc, f"read the messages of {server_id!r}") from exc
         return highest_numbers_in(bytes(body) for (body,) in rows)
 
+    async def maintain(
+        self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], doing: str
+    ) -> T:
+        """Run ``work`` with a connection of the read pool (autocommit: it opens its own
+        transactions) and return what it returns: retention's deletes
+        (:mod:`switchboard.cluster.pg.retention`). Unlike SQLite's, it does not queue behind
+        the writer: deleting old rows takes no lock a commit of new rows waits for.
+
+        Raises:
+            StoreError: the database refused (``doing`` says what was being done).
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        try:
+            async with self._pool.connection() as conn:
+                return await work(conn)
+        except psycopg.Error as exc:
+            raise _storage_error(exc, doing) from exc
+
     # -- the cluster's part -------------------------------------------------------------------
 
     def fence(self, server_id: str, epoch: int) -> None:
