@@ -60,15 +60,17 @@ def retention_task(
     *,
     clock: Callable[[], float] = time.time,
     cluster: bool = False,
+    keep_newest: int | None = None,
 ) -> Retention | None:
     """The retention of ``store``'s backend under ``[store]``'s policy; None for a store
     without retention. On PostgreSQL only when a policy is set (the cluster extra is imported
     then only), and in cluster mode (``cluster``) every shared cursor row holds the floor too
-    (an agent served by another instance is not in this one's roster)."""
+    (an agent served by another instance is not in this one's roster). The newest
+    ``keep_newest`` messages always stay: by default the store's duplicate window."""
+    kept = store.dedupe_window if keep_newest is None else keep_newest
+    policy = retention_policy(config, keep_newest=kept)
     if isinstance(store, MessageStore):
-        policy = retention_policy(config, keep_newest=store.dedupe_window)
         return RetentionTask(store, policy, floor, clock=clock)
-    policy = retention_policy(config, keep_newest=store.dedupe_window)
     if not policy.enabled:
         return None
     from switchboard.cluster.pg.message_store import PgMessageStore

@@ -364,6 +364,7 @@ class PgMessageStore:
                         binary=True,
                     )
                     rows = await cur.fetchall()
+                    began = start
                     if not rows:
                         break
                     for first_seq, server_id, received_at, body in rows:
@@ -377,7 +378,9 @@ class PgMessageStore:
                         if len(found) >= limit:
                             break
                         start = first_seq + len(messages)
-                    if start > upto:
+                    # Only the row below ``start`` came back (the rows after it were
+                    # deleted by retention): nothing more is stored up to ``upto``.
+                    if start > upto or start <= began:
                         break
         except psycopg.Error as exc:
             raise _storage_error(exc, f"read messages after {after_seq}") from exc
