@@ -4,7 +4,8 @@ pass. What is the same on both backends is in tests/store/contract/test_retentio
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import anyio
 import psycopg
@@ -13,9 +14,12 @@ import pytest
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.retention import PgRetentionTask
 from switchboard.store.sqlite.retention import RetentionPolicy
+from tests.cluster.harness import Cluster, Instance, eventually
 from tests.store.contract.test_retention import NOW, Cursors, fill, wire
 
 pytestmark = pytest.mark.anyio
+
+RETENTION_KEY: Final = "@job:retention"
 
 
 def policy(**overrides: Any) -> RetentionPolicy:
@@ -96,12 +100,12 @@ async def test_a_commit_completes_while_a_delete_of_old_rows_is_open(pg_url: str
     store = await PgMessageStore.open(pg_url)
     try:
         await fill(store, 10, at=NOW - 90 * 86_400)
-        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
-            async with conn.transaction():
-                await conn.execute("DELETE FROM batches WHERE first_seq BETWEEN 1 AND 50")
-                with anyio.fail_after(5):
-                    results = await store.submit_wire("demo", [wire(500)])
-                assert [r.seq for r in results] == [101]
+        conn = await psycopg.AsyncConnection.connect(pg_url)
+        async with conn, conn.transaction():
+            await conn.execute("DELETE FROM batches WHERE first_seq BETWEEN 1 AND 50")
+            with anyio.fail_after(5):
+                results = await store.submit_wire("demo", [wire(500)])
+            assert [r.seq for r in results] == [101]
     finally:
         await store.aclose()
 
@@ -124,3 +128,60 @@ async def test_a_pass_that_deleted_rows_vacuums_the_table(pg_url: str) -> None:
         assert row[0] >= 1
     finally:
         await store.aclose()
+
+
+class RetainingCluster(Cluster):
+    """Instances whose ``[store]`` sets retention (a pass every half second)."""
+
+    def _config(self, instance: Instance) -> str:
+        return (
+            super()
+            ._config(instance)
+            .replace("[store]\n", '[store]\nretain = "1s"\nretention_interval = "0.5s"\n', 1)
+        )
+
+
+def _job_holder(cluster: Cluster) -> str | None:
+    owner, _, left = cluster.leases().get(RETENTION_KEY, (None, 0, 0.0))
+    return owner if left > 0 else None
+
+
+async def test_only_the_instance_holding_the_retention_lease_runs_retention(
+    tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    cluster = RetainingCluster(tmp_path, pg_url, nats_url, subject_prefix, (), ("r1", "r2"))
+    try:
+        cluster.start("r1")
+        cluster.start("r2")
+
+        def running() -> str | None:
+            held = _job_holder(cluster)
+            return held if held and "retention_started" in cluster.log_text(held) else None
+
+        holder = await eventually(running, 60, "an instance to hold the job and start it")
+        other = "r2" if holder == "r1" else "r1"
+        # The other instance is up (it heartbeats) and still does not run retention.
+        await eventually(lambda: _live(cluster, other), 30, f"{other} to be live")
+        assert "retention_started" not in cluster.log_text(other)
+        assert "retention_pass" not in cluster.log_text(other)
+
+        await cluster.terminate(holder)
+        await eventually(
+            lambda: (
+                _job_holder(cluster) == other and "retention_started" in cluster.log_text(other)
+            ),
+            30,
+            f"{other} to take @job:retention over and start retention",
+        )
+        assert cluster.log_text(holder).count("retention_started") == 1
+    finally:
+        cluster.close()
+
+
+def _live(cluster: Cluster, name: str) -> bool:
+    with psycopg.connect(cluster.database) as conn:
+        row = conn.execute(
+            "SELECT heartbeat_at > now() - interval '5 seconds' FROM instances WHERE id = %s",
+            (name,),
+        ).fetchone()
+    return bool(row and row[0])
