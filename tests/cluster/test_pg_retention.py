@@ -13,8 +13,10 @@ import pytest
 
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.retention import PgRetentionTask
+from switchboard.config import StoreConfig
 from switchboard.store.sqlite.retention import RetentionPolicy
 from tests.cluster.harness import Cluster, Instance, eventually
+from tests.helpers import running_board
 from tests.store.contract.test_retention import NOW, Cursors, fill, wire
 
 pytestmark = pytest.mark.anyio
@@ -185,3 +187,16 @@ def _live(cluster: Cluster, name: str) -> bool:
             (name,),
         ).fetchone()
     return bool(row and row[0])
+
+
+async def test_one_instance_on_postgres_without_a_cluster_runs_retention_by_itself(
+    tmp_path: Path, pg_url: str
+) -> None:
+    store = StoreConfig(backend="postgres", url=pg_url, retain="1d", retention_interval="0.1s")
+    async with running_board(tmp_path, store=store) as board:
+        assert isinstance(board.retention, PgRetentionTask)
+        retention = board.retention
+        await eventually(lambda: retention.last_pass()["passes"] >= 2, 30, "two retention passes")
+        last = retention.last_pass()["last"]
+        assert last is not None
+        assert last["error"] is None
