@@ -192,7 +192,9 @@ def _live(cluster: Cluster, name: str) -> bool:
 async def test_one_instance_on_postgres_without_a_cluster_runs_retention_by_itself(
     tmp_path: Path, pg_url: str
 ) -> None:
-    store = StoreConfig(backend="postgres", url=pg_url, retain="1d", retention_interval="0.1s")
+    store = StoreConfig.model_validate(
+        {"backend": "postgres", "url": pg_url, "retain": "1d", "retention_interval": "0.1s"}
+    )
     async with running_board(tmp_path, store=store) as board:
         assert isinstance(board.retention, PgRetentionTask)
         retention = board.retention

@@ -24,7 +24,7 @@ import structlog
 
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.store.records import StoreClosedError, StoreError
-from switchboard.store.sqlite.retention import (
+from switchboard.store.retention import (
     Chunk,
     Floor,
     PassReport,
