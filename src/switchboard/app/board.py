@@ -281,7 +281,7 @@ class Switchboard:
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
-        #: None for a store without retention (PostgreSQL when neither is set).
+        #: None for a store without retention (a test's).
         self.retention: Retention | None = retention_task(
             store,
             config.store,

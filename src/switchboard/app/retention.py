@@ -10,6 +10,7 @@ What it deliberately does not know: SQL, chunks and schedules (the store's part)
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Protocol
@@ -63,21 +64,21 @@ def retention_task(
     keep_newest: int | None = None,
 ) -> Retention | None:
     """The retention of ``store``'s backend under ``[store]``'s policy; None for a store
-    without retention. On PostgreSQL only when a policy is set (the cluster extra is imported
-    then only), and in cluster mode (``cluster``) every shared cursor row holds the floor too
-    (an agent served by another instance is not in this one's roster). The newest
-    ``keep_newest`` messages always stay: by default the store's duplicate window."""
+    without retention. On PostgreSQL in cluster mode (``cluster``) every shared cursor row
+    holds the floor too (an agent served by another instance is not in this one's roster).
+    The newest ``keep_newest`` messages always stay: by default the store's duplicate
+    window."""
     kept = store.dedupe_window if keep_newest is None else keep_newest
     policy = retention_policy(config, keep_newest=kept)
     if isinstance(store, MessageStore):
         return RetentionTask(store, policy, floor, clock=clock)
-    if not policy.enabled:
+    # A PostgreSQL store means the cluster extra is loaded already; anything else (a store of
+    # a test) has no retention, and the default install never imports the extra from here.
+    pg = sys.modules.get("switchboard.cluster.pg.message_store")
+    if pg is None or not isinstance(store, pg.PgMessageStore):
         return None
-    from switchboard.cluster.pg.message_store import PgMessageStore
     from switchboard.cluster.pg.retention import PgRetentionTask
 
-    if not isinstance(store, PgMessageStore):
-        return None
     return PgRetentionTask(store, policy, floor, clock=clock, every_cursor=cluster)
 
 
