@@ -202,3 +202,26 @@ async def test_one_instance_on_postgres_without_a_cluster_runs_retention_by_itse
         last = retention.last_pass()["last"]
         assert last is not None
         assert last["error"] is None
+
+
+@pytest.mark.parametrize("chunk", [{"chunk_rows": 3}, {"chunk_bytes": 1}])
+async def test_small_chunks_delete_the_same_rows_as_one_big_chunk(
+    pg_url: str, chunk: dict[str, int]
+) -> None:
+    store = await PgMessageStore.open(pg_url)
+    try:
+        await fill(store, 10, at=NOW - 90 * 86_400)
+        await fill(store, 1, at=NOW - 90 * 86_400, start=100, server="@mail")
+        await fill(store, 5, at=NOW - 90 * 86_400, start=110)
+        await store.set_cursor("alice", 135)
+
+        report = await PgRetentionTask(
+            store,
+            policy(retain=86_400.0, keep_servers=frozenset({"@mail"}), **chunk),
+            Cursors(store, "alice"),
+        ).run_pass()
+
+        assert (report.rows, report.messages) == (12, 120)
+        assert await first_seqs(pg_url) == [101, 131, 141, 151]
+    finally:
+        await store.aclose()
