@@ -144,6 +144,20 @@ def test_the_summary_says_whether_the_store_exists(tmp_path: Path) -> None:
     assert os.path.isabs(load_config(path).store.path)
 
 
+def test_the_summary_says_what_retention_deletes_and_says_nothing_without_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text('[store]\nmax_size = "2GiB"\nretention_interval = "1h30m"\n')
+    lines = summary(load_config(path), "stdio")
+    assert (
+        "retention: deletes acknowledged messages oldest beyond 2,147,483,648 bytes of pages "
+        "in use, every 90m"
+    ) in lines
+    path.write_text("")
+    assert not [line for line in summary(load_config(path), "stdio") if "retention" in line]
+
+
 def test_a_python_connector_whose_interpreter_cannot_import_its_module_is_a_problem(
     tmp_path: Path,
 ) -> None:

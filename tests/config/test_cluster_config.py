@@ -73,7 +73,6 @@ def test_the_head_interval_is_a_duration_or_zero(
         ('[store]\nbackend = "postgres"\n', "needs `url`"),
         ('[store]\nurl = "postgresql://h/db"\n', 'set backend = "postgres" too'),
         ('[store]\nbackend = "postgres"\nurl = "mysql://h/db"\n', "must be a postgresql:// URL"),
-        (POSTGRES + 'retain = "30d"\n', "retention"),
         (POSTGRES + '[cluster]\nnats_url = "http://x"\n', "must be a nats:// URL"),
         (POSTGRES + '[cluster]\ninstance_id = "a b"\n', "instance_id"),
         (POSTGRES + "[cluster]\nlease_ttl = 0\n", "positive"),
@@ -128,3 +127,17 @@ def test_check_passes_a_database_that_answers(tmp_path: Path) -> None:
     assert "store: PostgreSQL postgresql://postgres@127.0.0.1:5432/postgres (answers)" in (
         done.stdout
     )
+
+
+def test_check_passes_retention_on_postgres_and_says_what_it_deletes(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(
+        POSTGRES + 'retain = "30d"\nmax_size = "2GB"\nretention_interval = "90s"\n'
+        '[agent]\ntransport = "stdio"\n'
+    )
+    done = _check(path)
+    assert done.returncode == 0, done.stderr
+    assert (
+        "retention: deletes acknowledged messages older than 30d and oldest beyond "
+        "2,000,000,000 bytes of batch rows, every 90s"
+    ) in done.stdout

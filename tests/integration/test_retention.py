@@ -67,7 +67,7 @@ async def board_at(path: Path) -> AsyncIterator[Switchboard]:
 
 
 def _retention(board: Switchboard) -> RetentionTask:
-    assert board.retention is not None  # the SQLite store has retention
+    assert isinstance(board.retention, RetentionTask)  # the SQLite store's retention
     return board.retention
 
 

@@ -43,7 +43,7 @@ from switchboard.agents.roster.samplers import Samplers
 from switchboard.agents.speech.publish import Publisher
 from switchboard.agents.speech.streams import OutgoingStreams
 from switchboard.agents.tools import server_for
-from switchboard.app.retention import RetentionFloor, retention_policy
+from switchboard.app.retention import Retention, RetentionFloor, retention_task
 from switchboard.app.stores import open_stores
 from switchboard.channels import ChannelRegistry
 from switchboard.config import Config, ConnectorConfig
@@ -67,10 +67,8 @@ from switchboard.lifecycle.queue import DecisionGate
 from switchboard.lifecycle.rules.book import LifecycleBook
 from switchboard.status.model import ClusterView, HostStatus
 from switchboard.store import DecisionLogProtocol, LeaveStore, LifetimeRecords, MessageStoreProtocol
-from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.leaves import ChannelLeaves
 from switchboard.store.sqlite.lifetimes import lifetime_records as sqlite_lifetime_records
-from switchboard.store.sqlite.retention import RetentionTask
 from switchboard.transport import Link
 from switchboard.tuneouts.host import TuneOutHost
 from switchboard.tuneouts.state import TuneOutState
@@ -284,17 +282,16 @@ class Switchboard:
         )
         #: Retention (docs/operations.md, "Retention"): old, acknowledged messages deleted in
         #: the background when ``[store] retain`` or ``max_size`` is set (``last_pass()``).
-        #: None on a backend without retention (PostgreSQL: the config refuses its keys).
-        self.retention: RetentionTask | None = None
-        if isinstance(store, MessageStore):
-            self.retention = RetentionTask(
-                store,
-                retention_policy(config.store, keep_newest=store.dedupe_window),
-                RetentionFloor(
-                    store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
-                ),
-                clock=clock,
-            )
+        #: None for a store without retention (a test's).
+        self.retention: Retention | None = retention_task(
+            store,
+            config.store,
+            RetentionFloor(
+                store=store, roster=self.roster, tuneouts=tuneout_state, desks=self.desks
+            ),
+            clock=clock,
+            cluster=config.cluster is not None,
+        )
         #: What an operator sees (``/status``, ``/metrics``, the live page), kept from events.
         self.status = HostStatus(
             configs=config.connectors,

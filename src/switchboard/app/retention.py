@@ -10,16 +10,76 @@ What it deliberately does not know: SQL, chunks and schedules (the store's part)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
 
 from switchboard.agents.roster.roster import Roster
 from switchboard.config import StoreConfig
+from switchboard.store import MessageStoreProtocol
 from switchboard.store.mailmark import MAIL_SERVER
 from switchboard.store.sqlite import MessageStore
-from switchboard.store.sqlite.retention import Floor, RetentionPolicy
+from switchboard.store.sqlite.retention import (
+    Floor,
+    PassReport,
+    RetentionPolicy,
+    RetentionSummary,
+    RetentionTask,
+)
 from switchboard.tuneouts.state import TuneOutState
 
-__all__ = ["RetentionFloor", "retention_policy"]
+__all__ = ["Retention", "RetentionFloor", "retention_policy", "retention_task"]
+
+
+class Retention(Protocol):
+    """What the host runs and shows of a backend's retention (SQLite's
+    :class:`~switchboard.store.sqlite.retention.RetentionTask`, PostgreSQL's
+    :class:`~switchboard.cluster.pg.retention.PgRetentionTask`)."""
+
+    @property
+    def policy(self) -> RetentionPolicy: ...
+
+    async def run(self) -> None: ...
+
+    async def run_pass(self) -> PassReport: ...
+
+    def last_pass(self) -> RetentionSummary: ...
+
+
+class _Cursors(Protocol):
+    @property
+    def latest_seq(self) -> int: ...
+
+    async def get_cursor(self, agent: str) -> int: ...
+
+
+def retention_task(
+    store: MessageStoreProtocol,
+    config: StoreConfig,
+    floor: Callable[[], Awaitable[Floor]],
+    *,
+    clock: Callable[[], float] = time.time,
+    cluster: bool = False,
+    keep_newest: int | None = None,
+) -> Retention | None:
+    """The retention of ``store``'s backend under ``[store]``'s policy; None for a store
+    without retention. On PostgreSQL in cluster mode (``cluster``) every shared cursor row
+    holds the floor too (an agent served by another instance is not in this one's roster).
+    The newest ``keep_newest`` messages always stay: by default the store's duplicate
+    window."""
+    kept = store.dedupe_window if keep_newest is None else keep_newest
+    policy = retention_policy(config, keep_newest=kept)
+    if isinstance(store, MessageStore):
+        return RetentionTask(store, policy, floor, clock=clock)
+    # A PostgreSQL store means the cluster extra is loaded already; anything else (a store of
+    # a test) has no retention, and the default install never imports the extra from here.
+    pg = sys.modules.get("switchboard.cluster.pg.message_store")
+    if pg is None or not isinstance(store, pg.PgMessageStore):
+        return None
+    from switchboard.cluster.pg.retention import PgRetentionTask
+
+    return PgRetentionTask(store, policy, floor, clock=clock, every_cursor=cluster)
 
 
 def retention_policy(config: StoreConfig, *, keep_newest: int) -> RetentionPolicy:
@@ -63,7 +123,7 @@ class RetentionFloor:
     def __init__(
         self,
         *,
-        store: MessageStore,
+        store: _Cursors,
         roster: Roster,
         tuneouts: TuneOutState,
         desks: Iterable[str],

@@ -247,9 +247,38 @@ def summary(config: Config, endpoint: str) -> list[str]:
         f"agent endpoint: {endpoint}",
         f"log level: {config.log_level}",
     ]
+    retention = _retention_line(config)
+    if retention is not None:
+        lines.append(retention)
     if config.cluster is not None:
         c = config.cluster
         lines.append(
             f"cluster: instance {c.instance_id}, NATS {c.nats_url}, lease ttl {c.lease_ttl:g}s"
         )
     return lines
+
+
+def _retention_line(config: Config) -> str | None:
+    """``retention: ...`` when ``retain`` or ``max_size`` is set (docs/operations.md)."""
+    store = config.store
+    if store.retain is None and store.max_size is None:
+        return None
+    parts = []
+    if store.retain is not None:
+        parts.append(f"older than {_duration(store.retain)}")
+    if store.max_size is not None:
+        measured = "of batch rows" if store.backend == "postgres" else "of pages in use"
+        parts.append(f"oldest beyond {int(store.max_size):,} bytes {measured}")
+    where = " (by the instance holding @job:retention)" if config.cluster is not None else ""
+    return (
+        f"retention: deletes acknowledged messages {' and '.join(parts)}, "
+        f"every {_duration(store.retention_interval)}{where}"
+    )
+
+
+def _duration(seconds: float) -> str:
+    """``seconds`` in the largest whole unit of the config's durations (``30d``, ``90s``)."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g}{unit}"
+    return f"{seconds:g}s"

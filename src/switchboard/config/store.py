@@ -44,7 +44,9 @@ class StoreConfig(Strict):
         default=None, description='keep messages at least this long ("30d"); unset keeps all'
     )
     max_size: ByteSize | None = Field(
-        default=None, description='cap on the pages in use ("2GB" decimal, "2GiB" binary)'
+        default=None,
+        description="cap on the pages in use (SQLite) or the batch rows' bytes (PostgreSQL); "
+        '"2GB" decimal, "2GiB" binary',
     )
     retention_interval: float = Field(default=60.0, description="seconds between two passes")
 
@@ -87,12 +89,6 @@ class StoreConfig(Strict):
             raise ValueError(
                 "[store] `url` must be a postgresql:// URL, such as "
                 '"postgresql://127.0.0.1:5432/switchboard"'
-            )
-        if self.retain is not None or self.max_size is not None:
-            raise ValueError(
-                "[store] retention (`retain`, `max_size`) is not available with backend = "
-                '"postgres" yet: remove them, and bound the database with PostgreSQL\'s own '
-                "tools (docs/cluster.md)"
             )
         return self
 

@@ -369,6 +369,7 @@ class PgMessageStore:
                         binary=True,
                     )
                     rows = await cur.fetchall()
+                    began = start
                     if not rows:
                         break
                     for first_seq, server_id, received_at, body in rows:
@@ -381,7 +382,9 @@ class PgMessageStore:
                             start = part.last_seq + 1
                         if taken >= limit:
                             break
-                    if start > upto:
+                    # Only the row below ``start`` came back (the rows after it were
+                    # deleted by retention): nothing more is stored up to ``upto``.
+                    if start > upto or start <= began:
                         break
         except psycopg.Error as exc:
             raise _storage_error(exc, f"read messages after {after_seq}") from exc
@@ -484,6 +487,25 @@ class PgMessageStore:
         except psycopg.Error as exc:
             raise _storage_error(exc, f"read the messages of {server_id!r}") from exc
         return highest_numbers_in(bytes(body) for (body,) in rows)
+
+    async def maintain(
+        self, work: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]], doing: str
+    ) -> T:
+        """Run ``work`` with a connection of the read pool (autocommit: it opens its own
+        transactions) and return what it returns: retention's deletes
+        (:mod:`switchboard.cluster.pg.retention`). Unlike SQLite's, it does not queue behind
+        the writer: deleting old rows takes no lock a commit of new rows waits for.
+
+        Raises:
+            StoreError: the database refused (``doing`` says what was being done).
+            StoreClosedError: the store is closed.
+        """
+        self._check_open()
+        try:
+            async with self._pool.connection() as conn:
+                return await work(conn)
+        except psycopg.Error as exc:
+            raise _storage_error(exc, doing) from exc
 
     # -- the cluster's part -------------------------------------------------------------------
 
