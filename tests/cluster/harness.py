@@ -95,6 +95,9 @@ class Cluster:
     ttl: float = 2.0
     rate: float = 25.0
     agents: Mapping[str, str] = field(default_factory=dict)
+    #: ``[cluster] hold`` and ``settle`` (None: the defaults).
+    hold: float | None = None
+    settle: float | None = None
     instances: dict[str, Instance] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,6 +118,10 @@ class Cluster:
             f"[cluster]\nnats_url = {q(self.nats_url)}\ninstance_id = {q(instance.name)}\n"
             f"lease_ttl = {self.ttl}\nsubject_prefix = {q(self.prefix)}\n"
         )
+        if self.hold is not None:
+            text += f"hold = {self.hold}\n"
+        if self.settle is not None:
+            text += f"settle = {self.settle}\n"
         text += f'[agent]\ntransport = "http"\nhost = "127.0.0.1"\nport = {instance.port}\n'
         text += f"[status]\ntoken = {q(STATUS_TOKEN)}\n"
         for handle, token in self.agents.items():

@@ -130,6 +130,16 @@ class ClusterConfig(Strict):
     lease_ttl: float = Field(
         default=5.0, description="seconds a connector lease lasts unless renewed"
     )
+    hold: float = Field(
+        default=60.0,
+        description="seconds an instance keeps a connector (or job) before handing it to a "
+        "newly preferred instance (0: at once)",
+    )
+    settle: float = Field(
+        default=30.0,
+        description="seconds a newly preferred instance must have been live before it is "
+        "handed a key (0: at once)",
+    )
     subject_prefix: str = Field(
         default="sb",
         min_length=1,
@@ -140,6 +150,19 @@ class ClusterConfig(Strict):
     @field_validator("lease_ttl", mode="before")
     @classmethod
     def _ttl(cls, value: object) -> object:
+        return parse_duration(value)
+
+    @field_validator("hold", "settle", mode="before")
+    @classmethod
+    def _hysteresis(cls, value: object) -> object:
+        # Zero is allowed (hand over at once), unlike a lease's duration.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if value < 0 or value != value or value == float("inf"):
+                raise ValueError(
+                    f"must be a non-negative, finite number of seconds (or a duration such as "
+                    f'"90s"), not {value!r}'
+                )
+            return float(value)
         return parse_duration(value)
 
     @field_validator("nats_url")
