@@ -95,6 +95,8 @@ class Cluster:
     ttl: float = 2.0
     rate: float = 25.0
     agents: Mapping[str, str] = field(default_factory=dict)
+    #: Each agent's home channel (by handle), where it has one.
+    homes: Mapping[str, str] = field(default_factory=dict)
     #: ``[cluster] hold`` and ``settle`` (None: the defaults).
     hold: float | None = None
     settle: float | None = None
@@ -126,6 +128,8 @@ class Cluster:
         text += f"[status]\ntoken = {q(STATUS_TOKEN)}\n"
         for handle, token in self.agents.items():
             text += f"[[agents]]\nhandle = {q(handle)}\ntoken = {q(token)}\n"
+            if handle in self.homes:
+                text += f"home = {q(self.homes[handle])}\n"
         for sid in self.connectors:
             argv = [sys.executable, PLATFORM, sid, str(self.platform), str(self.rate)]
             text += (
