@@ -97,6 +97,8 @@ class Cluster:
     agents: Mapping[str, str] = field(default_factory=dict)
     #: Each agent's home channel (by handle), where it has one.
     homes: Mapping[str, str] = field(default_factory=dict)
+    #: The agent with the role ``default_delivery`` (needed with several agents).
+    default_delivery: str | None = None
     #: ``[cluster] hold`` and ``settle`` (None: the defaults).
     hold: float | None = None
     settle: float | None = None
@@ -130,6 +132,8 @@ class Cluster:
             text += f"[[agents]]\nhandle = {q(handle)}\ntoken = {q(token)}\n"
             if handle in self.homes:
                 text += f"home = {q(self.homes[handle])}\n"
+            if handle == self.default_delivery:
+                text += 'roles = ["default_delivery"]\n'
         for sid in self.connectors:
             argv = [sys.executable, PLATFORM, sid, str(self.platform), str(self.rate)]
             text += (
