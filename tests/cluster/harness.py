@@ -99,6 +99,8 @@ class Cluster:
     homes: Mapping[str, str] = field(default_factory=dict)
     #: The agent with the role ``default_delivery`` (needed with several agents).
     default_delivery: str | None = None
+    #: Each connector's ``request_timeout`` (None: the default).
+    request_timeout: float | None = None
     #: ``[cluster] hold`` and ``settle`` (None: the defaults).
     hold: float | None = None
     settle: float | None = None
@@ -140,6 +142,8 @@ class Cluster:
                 f"[[connectors]]\nid = {q(sid)}\ncommand = {q(argv)}\nrestart = true\n"
                 "backoff_initial = 0.05\nbackoff_max = 0.2\n"
             )
+            if self.request_timeout is not None:
+                text += f"request_timeout = {self.request_timeout}\n"
         return text
 
     # -- processes
