@@ -57,6 +57,10 @@ TOOLS = [
 ]
 
 
+def context_stalled(folder: str, sid: str) -> bool:
+    return os.path.exists(os.path.join(folder, f"{sid}.stall-context"))
+
+
 def last_acknowledged(path: str) -> int:
     try:
         with open(path, encoding="utf-8") as file:
@@ -122,7 +126,7 @@ async def main() -> None:
                         },
                     )
             elif method == "context/beforeInference" and rid is not None:
-                if not os.path.exists(os.path.join(folder, f"{sid}.stall-context")):
+                if not context_stalled(folder, sid):
                     seen = (msg.get("params") or {}).get("userMessage")
                     answer(
                         rid,
