@@ -18,6 +18,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from tests.cluster.agents import agent, read
 from tests.cluster.harness import Cluster, audit, eventually, eventually_async, now
 from tests.cluster.support import figure
 
@@ -207,3 +208,90 @@ async def test_a_rolling_restart_keeps_every_connector_gap_short_and_loses_nothi
     assert lost == 0
     assert twice == 0
     assert max(gaps.values()) <= 2.0
+
+
+#: Rounds of kill -9 with an agent attached to an instance that survives them.
+AGENT_ROUNDS = 3
+AGENT_TOKEN = "watcher-token-0123456789abcdefghijklmnop"
+
+
+async def test_an_agent_on_a_surviving_instance_gets_each_acknowledged_message_once_across_kills(
+    tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str
+) -> None:
+    cluster = Cluster(
+        tmp_path,
+        pg_url,
+        nats_url,
+        subject_prefix,
+        CONNECTORS,
+        NAMES,
+        ttl=TTL,
+        rate=RATE,
+        agents={"@watcher": AGENT_TOKEN},
+    )
+    try:
+        await _kills_under_an_agent(cluster)
+    finally:
+        cluster.close()
+
+
+async def _kills_under_an_agent(cluster: Cluster) -> None:
+    for name in NAMES:
+        cluster.start(name)
+    await _all_flowing(cluster, now())
+    home = NAMES[0]
+    await eventually(partial(_live, cluster, home), 30, f"{home} live")
+    #: Every message the agent read: (message id, flagged redelivered).
+    got: list[tuple[str, bool]] = []
+    async with (
+        agent(cluster.instances[home].url, AGENT_TOKEN) as client,
+        anyio.create_task_group() as group,
+    ):
+        stop = anyio.Event()
+
+        async def reading() -> None:
+            while not stop.is_set():
+                got.extend((m["message_id"], m["redelivered"]) for m in await read(client, 1))
+
+        group.start_soon(reading)
+        await eventually(lambda: len(got) >= 10, 30, "the agent reads")
+        for round_ in range(AGENT_ROUNDS):
+            owners = cluster.owners()
+            holders = sorted({o for o in owners.values() if o != home})
+            assert holders, f"{home} runs every connector: nothing to kill elsewhere"
+            victim = holders[round_ % len(holders)]
+            moved = [sid for sid, owner in owners.items() if owner == victim]
+            killed = now()
+            cluster.kill9(victim)
+
+            def resumed(moved: list[str] = moved, killed: float = killed) -> bool:
+                return all(cluster.acked_after(sid, killed) for sid in moved)
+
+            await eventually(resumed, 2 * TTL + 15, "the victim's connectors acknowledged again")
+            cluster.start(victim)
+            await eventually(partial(_live, cluster, victim), 30, "the victim back")
+        await _all_flowing(cluster, now())
+        acked = {f"{sid}-{n}" for sid in CONNECTORS for n, _ in cluster.acked(sid)}
+        await eventually(
+            lambda: acked <= {mid for mid, _ in got}, 30, "the agent read every acknowledged one"
+        )
+        stop.set()
+    await _stop_all(cluster)
+    counts: dict[str, int] = {}
+    unflagged_repeats = 0
+    for mid, redelivered in got:
+        counts[mid] = counts.get(mid, 0) + 1
+        if counts[mid] > 1 and not redelivered:
+            unflagged_repeats += 1
+    lost, twice, _ = audit(cluster, await cluster.stored())
+    repeats = sum(c - 1 for c in counts.values())
+    figure(
+        f"kill -9 x{AGENT_ROUNDS} with an agent on a surviving instance: it read "
+        f"{len(acked)} acknowledged messages, missed {len(acked - set(counts))}, repeats "
+        f"{repeats} ({unflagged_repeats} not flagged redelivered); lost {lost}, stored twice "
+        f"{twice}"
+    )
+    assert acked <= set(counts)
+    assert unflagged_repeats == 0
+    assert lost == 0
+    assert twice == 0
