@@ -210,6 +210,16 @@ class Cluster:
             ).fetchall()
         return {r[0]: (r[1], int(r[2]), float(r[3])) for r in rows}
 
+    def live(self, name: str) -> bool:
+        """Whether ``name`` heartbeat within the lease (the database's clock)."""
+        with psycopg.connect(self.database) as conn:
+            row = conn.execute(
+                "SELECT heartbeat_at > now() - make_interval(secs => %s) FROM instances"
+                " WHERE id = %s",
+                (self.ttl, name),
+            ).fetchone()
+        return bool(row and row[0])
+
     def owners(self) -> dict[str, str]:
         """The live owner of each connector now (those with one)."""
         return {

@@ -57,17 +57,6 @@ async def _stop_all(cluster: Cluster) -> None:
             await cluster.terminate(name)
 
 
-def _live(cluster: Cluster, name: str) -> bool:
-    import psycopg
-
-    with psycopg.connect(cluster.database) as conn:
-        row = conn.execute(
-            "SELECT heartbeat_at > now() - make_interval(secs => %s) FROM instances WHERE id = %s",
-            (cluster.ttl, name),
-        ).fetchone()
-    return bool(row and row[0])
-
-
 async def test_killing_an_owner_under_load_loses_nothing_stores_nothing_twice_and_fails_over(
     cluster: Cluster,
 ) -> None:
@@ -94,7 +83,7 @@ async def test_killing_an_owner_under_load_loses_nothing_stores_nothing_twice_an
             failovers.append(gap)
             figure(f"kill -9 round {round_ + 1}: {victim} held {sid}, failover {gap:.2f} s")
         cluster.start(victim)
-        await eventually(partial(_live, cluster, victim), 30, "the victim back")
+        await eventually(partial(Cluster.live, cluster, victim), 30, "the victim back")
     await _all_flowing(cluster, now())
     await _stop_all(cluster)
     lost, twice, per = audit(cluster, await cluster.stored())
@@ -191,7 +180,7 @@ async def test_a_rolling_restart_keeps_every_connector_gap_short_and_loses_nothi
     for name in NAMES:
         await cluster.terminate(name)
         cluster.start(name)
-        await eventually(partial(_live, cluster, name), 30, f"{name} back")
+        await eventually(partial(Cluster.live, cluster, name), 30, f"{name} back")
         await _all_flowing(cluster, now(), within=30)
     ended = now()
     await _stop_all(cluster)
@@ -240,7 +229,7 @@ async def _kills_under_an_agent(cluster: Cluster) -> None:
         cluster.start(name)
     await _all_flowing(cluster, now())
     home = NAMES[0]
-    await eventually(partial(_live, cluster, home), 30, f"{home} live")
+    await eventually(partial(Cluster.live, cluster, home), 30, f"{home} live")
     #: Every message the agent read: (message id, flagged redelivered).
     got: list[tuple[str, bool]] = []
     async with (
@@ -269,7 +258,7 @@ async def _kills_under_an_agent(cluster: Cluster) -> None:
 
             await eventually(resumed, 2 * TTL + 15, "the victim's connectors acknowledged again")
             cluster.start(victim)
-            await eventually(partial(_live, cluster, victim), 30, "the victim back")
+            await eventually(partial(Cluster.live, cluster, victim), 30, "the victim back")
         await _all_flowing(cluster, now())
         acked = {f"{sid}-{n}" for sid in CONNECTORS for n, _ in cluster.acked(sid)}
         await eventually(

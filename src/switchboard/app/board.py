@@ -236,6 +236,7 @@ class Switchboard:
             desks=self.desks,
             mail=self.mail,
             attachments=self.attachments,
+            instance=None if config.cluster is None else config.cluster.instance_id,
             records=(
                 lifetime_records
                 if lifetime_records is not None
