@@ -9,6 +9,7 @@ mocked: the instances share a real PostgreSQL database and a real NATS server.
 
 from __future__ import annotations
 
+import bisect
 import os
 import signal
 import socket
@@ -236,14 +237,15 @@ class Cluster:
             return []
         return [(int(line.split()[0]), float(line.split()[1])) for line in text.splitlines()]
 
-    def acked_by(self, sid: str, pid: int) -> list[float]:
-        """When the connector process ``pid`` was told its messages were accepted."""
+    def acked_by(self, sid: str, pid: int) -> list[tuple[int, float]]:
+        """What the connector process ``pid`` was told was accepted: (message number, wall
+        time)."""
         try:
             text = (self.platform / f"{sid}.acked").read_text()
         except FileNotFoundError:
             return []
         rows = [line.split() for line in text.splitlines()]
-        return [float(r[1]) for r in rows if len(r) > 2 and int(r[2]) == pid]
+        return [(int(r[0]), float(r[1])) for r in rows if len(r) > 2 and int(r[2]) == pid]
 
     def acked_after(self, sid: str, t: float) -> list[tuple[int, float]]:
         return [a for a in self.acked(sid) if a[1] > t]
@@ -263,6 +265,29 @@ class Cluster:
                 after = page[-1].seq
         finally:
             await store.aclose()
+
+    async def stored_epochs(self) -> dict[tuple[str, str], tuple[int, int | None]]:
+        """Each stored (server id, message id): its seq and the lease epoch its batch was
+        committed under."""
+        with psycopg.connect(self.database) as conn:
+            batches = conn.execute(
+                "SELECT first_seq, count, epoch FROM batches ORDER BY first_seq"
+            ).fetchall()
+        starts = [int(b[0]) for b in batches]
+        store = await PgMessageStore.open(self.database)
+        out: dict[tuple[str, str], tuple[int, int | None]] = {}
+        try:
+            await store.poll_head()
+            after = 0
+            while page := await store.read(after, limit=2000):
+                for m in page:
+                    first, count, epoch = batches[bisect.bisect_right(starts, m.seq) - 1]
+                    assert first <= m.seq < first + count
+                    out[(m.server_id, m.message_id)] = (m.seq, epoch)
+                after = page[-1].seq
+        finally:
+            await store.aclose()
+        return out
 
     def log_text(self, name: str) -> str:
         return self.instances[name].log_path.read_text(errors="replace")
