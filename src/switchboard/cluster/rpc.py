@@ -43,6 +43,11 @@ log = structlog.get_logger(__name__)
 
 #: Seconds added to a request's own wait for the trip to the owner and back.
 SLACK = 2.0
+#: Seconds a notice to the owner (typing, an inference phase) waits for its answer, all told.
+#: Locally each is a notification, written and never waited for; an agent's inbox read sends
+#: them as its turn begins, so an owner that got the request but never answers (it died just
+#: then, or is paused) must not hold that read for a whole ``request_timeout``.
+NOTICE_WAIT = 1.0
 
 
 def describe(owner: ConnectorOwner) -> dict[str, Any]:
@@ -358,10 +363,13 @@ class RemoteOwner:
 
     # -- requests
 
-    async def ask(self, op: str, args: Mapping[str, Any], wait: float) -> Any:
+    async def ask(
+        self, op: str, args: Mapping[str, Any], wait: float, *, slack: float = SLACK
+    ) -> Any:
         """Send ``op`` to the owner and return its result (raises what the owner raised;
-        ``LinkClosedError`` when nothing was sent, ``RequestTimeoutError`` when no answer)."""
-        timeout = wait + SLACK
+        ``LinkClosedError`` when nothing was sent, ``RequestTimeoutError`` when no answer
+        within ``wait`` plus ``slack`` for the trip)."""
+        timeout = wait + slack
         payload = orjson.dumps({"args": args, "deadline": time.time() + timeout}, default=str)
         try:
             data = await self._bus.request(f"{self._prefix}.{op}", payload, timeout)
@@ -421,13 +429,13 @@ class RemoteOwner:
         return await self.ask("acknowledge", params, self._config.request_timeout)
 
     async def typing(self, params: Mapping[str, Any]) -> None:
-        await self.ask("typing", params, self._config.request_timeout)
+        await self.ask("typing", params, 0.0, slack=NOTICE_WAIT)
 
     async def stream(self, method: str, params: Mapping[str, Any]) -> None:
         await self.ask("stream", {"method": method, "params": params}, self._config.request_timeout)
 
     async def inference_phase(self, params: Mapping[str, Any]) -> None:
-        await self.ask("inference_phase", params, self._config.request_timeout)
+        await self.ask("inference_phase", params, 0.0, slack=NOTICE_WAIT)
 
     async def before_inference(self, params: Mapping[str, Any], answer_within: float) -> Any:
         return await self.ask("context", {"params": params, "within": answer_within}, answer_within)
