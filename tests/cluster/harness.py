@@ -9,6 +9,7 @@ mocked: the instances share a real PostgreSQL database and a real NATS server.
 
 from __future__ import annotations
 
+import bisect
 import os
 import signal
 import socket
@@ -95,6 +96,15 @@ class Cluster:
     ttl: float = 2.0
     rate: float = 25.0
     agents: Mapping[str, str] = field(default_factory=dict)
+    #: Each agent's home channel (by handle), where it has one.
+    homes: Mapping[str, str] = field(default_factory=dict)
+    #: The agent with the role ``default_delivery`` (needed with several agents).
+    default_delivery: str | None = None
+    #: Each connector's ``request_timeout`` (None: the default).
+    request_timeout: float | None = None
+    #: ``[cluster] hold`` and ``settle`` (None: the defaults).
+    hold: float | None = None
+    settle: float | None = None
     instances: dict[str, Instance] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,16 +125,26 @@ class Cluster:
             f"[cluster]\nnats_url = {q(self.nats_url)}\ninstance_id = {q(instance.name)}\n"
             f"lease_ttl = {self.ttl}\nsubject_prefix = {q(self.prefix)}\n"
         )
+        if self.hold is not None:
+            text += f"hold = {self.hold}\n"
+        if self.settle is not None:
+            text += f"settle = {self.settle}\n"
         text += f'[agent]\ntransport = "http"\nhost = "127.0.0.1"\nport = {instance.port}\n'
         text += f"[status]\ntoken = {q(STATUS_TOKEN)}\n"
         for handle, token in self.agents.items():
             text += f"[[agents]]\nhandle = {q(handle)}\ntoken = {q(token)}\n"
+            if handle in self.homes:
+                text += f"home = {q(self.homes[handle])}\n"
+            if handle == self.default_delivery:
+                text += 'roles = ["default_delivery"]\n'
         for sid in self.connectors:
             argv = [sys.executable, PLATFORM, sid, str(self.platform), str(self.rate)]
             text += (
                 f"[[connectors]]\nid = {q(sid)}\ncommand = {q(argv)}\nrestart = true\n"
                 "backoff_initial = 0.05\nbackoff_max = 0.2\n"
             )
+            if self.request_timeout is not None:
+                text += f"request_timeout = {self.request_timeout}\n"
         return text
 
     # -- processes
@@ -191,6 +211,16 @@ class Cluster:
             ).fetchall()
         return {r[0]: (r[1], int(r[2]), float(r[3])) for r in rows}
 
+    def live(self, name: str) -> bool:
+        """Whether ``name`` heartbeat within the lease (the database's clock)."""
+        with psycopg.connect(self.database) as conn:
+            row = conn.execute(
+                "SELECT heartbeat_at > now() - make_interval(secs => %s) FROM instances"
+                " WHERE id = %s",
+                (self.ttl, name),
+            ).fetchone()
+        return bool(row and row[0])
+
     def owners(self) -> dict[str, str]:
         """The live owner of each connector now (those with one)."""
         return {
@@ -207,14 +237,15 @@ class Cluster:
             return []
         return [(int(line.split()[0]), float(line.split()[1])) for line in text.splitlines()]
 
-    def acked_by(self, sid: str, pid: int) -> list[float]:
-        """When the connector process ``pid`` was told its messages were accepted."""
+    def acked_by(self, sid: str, pid: int) -> list[tuple[int, float]]:
+        """What the connector process ``pid`` was told was accepted: (message number, wall
+        time)."""
         try:
             text = (self.platform / f"{sid}.acked").read_text()
         except FileNotFoundError:
             return []
         rows = [line.split() for line in text.splitlines()]
-        return [float(r[1]) for r in rows if len(r) > 2 and int(r[2]) == pid]
+        return [(int(r[0]), float(r[1])) for r in rows if len(r) > 2 and int(r[2]) == pid]
 
     def acked_after(self, sid: str, t: float) -> list[tuple[int, float]]:
         return [a for a in self.acked(sid) if a[1] > t]
@@ -234,6 +265,29 @@ class Cluster:
                 after = page[-1].seq
         finally:
             await store.aclose()
+
+    async def stored_epochs(self) -> dict[tuple[str, str], tuple[int, int | None]]:
+        """Each stored (server id, message id): its seq and the lease epoch its batch was
+        committed under."""
+        with psycopg.connect(self.database) as conn:
+            batches = conn.execute(
+                "SELECT first_seq, count, epoch FROM batches ORDER BY first_seq"
+            ).fetchall()
+        starts = [int(b[0]) for b in batches]
+        store = await PgMessageStore.open(self.database)
+        out: dict[tuple[str, str], tuple[int, int | None]] = {}
+        try:
+            await store.poll_head()
+            after = 0
+            while page := await store.read(after, limit=2000):
+                for m in page:
+                    first, count, epoch = batches[bisect.bisect_right(starts, m.seq) - 1]
+                    assert first <= m.seq < first + count
+                    out[(m.server_id, m.message_id)] = (m.seq, epoch)
+                after = page[-1].seq
+        finally:
+            await store.aclose()
+        return out
 
     def log_text(self, name: str) -> str:
         return self.instances[name].log_path.read_text(errors="replace")

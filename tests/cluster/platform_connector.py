@@ -13,6 +13,11 @@ a duplicate). It sends one request at a time, RATE a second (0: as fast as answe
 BATCH messages (default 1) on ``<SERVER_ID>:room``; what is refused is sent again until
 acknowledged. bench/bench_cluster.py drives it too.
 
+Its MCP tools: ``whereami`` answers the connector's id and its parent's pid (the instance
+running it); ``stall`` is never answered. ``context/beforeInference`` is answered with a
+``beforeUser`` injection repeating the ``userMessage`` it observed and an ``afterUser`` one,
+unless the file ``DIR/<SERVER_ID>.stall-context`` exists (then it is never answered).
+
 Hand-rolled JSON-RPC on stdio with no Switchboard import, so that it starts in well under a
 second: a failover's time is then the cluster's, not the connector's.
 """
@@ -30,8 +35,30 @@ import orjson
 MANIFEST = {
     "protocolVersion": "2025-06-18",
     "serverInfo": {"name": "platform", "version": "0"},
-    "capabilities": {"experimental": {"mcpl": {"version": "0.5", "channels": True}}},
+    "capabilities": {
+        "tools": {},
+        "experimental": {
+            "mcpl": {
+                "version": "0.5",
+                "channels": True,
+                "contextHooks": {
+                    "beforeInference": {
+                        "observe": True,
+                        "inject": {"beforeUser": True, "afterUser": True},
+                    }
+                },
+            }
+        },
+    },
 }
+TOOLS = [
+    {"name": "whereami", "inputSchema": {"type": "object"}},
+    {"name": "stall", "inputSchema": {"type": "object"}},
+]
+
+
+def context_stalled(folder: str, sid: str) -> bool:
+    return os.path.exists(os.path.join(folder, f"{sid}.stall-context"))
 
 
 def last_acknowledged(path: str) -> int:
@@ -85,6 +112,31 @@ async def main() -> None:
                 answer(rid, {"channel": {"id": (msg.get("params") or {}).get("channelId")}})
             elif method == "channels/close" and rid is not None:
                 answer(rid, {})
+            elif method == "tools/list" and rid is not None:
+                answer(rid, {"tools": TOOLS})
+            elif method == "tools/call" and rid is not None:
+                # ``stall`` is never answered; ``whereami`` names the instance running us.
+                if (msg.get("params") or {}).get("name") == "whereami":
+                    ppid = os.getppid()
+                    answer(
+                        rid,
+                        {
+                            "content": [{"type": "text", "text": f"{sid} run by {ppid}"}],
+                            "structuredContent": {"server": sid, "ppid": ppid},
+                        },
+                    )
+            elif method == "context/beforeInference" and rid is not None:
+                if not context_stalled(folder, sid):
+                    seen = (msg.get("params") or {}).get("userMessage")
+                    answer(
+                        rid,
+                        {
+                            "contextInjections": [
+                                {"namespace": sid, "position": "beforeUser", "content": f"{seen}"},
+                                {"namespace": sid, "position": "afterUser", "content": "after"},
+                            ]
+                        },
+                    )
             elif rid is not None:
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no"}})
         os._exit(0)  # the host closed our stdin: it is gone, so are we

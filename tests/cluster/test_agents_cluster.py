@@ -10,9 +10,8 @@ then does); the agent initialises there and gets its unacknowledged messages aga
 
 from __future__ import annotations
 
-import subprocess
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import AbstractAsyncContextManager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,16 @@ import anyio
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from switchboard.status.http import render_tables
+from tests.cluster.agents import agent as agent_session
+from tests.cluster.agents import private_nats, read
 from tests.cluster.harness import (
     OPERATOR,
     Cluster,
     audit,
     eventually,
     eventually_async,
-    free_port,
     now,
 )
 from tests.cluster.support import figure
@@ -69,20 +68,8 @@ def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> 
         c.close()
 
 
-@asynccontextmanager
-async def agent(url: str) -> AsyncIterator[Client]:
-    async with (
-        httpx2.AsyncClient(timeout=30, headers={"Authorization": f"Bearer {TOKEN}"}) as http,
-        Client(streamable_http_client(url + "/mcp", http_client=http), mode="legacy") as client,
-    ):
-        yield client
-
-
-async def read(client: Client) -> list[dict[str, Any]]:
-    result = await client.call_tool("inbox", {"wait_seconds": 2})
-    assert not result.is_error, result.content
-    messages: list[dict[str, Any]] = (result.structured_content or {})["messages"]
-    return messages
+def agent(url: str) -> AbstractAsyncContextManager[Client]:
+    return agent_session(url, TOKEN)
 
 
 async def test_an_agent_on_any_instance_reads_all_publishes_anywhere_and_survives_its_instance(
@@ -203,30 +190,6 @@ async def _operators_see_the_cluster(cluster: Cluster, name: str, dead: str) -> 
     assert "switchboard_cluster_stale_epoch_rejections_total" in metrics
     assert "switchboard_cluster_nats_request_seconds_count" in metrics
     assert f'switchboard_cluster_head_lag{{instance="{name}"}} 0.0' in metrics
-
-
-@contextmanager
-def private_nats() -> Iterator[tuple[str, Callable[[], None], Callable[[], None]]]:
-    """A NATS server of the test's own, with ways to kill it and to start it again."""
-    port = free_port()
-    argv = ["/usr/sbin/nats-server", "-a", "127.0.0.1", "-p", str(port)]
-    holder: list[subprocess.Popen[bytes]] = []
-
-    def start() -> None:
-        holder.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-
-    def kill() -> None:
-        holder[-1].kill()
-        holder[-1].wait(10)
-
-    start()
-    try:
-        yield f"nats://127.0.0.1:{port}", kill, start
-    finally:
-        for process in holder:
-            if process.poll() is None:
-                process.kill()
-                process.wait(10)
 
 
 async def test_with_nats_down_ingest_goes_on_agents_poll_and_no_publish_is_falsely_delivered(

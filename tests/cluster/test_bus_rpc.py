@@ -7,6 +7,7 @@ The owner side is a real host running the echo connector as a subprocess; the ot
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,12 +21,12 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from switchboard.app.board import Switchboard
 from switchboard.cluster.bus import HEAD_COALESCE, ClusterBus
-from switchboard.cluster.rpc import OwnerService, RemoteOwner, describe
+from switchboard.cluster.rpc import NOTICE_WAIT, OwnerService, RemoteOwner, describe
 from switchboard.connections.owner import ConnectorOwner, SessionState
 from switchboard.events import ChannelsRegistered
 from switchboard.refusals import RefusalKind
 from switchboard.refusals.outcome import PublishStatus
-from switchboard.transport.errors import LinkClosedError
+from switchboard.transport.errors import LinkClosedError, RequestTimeoutError
 from tests.cluster.support import figure
 from tests.helpers import Recorder, connector, running_board
 
@@ -236,6 +237,32 @@ async def test_a_publish_whose_owner_does_not_answer_is_unknown_and_not_retried(
     assert len(arrivals) == 1, "a publish was sent again"
     request = orjson.loads(arrivals[0])
     assert request["args"]["channel_id"] == "echo:room"
+
+
+async def test_a_typing_notice_whose_owner_does_not_answer_gives_up_within_a_second(
+    nats_url: str, subject_prefix: str
+) -> None:
+    arrivals: list[bytes] = []
+    async with (
+        bus(nats_url, subject_prefix, "stuck-owner") as owner_bus,
+        bus(nats_url, subject_prefix, "agent-side") as agent_bus,
+    ):
+
+        async def never_answers(msg: Msg) -> None:
+            arrivals.append(msg.data)
+
+        await owner_bus.subscribe(owner_bus.subject("rpc", "echo", "*"), never_answers)
+        if owner_bus._nc is not None:
+            await owner_bus._nc.flush()
+        # The default request_timeout (30 s) is what a request waits; a notice does not.
+        remote = RemoteOwner(connector("echo", [sys.executable, ECHO]), agent_bus)
+        remote.update("stuck-owner", {"state": "ready", "connected": True, "grant": ["*"]})
+        started = time.monotonic()
+        with pytest.raises(RequestTimeoutError):
+            await remote.typing({"channelId": "echo:room"})
+        took = time.monotonic() - started
+    assert len(arrivals) == 1
+    assert NOTICE_WAIT <= took < NOTICE_WAIT + 1.0, took
 
 
 async def test_an_owner_drops_a_request_that_arrives_after_its_deadline(

@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from switchboard.config import ConfigError, load_config
+from switchboard.config import ClusterConfig, ConfigError, load_config
 from tests.pg import ADMIN_URL
 
 POSTGRES = f'[store]\nbackend = "postgres"\nurl = "{ADMIN_URL}"\n'
@@ -77,7 +79,10 @@ def test_the_head_interval_is_a_duration_or_zero(
         (POSTGRES + '[cluster]\ninstance_id = "a b"\n', "instance_id"),
         (POSTGRES + "[cluster]\nlease_ttl = 0\n", "positive"),
         (POSTGRES + "[cluster]\nhead_interval = 6\n", "head_interval"),
-        (POSTGRES + "[cluster]\nhead_interval = -1\n", "positive"),
+        (POSTGRES + "[cluster]\nhead_interval = -1\n", "non-negative"),
+        (POSTGRES + "[cluster]\nhold = -1\n", "non-negative"),
+        (POSTGRES + '[cluster]\nsettle = "soon"\n', "is not a duration"),
+        (POSTGRES + "[cluster]\nsettle = true\n", "duration"),
     ],
 )
 def test_a_cluster_mistake_is_refused_with_what_to_do(
@@ -87,6 +92,37 @@ def test_a_cluster_mistake_is_refused_with_what_to_do(
     path.write_text(text)
     with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace(")", r"\)")):
         load_config(path)
+
+
+def test_the_handover_hold_and_settle_default_to_a_minute_and_half_a_minute(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(POSTGRES + "[cluster]\n")
+    cluster = load_config(path).cluster
+    assert cluster is not None
+    assert (cluster.hold, cluster.settle) == (60.0, 30.0)
+    path.write_text(POSTGRES + '[cluster]\nhold = "2m"\nsettle = 0\n')
+    cluster = load_config(path).cluster
+    assert cluster is not None
+    assert (cluster.hold, cluster.settle) == (120.0, 0.0)
+
+
+@given(st.floats(min_value=0, max_value=1e9) | st.integers(min_value=0, max_value=10**9))
+def test_any_non_negative_number_of_seconds_is_a_hold_and_a_settle(seconds: float) -> None:
+    cluster = ClusterConfig.model_validate({"hold": seconds, "settle": seconds})
+    assert cluster.hold == cluster.settle == float(seconds)
+
+
+@given(
+    st.floats(max_value=-1e-9)
+    | st.integers(max_value=-1)
+    | st.just(float("inf"))
+    | st.just(float("nan"))
+)
+def test_a_negative_or_endless_hold_is_refused(seconds: float) -> None:
+    with pytest.raises(ValueError, match="non-negative, finite"):
+        ClusterConfig.model_validate({"hold": seconds})
 
 
 def test_a_bad_database_url_never_shows_its_password(tmp_path: Path) -> None:

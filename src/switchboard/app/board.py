@@ -235,6 +235,7 @@ class Switchboard:
             mail=self.mail,
             # An agent attached to another instance of a cluster is not idle here.
             attachments=self.attachments.anywhere,
+            instance=None if config.cluster is None else config.cluster.instance_id,
             records=(
                 lifetime_records
                 if lifetime_records is not None

@@ -9,6 +9,7 @@ set, so the default install never loads the PostgreSQL or NATS clients.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from functools import partial
@@ -67,6 +68,24 @@ class _AnnouncedLeaves:
         self._leaves.close()
 
 
+class _GoneInstances:
+    """Whether an instance is gone: missing from the live instances (no heartbeat for a
+    ``lease_ttl``) and still missing ``grace`` seconds later, so that a view taken before a
+    new instance's first heartbeat never ends the tasks it has just started."""
+
+    def __init__(self, node: ClusterNode, grace: float) -> None:
+        self._node = node
+        self._grace = grace
+        self._missing: dict[str, float] = {}
+
+    def __call__(self, instance: str) -> bool:
+        if instance in self._node.keeper.live:
+            self._missing.pop(instance, None)
+            return False
+        now = time.monotonic()
+        return now - self._missing.setdefault(instance, now) >= self._grace
+
+
 @asynccontextmanager
 async def cluster_started(
     config: Config, *, listener: Listener | None = None, http_url: str | None = None
@@ -111,7 +130,13 @@ async def cluster_started(
             ),
             reload={"leaves": leaves.refresh},
             jobs={
-                "lifetimes": board.lifetimes.run,
+                # One instance ends configured agents by idle_ttl and the tasks of instances
+                # that are gone; each instance ends its own tasks (its roster holds them).
+                "lifetimes": partial(
+                    board.lifetimes.run,
+                    tasks=False,
+                    gone=_GoneInstances(node, cluster.lease_ttl),
+                ),
                 **({} if board.retention is None else {"retention": board.retention.run}),
             },
         )
@@ -128,6 +153,7 @@ async def cluster_started(
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(partial(board.run, connectors=False, singletons=False))
+            tg.start_soon(partial(board.lifetimes.run, configured=False))
             await tg.start(node.run, parts)
             tg.start_soon(presence.run)
             tg.start_soon(hand_over_when_stopping)

@@ -153,7 +153,7 @@ class ClusterNode:
             self.table,
             keys,
             self,
-            hysteresis=hysteresis,
+            hysteresis=hysteresis or Hysteresis(cluster.hold, cluster.settle),
             http_url=http_url,
             info=self._info,
             on_tick=self._ticked,

@@ -5,8 +5,9 @@ subscribed after the lease is acquired and before the connector starts; unsubscr
 it is released or as soon as the instance fences itself). Elsewhere the connector's owner is a
 :class:`RemoteOwner`: the same :class:`~switchboard.connections.owner.ConnectorOwner` the agent
 side and the lifecycle already talk to, carrying each request there. What can be said for
-certain is said: NATS down or "no responders" means nothing was sent (a publish is
-``server-gone``, anything else ``LinkClosedError``); a timeout means it may have been handled
+certain is said: NATS down or "no responders" means nothing was sent (a publish and a
+connector tool's call are ``server-gone``, anything else :class:`NothingSentError`, a
+``LinkClosedError``); a timeout means it may have been handled
 (``unknown``, ``RequestTimeoutError``). A publish is never retried. A request carries its
 deadline, and an owner drops one that arrives after it (it was already answered ``unknown``).
 How a remote connector stands (state, grant, tools) comes with each owner's heartbeat; its
@@ -37,12 +38,17 @@ from switchboard.refusals.outcome import PublishOutcome, PublishStatus
 from switchboard.runtime.ratelog import RateLimitedLog
 from switchboard.transport.errors import LinkClosedError, RequestTimeoutError, RpcError
 
-__all__ = ["OwnerService", "RemoteOwner", "describe"]
+__all__ = ["NothingSentError", "OwnerService", "RemoteOwner", "describe"]
 
 log = structlog.get_logger(__name__)
 
 #: Seconds added to a request's own wait for the trip to the owner and back.
 SLACK = 2.0
+#: Seconds a notice to the owner (typing, an inference phase) waits for its answer, all told.
+#: Locally each is a notification, written and never waited for; an agent's inbox read sends
+#: them as its turn begins, so an owner that got the request but never answers (it died just
+#: then, or is paused) must not hold that read for a whole ``request_timeout``.
+NOTICE_WAIT = 1.0
 
 
 def describe(owner: ConnectorOwner) -> dict[str, Any]:
@@ -121,6 +127,10 @@ def _raise(error: Mapping[str, Any]) -> None:
     if kind == "timeout":
         raise RequestTimeoutError(message)
     raise RpcError(-32603, message)
+
+
+class NothingSentError(LinkClosedError):
+    """No owner could be asked (NATS down, or no responders): the request was not sent."""
 
 
 class OwnerService:
@@ -244,9 +254,29 @@ class _RemoteTools:
         return self._by_name.get(name) if self.granted else None
 
     async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
-        return await self._owner.ask(
-            "tool", {"name": name, "arguments": dict(arguments)}, self._owner.config.request_timeout
-        )
+        """The owner's answer to the call of its connector's tool ``name``.
+
+        Raises:
+            Refusal: ``server-gone`` when no owner could be asked (NATS down, or no
+                responders): the call was not sent, so the tool did not run. A link error
+                would tell the agent it may have.
+            RequestTimeoutError: no answer in time (the tool may have run).
+        """
+        sid = self._owner.server_id
+        try:
+            return await self._owner.ask(
+                "tool",
+                {"name": name, "arguments": dict(arguments)},
+                self._owner.config.request_timeout,
+            )
+        except NothingSentError as exc:
+            raise Refusal(
+                RefusalKind.SERVER_GONE,
+                f"connector {sid!r} has no owner reachable now, so its tool {name!r} was not "
+                "called (nothing was sent); try again later",
+                server_id=sid,
+                tool=name,
+            ) from exc
 
 
 class RemoteOwner:
@@ -330,15 +360,18 @@ class RemoteOwner:
 
     # -- requests
 
-    async def ask(self, op: str, args: Mapping[str, Any], wait: float) -> Any:
+    async def ask(
+        self, op: str, args: Mapping[str, Any], wait: float, *, slack: float = SLACK
+    ) -> Any:
         """Send ``op`` to the owner and return its result (raises what the owner raised;
-        ``LinkClosedError`` when nothing was sent, ``RequestTimeoutError`` when no answer)."""
-        timeout = wait + SLACK
+        ``LinkClosedError`` when nothing was sent, ``RequestTimeoutError`` when no answer
+        within ``wait`` plus ``slack`` for the trip)."""
+        timeout = wait + slack
         payload = orjson.dumps({"args": args, "deadline": time.time() + timeout}, default=str)
         try:
             data = await self._bus.request(f"{self._prefix}.{op}", payload, timeout)
         except (BusDown, NoResponders) as exc:
-            raise LinkClosedError(
+            raise NothingSentError(
                 f"connector {self.server_id!r} has no owner reachable now; nothing was sent"
             ) from exc
         except RequestTimedOut as exc:
@@ -393,13 +426,13 @@ class RemoteOwner:
         return await self.ask("acknowledge", params, self._config.request_timeout)
 
     async def typing(self, params: Mapping[str, Any]) -> None:
-        await self.ask("typing", params, self._config.request_timeout)
+        await self.ask("typing", params, 0.0, slack=NOTICE_WAIT)
 
     async def stream(self, method: str, params: Mapping[str, Any]) -> None:
         await self.ask("stream", {"method": method, "params": params}, self._config.request_timeout)
 
     async def inference_phase(self, params: Mapping[str, Any]) -> None:
-        await self.ask("inference_phase", params, self._config.request_timeout)
+        await self.ask("inference_phase", params, 0.0, slack=NOTICE_WAIT)
 
     async def before_inference(self, params: Mapping[str, Any], answer_within: float) -> Any:
         return await self.ask("context", {"params": params, "within": answer_within}, answer_within)

@@ -253,7 +253,8 @@ def summary(config: Config, endpoint: str) -> list[str]:
     if config.cluster is not None:
         c = config.cluster
         lines.append(
-            f"cluster: instance {c.instance_id}, NATS {c.nats_url}, lease ttl {c.lease_ttl:g}s"
+            f"cluster: instance {c.instance_id}, NATS {c.nats_url}, lease ttl {c.lease_ttl:g}s, "
+            f"hold {c.hold:g}s, settle {c.settle:g}s"
         )
     return lines
 

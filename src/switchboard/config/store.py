@@ -134,6 +134,16 @@ class ClusterConfig(Strict):
         "reads of other instances' commits for this instance's agents, at most: longer costs "
         "less per message and delays a push to an agent on another instance by up to as much",
     )
+    hold: float = Field(
+        default=60.0,
+        description="seconds an instance keeps a connector (or job) before handing it to a "
+        "newly preferred instance (0: at once)",
+    )
+    settle: float = Field(
+        default=30.0,
+        description="seconds a newly preferred instance must have been live before it is "
+        "handed a key (0: at once)",
+    )
     subject_prefix: str = Field(
         default="sb",
         min_length=1,
@@ -141,17 +151,22 @@ class ClusterConfig(Strict):
         description="NATS subjects are <subject_prefix>.<...>; one per deployment",
     )
 
-    @field_validator("head_interval", mode="before")
-    @classmethod
-    def _interval(cls, value: object) -> object:
-        # 0 is a choice here (announce every commit, read at once), not a mistake.
-        if not isinstance(value, bool) and isinstance(value, int | float) and value == 0:
-            return 0.0
-        return parse_duration(value)
-
     @field_validator("lease_ttl", mode="before")
     @classmethod
     def _ttl(cls, value: object) -> object:
+        return parse_duration(value)
+
+    @field_validator("hold", "settle", "head_interval", mode="before")
+    @classmethod
+    def _hysteresis(cls, value: object) -> object:
+        # Zero is allowed (hand over at once; announce every commit), unlike a lease's duration.
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if value < 0 or value != value or value == float("inf"):
+                raise ValueError(
+                    f"must be a non-negative, finite number of seconds (or a duration such as "
+                    f'"90s"), not {value!r}'
+                )
+            return float(value)
         return parse_duration(value)
 
     @field_validator("nats_url")

@@ -203,6 +203,11 @@ class Lifetimes:
         attachments: Who is attached, and when each agent was last active.
         records: Where the owner token and the incarnation counts are kept.
         clock: Unix seconds (the host's clock; tests pass a fake one).
+        instance: In a cluster, this instance's id. A task lives on the instance that started
+            it (its token is known only there): its entry is marked with that id, and at
+            start-up only this instance's own leftovers end; another instance's tasks end by
+            :meth:`sweep` once that instance is gone. None (one process): every task left in
+            the directory is a leftover.
     """
 
     def __init__(
@@ -215,7 +220,9 @@ class Lifetimes:
         attachments: Presence,
         records: LifetimeRecords,
         clock: Callable[[], float] = time.time,
+        instance: str | None = None,
     ) -> None:
+        self._instance = instance
         self._roster = roster
         self._directory = directory
         self._desks = desks
@@ -244,7 +251,7 @@ class Lifetimes:
         a new incarnation (see :class:`Lifetimes`). Called once, before serving."""
         now = self._clock()
         configured = [i for i in self._roster if i.kind == "configured"]
-        leftovers = [e for e in self._entries() if e.metadata.get(_MARK) == "task"]
+        leftovers = [e for e in self._entries() if self._leftover(e)]
         for entry in leftovers:
             await self._end_leftover(entry)
         seen: dict[str, int] = {}
@@ -279,6 +286,31 @@ class Lifetimes:
                 )
         for identity in valid:
             self._claim_configured(identity, owner)
+
+    def _leftover(self, entry: Entry) -> bool:
+        """Whether ``entry`` is a task this instance's previous run left (see the class)."""
+        if entry.metadata.get(_MARK) != "task":
+            return False
+        started_by = entry.metadata.get("instance")
+        return self._instance is None or started_by is None or started_by == self._instance
+
+    async def sweep(self, gone: Callable[[str], bool]) -> list[str]:
+        """End (reason ``restart``, the parent told) every task another instance started when
+        ``gone(instance)`` says that instance is gone; the handles ended. Racing sweeps and a
+        restart under the same id end each task once: only the one whose forced unregister
+        finds the entry tells the parent."""
+        ended: list[str] = []
+        for entry in list(self._entries()):
+            started_by = entry.metadata.get("instance")
+            if (
+                entry.metadata.get(_MARK) == "task"
+                and isinstance(started_by, str)
+                and started_by != self._instance
+                and gone(started_by)
+                and await self._end_leftover(entry)
+            ):
+                ended.append(entry.address)
+        return ended
 
     def _claim_configured(self, identity: Identity, owner: str) -> None:
         directory = self._directory
@@ -320,18 +352,20 @@ class Lifetimes:
             "agent_started", agent=address, kind="configured", incarnation=identity.incarnation
         )
 
-    async def _end_leftover(self, entry: Entry) -> None:
-        """End a task a previous run left in the directory (reason ``restart``)."""
+    async def _end_leftover(self, entry: Entry) -> bool:
+        """End a task a previous run left in the directory (reason ``restart``); False when
+        its entry was gone already (someone else ended it)."""
         try:
             self._directory.unregister(entry.address, force=True)
         except NotFound:
-            return
+            return False
         parent = entry.metadata.get("parent")
         told = None
         if isinstance(parent, str) and parent:
             text = result_text(entry.address, "restart", None)
             told = await self._tell(SYSTEM_SENDER, parent, text, entry.address)
         log.info("agent_ended", agent=entry.address, kind="task", reason="restart", told=told)
+        return True
 
     # -- task agents --------------------------------------------------------------------------
 
@@ -375,6 +409,8 @@ class Lifetimes:
         metadata: dict[str, object] = {_MARK: "task", "parent": parent_handle}
         if deadline is not None:
             metadata["deadline"] = deadline
+        if self._instance is not None:
+            metadata["instance"] = self._instance
         self._directory.claim(
             address,
             token=token,
@@ -481,13 +517,13 @@ class Lifetimes:
         since = self._since.setdefault(name, now)
         return since if active is None else max(active, since)
 
-    def due(self) -> list[tuple[str, EndReason]]:
-        """The live agents whose time is up now, and why."""
+    def due(self, *, tasks: bool = True, configured: bool = True) -> list[tuple[str, EndReason]]:
+        """The live agents whose time is up now, and why (of the kinds asked for)."""
         now = self._clock()
         out: list[tuple[str, EndReason]] = []
         for identity in self._roster:
             name = identity.name
-            if name in self._ending:
+            if name in self._ending or not (tasks if identity.kind == "task" else configured):
                 continue
             if identity.kind == "task":
                 desk = self._desks.get(name)
@@ -510,20 +546,30 @@ class Lifetimes:
                 out.append((name, "idle-ttl"))
         return out
 
-    async def tick(self) -> list[EndedAgent]:
-        """End every agent whose time is up; what ended."""
+    async def tick(self, *, tasks: bool = True, configured: bool = True) -> list[EndedAgent]:
+        """End every agent (of the kinds asked for) whose time is up; what ended."""
         ended: list[EndedAgent] = []
-        for name, reason in self.due():
+        for name, reason in self.due(tasks=tasks, configured=configured):
             done = await self.end(name, reason)
             if done is not None:
                 ended.append(done)
         return ended
 
-    async def run(self, interval: float = TICK_SECONDS) -> None:
-        """Tick every ``interval`` seconds until cancelled."""
+    async def run(
+        self,
+        interval: float = TICK_SECONDS,
+        *,
+        tasks: bool = True,
+        configured: bool = True,
+        gone: Callable[[str], bool] | None = None,
+    ) -> None:
+        """Tick every ``interval`` seconds until cancelled (for the kinds asked for; with
+        ``gone``, each tick first sweeps the tasks of instances that are gone)."""
         while True:
             await anyio.sleep(interval)
             try:
-                await self.tick()
+                if gone is not None:
+                    await self.sweep(gone)
+                await self.tick(tasks=tasks, configured=configured)
             except Exception:
                 log.exception("lifetimes_tick_failed")
