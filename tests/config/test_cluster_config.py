@@ -50,7 +50,7 @@ def test_a_cluster_section_takes_its_defaults_and_expands_variables(tmp_path: Pa
     assert config.cluster.lease_ttl == 10.0
     assert config.cluster.subject_prefix == "sb"
     assert config.cluster.instance_id  # hostname-pid by default
-    assert config.cluster.head_interval == 0.05
+    assert config.cluster.head_interval == 0.25
 
 
 @pytest.mark.parametrize(("given", "seconds"), [("0", 0.0), ("0.25", 0.25), ('"200ms"', None)])

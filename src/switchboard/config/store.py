@@ -127,7 +127,7 @@ class ClusterConfig(Strict):
         default=5.0, description="seconds a connector lease lasts unless renewed"
     )
     head_interval: float = Field(
-        default=0.05,
+        default=0.25,
         ge=0.0,
         le=5.0,
         description="seconds between two head announcements of one instance, and between two "
