@@ -10,12 +10,16 @@ the fault tests (tests/cluster/platform_connector.py), and CPU is read from ``/p
   N=4 at most 1.15x N=1: being one of many costs an owner nothing that grows with N.
 * **Tail cost (T2)**: in the same runs, one more instance that owns no connector (it joins
   last; hysteresis keeps connectors where they are) with an agent session attached: its CPU
-  per cluster message (each commit's head hint, the head it follows for its agents' watchers).
-  Gate: at most 5 µs, flat in N.
+  per cluster message. By default the agent is a *bystander* (``--tail-agent bystander``: a
+  second roster agent takes the untargeted traffic), so the figure is what following the
+  cluster costs: the head hints, the reads, decoding and routing every batch. Gate: at most
+  5 µs, flat in N. ``--tail-agent recipient`` has every message pushed to the agent (delivery
+  on top); ``none`` attaches no session.
 
 Every CPU figure is the loaded window's less an idle window of the same length (connectors
 paused with SIGSTOP): what an instance spends per second anyway (heartbeats, renewals, the 1 s
-polls) is not a cost per message.
+polls) is not a cost per message. CPU is the scheduler's on-CPU time of every thread
+(``/proc/PID/task/*/schedstat``, ns), or clock ticks where schedstats are missing.
 * **Pinned (T4)**: N=1 against N=2 with each instance pinned to a core of its own
   (``taskset``), connectors sending as fast as answered: aggregate messages a second, and the
   CPU PostgreSQL's own backends took per message (their ``/proc`` entries).
@@ -25,7 +29,8 @@ messages a second in commits ``--batched`` times bigger (what a follower pays pe
 and per read is shared by the messages of a commit, so the two show its shape).
 
 Run: ``python bench/bench_cluster.py [--seconds 8] [--rate 40] [--batch 10] [--batched 10]
-[--idle-tail] [--quick]``.
+[--tail-agent bystander|recipient|none] [--head-interval S] [--quick]``; the gate's figures
+(docs/operations.md, "The tail now"): ``--rate 12.5 --batch 100 --batched 1``.
 """
 
 from __future__ import annotations
