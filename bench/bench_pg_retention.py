@@ -32,7 +32,7 @@ import psycopg
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.retention import PgRetentionTask
 from switchboard.runtime.logs import configure
-from switchboard.store.sqlite.retention import Floor, PassReport, RetentionPolicy
+from switchboard.store.retention import Floor, PassReport, RetentionPolicy
 
 ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 BATCH = 20

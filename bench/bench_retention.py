@@ -33,8 +33,9 @@ import anyio
 import orjson
 
 from switchboard.runtime.logs import configure
+from switchboard.store.retention import Floor, PassReport, RetentionPolicy
 from switchboard.store.sqlite import MessageStore
-from switchboard.store.sqlite.retention import Floor, PassReport, RetentionPolicy, RetentionTask
+from switchboard.store.sqlite.retention import RetentionTask
 
 Wire = dict[str, Any]
 DAY = 86_400.0

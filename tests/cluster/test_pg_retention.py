@@ -14,7 +14,7 @@ import pytest
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.retention import PgRetentionTask
 from switchboard.config import StoreConfig
-from switchboard.store.sqlite.retention import RetentionPolicy
+from switchboard.store.retention import RetentionPolicy
 from tests.cluster.harness import Cluster, Instance, eventually
 from tests.helpers import running_board
 from tests.store.contract.test_retention import NOW, Cursors, fill, wire

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from switchboard.config import StoreConfig, parse_duration
+from switchboard.store.retention import Floor, RetentionPolicy
 from switchboard.store.sqlite import MessageStore
-from switchboard.store.sqlite.retention import Floor, RetentionPolicy, RetentionTask
+from switchboard.store.sqlite.retention import RetentionTask
 from tests.store.storekit import batch_rows, build_wire
 
 pytestmark = pytest.mark.anyio

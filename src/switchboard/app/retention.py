@@ -19,14 +19,9 @@ from switchboard.agents.roster.roster import Roster
 from switchboard.config import StoreConfig
 from switchboard.store import MessageStoreProtocol
 from switchboard.store.mailmark import MAIL_SERVER
+from switchboard.store.retention import Floor, PassReport, RetentionPolicy, RetentionSummary
 from switchboard.store.sqlite import MessageStore
-from switchboard.store.sqlite.retention import (
-    Floor,
-    PassReport,
-    RetentionPolicy,
-    RetentionSummary,
-    RetentionTask,
-)
+from switchboard.store.sqlite.retention import RetentionTask
 from switchboard.tuneouts.state import TuneOutState
 
 __all__ = ["Retention", "RetentionFloor", "retention_policy", "retention_task"]

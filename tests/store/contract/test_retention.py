@@ -14,7 +14,7 @@ from switchboard.app.retention import Retention, retention_task
 from switchboard.config import StoreConfig
 from switchboard.store import MessageStoreProtocol
 from switchboard.store.mailmark import MAIL_SERVER
-from switchboard.store.sqlite.retention import Floor
+from switchboard.store.retention import Floor
 from tests.store.contract.conftest import Backend
 
 pytestmark = pytest.mark.anyio

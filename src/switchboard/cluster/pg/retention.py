@@ -1,10 +1,10 @@
 """Retention on PostgreSQL: deleting old, fully acknowledged batch rows in small chunks.
 
 :class:`PgRetentionTask` applies the same
-:class:`~switchboard.store.sqlite.retention.RetentionPolicy` with the same floor as SQLite's
-:class:`~switchboard.store.sqlite.retention.RetentionTask`
-(docs/operations.md, "Retention"); what differs is how a chunk is deleted and what ``max_size``
-measures (see the class).
+:class:`~switchboard.store.retention.RetentionPolicy` with the same floor and the same pass
+(:class:`~switchboard.store.retention.RetentionPasses`) as SQLite's
+:class:`~switchboard.store.sqlite.retention.RetentionTask` (docs/operations.md, "Retention");
+what differs is how a chunk is deleted and what ``max_size`` measures (see the class).
 
 What it deliberately does not know: agents, tune-outs, mail or leases (the floor is asked of a
 callback; in cluster mode the node runs it only while this instance holds ``@job:retention``).
@@ -13,23 +13,23 @@ callback; in cluster mode the node runs it only while this instance holds ``@job
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Collection
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-import anyio
 import psycopg
 import structlog
 
 from switchboard.cluster.pg.message_store import PgMessageStore
-from switchboard.store.records import StoreClosedError, StoreError
 from switchboard.store.retention import (
     Chunk,
+    ChunkBounds,
     Floor,
     PassReport,
+    RetentionPasses,
     RetentionPolicy,
-    RetentionSummary,
+    scan_head,
 )
 
 __all__ = ["ROW_OVERHEAD", "PgRetentionTask", "PgUsage", "prune_chunk"]
@@ -73,77 +73,33 @@ class PgUsage:
     file_bytes: int
 
 
-async def prune_chunk(
-    conn: psycopg.AsyncConnection[Any],
-    *,
-    after_seq: int,
-    upto_seq: int,
-    before: float | None,
-    keep_servers: Collection[str] = (),
-    max_rows: int = 1000,
-    max_bytes: int = 256 * 1024,
-    want_bytes: int | None = None,
-) -> Chunk:
-    """Delete, in one transaction, the oldest batch rows above ``after_seq`` that may go.
+async def prune_chunk(conn: psycopg.AsyncConnection[Any], bounds: ChunkBounds) -> Chunk:
+    """Delete, in one transaction, the oldest batch rows that ``bounds`` lets go.
 
-    The rules of SQLite's :func:`~switchboard.store.sqlite.retention.prune_chunk`: a row may go
-    when its last seq is at most ``upto_seq``, it was received before ``before`` (any age when
-    None), and its server is not in ``keep_servers`` (a kept row is passed over). The scan
-    stops at the first row that may not go for its seq or age, after ``max_rows`` rows or
-    ``max_bytes`` (as ``max_size`` counts them), or once ``want_bytes`` are deleted. Both
-    statements walk the primary key from ``after_seq``: no scan of the table.
+    Which rows may go is :func:`~switchboard.store.retention.scan_head`'s rule (SQLite's), over
+    at most ``max_rows`` rows, with the sizes ``max_size`` counts. Both statements walk the
+    primary key from ``after_seq``: no scan of the table.
 
     Raises:
         psycopg.Error: PostgreSQL refused (the transaction was rolled back).
     """
-    kept = sorted(set(keep_servers))
+    kept = sorted(bounds["keep_servers"])
     async with conn.transaction():
-        cur = await conn.execute(_HEAD_ROWS, (after_seq, max_rows))
-        rows = await cur.fetchall()
-        first = last = None
-        messages = nbytes = deleted = 0
-        scanned = after_seq
-        stopped = False
-        for first_seq, count, server_id, received_at, size in rows:
-            if first_seq + count - 1 > upto_seq:
-                stopped = True
-                break
-            young = before is not None and received_at >= before
-            if young and server_id not in kept:  # a kept row's age stops nothing
-                stopped = True
-                break
-            if deleted and (
-                nbytes >= max_bytes or (want_bytes is not None and nbytes >= want_bytes)
-            ):
-                break
-            scanned = first_seq
-            if server_id in kept:
-                continue
-            first = first_seq if first is None else first
-            last = first_seq
-            deleted += 1
-            messages += count
-            nbytes += size
-        if first is not None:
-            await conn.execute(_DELETE, (first, last, kept))
-    enough = want_bytes is not None and nbytes >= want_bytes
-    more = (
-        not stopped
-        and not enough
-        and scanned != after_seq
-        and (len(rows) == max_rows or nbytes >= max_bytes)
-    )
-    return Chunk(deleted, messages, nbytes, scanned, more)
+        cur = await conn.execute(_HEAD_ROWS, (bounds["after_seq"], bounds["max_rows"]))
+        doomed, chunk = scan_head(await cur.fetchall(), bounds)
+        if doomed:
+            await conn.execute(_DELETE, (doomed[0], doomed[-1], kept))
+    return chunk
 
 
-class PgRetentionTask:
+class PgRetentionTask(RetentionPasses[PgUsage]):
     """Runs retention passes over a :class:`PgMessageStore` every ``policy.interval`` seconds.
 
-    The rules are SQLite's (:class:`~switchboard.store.sqlite.retention.RetentionTask`): only a
-    prefix of the rows in seq order at or below the floor and below the duplicate window goes;
-    ``retain`` deletes what is older, stopping at the first row too young; ``max_size`` then
-    deletes the oldest of what may go while the rows exceed it; mail is never deleted; after
-    each chunk the pass pauses as long as the chunk took. What differs on PostgreSQL:
+    The rules and the pass are SQLite's (:class:`~switchboard.store.retention.RetentionPasses`):
+    only a prefix of the rows in seq order at or below the floor and below the duplicate window
+    goes; ``retain`` deletes what is older, stopping at the first row too young; ``max_size``
+    then deletes the oldest of what may go while the rows exceed it; mail is never deleted;
+    between two chunks the pass pauses as long as the chunk took. What differs on PostgreSQL:
 
     * **Chunks** run on a connection of the store's read pool, not on its writer: a DELETE of
       old rows takes row locks on those rows only, which no commit of new rows waits for, so
@@ -171,6 +127,9 @@ class PgRetentionTask:
         vacuum: ``VACUUM batches`` after a pass that deleted something.
     """
 
+    _log = log
+    _log_tags: ClassVar[Mapping[str, object]] = {"backend": "postgres"}
+
     def __init__(
         self,
         store: PgMessageStore,
@@ -181,47 +140,16 @@ class PgRetentionTask:
         every_cursor: bool = False,
         vacuum: bool = True,
     ) -> None:
+        super().__init__(policy, floor, clock=clock)
         self._store = store
-        self._policy = policy
-        self._floor = floor
-        self._clock = clock
         self._every_cursor = every_cursor
         self._vacuum = vacuum
-        self._scanned = 0  # rows at or below this first_seq are gone or kept
         self._counted: tuple[int, int] | None = None  # (bytes of the rows up to seq, seq)
-        self._longest = 0.0
-        self._totals_passes = 0
-        self._totals_messages = 0
-        self._totals_freed = 0
-        self._last: PassReport | None = None
+        self._vacuum_ms = 0.0  # the VACUUM of the pass running
 
-    @property
-    def policy(self) -> RetentionPolicy:
-        """The policy it applies."""
-        return self._policy
-
-    async def run(self) -> None:
-        """Run a pass, wait ``interval`` seconds, and again, until cancelled or the store
-        closes. A pass that fails is logged and the next one tries again."""
-        if not self._policy.enabled:
-            return
+    def _starting(self) -> None:
         # Another instance may have held the job meanwhile: count the rows afresh.
         self._counted = None
-        log.info(
-            "retention_started",
-            backend="postgres",
-            retain_seconds=self._policy.retain,
-            max_size_bytes=self._policy.max_size,
-            interval_seconds=self._policy.interval,
-        )
-        while True:
-            try:
-                await self.run_pass()
-            except StoreClosedError:
-                return
-            except StoreError as exc:
-                log.warning("retention_pass_failed", error=str(exc))
-            await anyio.sleep(self._policy.interval)
 
     async def run_pass(self) -> PassReport:
         """Delete what the policy allows now, chunk by chunk, and report it.
@@ -229,39 +157,21 @@ class PgRetentionTask:
         Raises:
             StoreError: the database refused a chunk (what was committed before stays deleted).
         """
-        policy, store = self._policy, self._store
-        started = time.perf_counter()
-        at = self._clock()
-        self._longest = 0.0
+        self._vacuum_ms = 0.0
+        report = await super().run_pass()
+        if self._vacuum_ms:
+            log.debug("retention_vacuum", took_ms=round(self._vacuum_ms, 1))
+        return report
+
+    async def _floor_now(self) -> Floor:
         floor = await self._floor()
         if self._every_cursor:
-            floor = min(floor, await store.maintain(_least_cursor, "read the cursors"), key=_seq)
-        upto, held_by = floor.seq, floor.held_by
-        window_top = store.latest_seq - policy.keep_newest
-        if window_top < upto:
-            upto, held_by = window_top, "the duplicate window (the newest messages)"
-        before = await self._usage()
-        rows = messages = 0
-        vacuum_ms = 0.0
-        try:
-            if policy.retain is not None:
-                r, m = await self._prune(upto, at - policy.retain, None)
-                rows, messages = rows + r, messages + m
-            if policy.max_size is not None:
-                r, m = await self._cap(upto, policy.max_size)
-                rows, messages = rows + r, messages + m
-            if rows and self._vacuum:
-                began = time.perf_counter()
-                await store.maintain(_vacuum, "vacuum the batch rows")
-                vacuum_ms = (time.perf_counter() - began) * 1000
-        except StoreError as exc:
-            self._record(started, at, rows, messages, before, before, upto, held_by, str(exc))
-            raise
-        after = await self._usage()
-        report = self._record(started, at, rows, messages, before, after, upto, held_by, None)
-        if vacuum_ms:
-            log.debug("retention_vacuum", took_ms=round(vacuum_ms, 1))
-        return report
+            cursors = await self._store.maintain(_least_cursor, "read the cursors")
+            floor = min(floor, cursors, key=_seq)
+        return floor
+
+    def _latest_seq(self) -> int:
+        return self._store.latest_seq
 
     async def _usage(self) -> PgUsage:
         counted = self._counted or (0, 0)
@@ -280,114 +190,24 @@ class PgRetentionTask:
         self._counted = (found.used_bytes, top)
         return found
 
-    async def _prune(self, upto: int, before: float | None, want: int | None) -> tuple[int, int]:
-        policy = self._policy
-        rows = messages = 0
-        while True:
-            chunk_of = partial(
-                prune_chunk,
-                after_seq=self._scanned,
-                upto_seq=upto,
-                before=before,
-                keep_servers=policy.keep_servers,
-                max_rows=policy.chunk_rows,
-                max_bytes=policy.chunk_bytes,
-                want_bytes=want,
-            )
-
-            began = time.perf_counter()
-            chunk = await self._store.maintain(chunk_of, "delete old messages")
-            took = time.perf_counter() - began
-            self._longest = max(self._longest, took * 1000)
-            self._scanned = chunk.scanned_to
-            if self._counted is not None:
-                self._counted = (self._counted[0] - chunk.body_bytes, self._counted[1])
-            rows += chunk.rows
-            messages += chunk.messages
-            if want is not None:
-                want -= chunk.body_bytes
-                if want <= 0:
-                    return rows, messages
-            if not chunk.more:
-                return rows, messages
-            # Leave the database to ingest for as long as the chunk took: a pass uses at most
-            # half of one connection's time, however much it has to delete.
-            await anyio.sleep(took)
-
-    async def _cap(self, upto: int, max_size: int) -> tuple[int, int]:
-        rows = messages = 0
-        while True:
-            now = await self._usage()
-            excess = now.used_bytes - max_size
-            if excess <= 0:
-                return rows, messages
-            r, m = await self._prune(upto, None, excess)
-            if r == 0:  # nothing more may go: the cap waits for acknowledgements
-                return rows, messages
-            rows, messages = rows + r, messages + m
-
-    def _record(
-        self,
-        started: float,
-        at: float,
-        rows: int,
-        messages: int,
-        before: PgUsage,
-        after: PgUsage,
-        floor: int,
-        held_by: str,
-        error: str | None,
-    ) -> PassReport:
-        took_ms = round((time.perf_counter() - started) * 1000, 1)
-        freed = max(before.used_bytes - after.used_bytes, 0)
-        report = PassReport(
-            at=at,
-            took_ms=took_ms,
-            rows=rows,
-            messages=messages,
-            bytes_freed=freed,
-            file_bytes=after.file_bytes,
-            used_bytes=after.used_bytes,
-            floor=floor,
-            held_by=held_by,
-            longest_chunk_ms=round(self._longest, 1),
-            error=error,
+    async def _delete_chunk(self, bounds: ChunkBounds) -> tuple[Chunk, float]:
+        began = time.perf_counter()
+        chunk = await self._store.maintain(
+            partial(prune_chunk, bounds=bounds), "delete old messages"
         )
-        self._totals_passes += 1
-        self._totals_messages += messages
-        self._totals_freed += freed
-        self._last = report
-        fields = {
-            "backend": "postgres",
-            "rows": rows,
-            "messages": messages,
-            "bytes_freed": freed,
-            "used_bytes": after.used_bytes,
-            "file_bytes": after.file_bytes,
-            "took_ms": took_ms,
-            "longest_chunk_ms": round(self._longest, 1),
-            "floor": floor,
-            "held_by": held_by,
-        }
-        if messages:
-            log.info("retention_pass", **fields)
-        else:
-            log.debug("retention_pass", **fields)
-        return report
+        took = time.perf_counter() - began
+        if self._counted is not None:
+            self._counted = (self._counted[0] - chunk.body_bytes, self._counted[1])
+        return chunk, took
 
-    def last_pass(self) -> RetentionSummary:
-        """A JSON-ready summary for the status surface (as SQLite's)."""
-        policy = self._policy
-        return {
-            "enabled": policy.enabled,
-            "retain_seconds": policy.retain,
-            "max_size_bytes": policy.max_size,
-            "interval_seconds": policy.interval,
-            "passes": self._totals_passes,
-            "deleted_messages": self._totals_messages,
-            "bytes_freed": self._totals_freed,
-            "last": None if self._last is None else asdict(self._last),
-        }
+    async def _tidy(self, before: PgUsage) -> None:
+        if self._vacuum:
+            began = time.perf_counter()
+            await self._store.maintain(_vacuum, "vacuum the batch rows")
+            self._vacuum_ms = (time.perf_counter() - began) * 1000
+
+    def _usage_fields(self, after: PgUsage) -> dict[str, object]:
+        return {"used_bytes": after.used_bytes, "file_bytes": after.file_bytes}
 
 
 def _seq(floor: Floor) -> int:

@@ -13,38 +13,25 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Awaitable, Callable, Collection
-from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Final, TypeVar
 
 import anyio
 import structlog
 
-from switchboard.store.records import StoreClosedError, StoreError
 from switchboard.store.retention import (
-    DEFAULT_INTERVAL,
     Chunk,
+    ChunkBounds,
     Floor,
-    PassReport,
+    RetentionPasses,
     RetentionPolicy,
-    RetentionSummary,
+    scan_head,
 )
 from switchboard.store.sqlite.message_store import MessageStore
 
-__all__ = [
-    "DEFAULT_INTERVAL",
-    "Chunk",
-    "Floor",
-    "PassReport",
-    "RetentionPolicy",
-    "RetentionSummary",
-    "RetentionTask",
-    "Usage",
-    "prune_chunk",
-    "usage",
-    "vacuum_chunk",
-]
+__all__ = ["RetentionTask", "Usage", "prune_chunk", "usage", "vacuum_chunk"]
 
 log = structlog.get_logger(__name__)
 
@@ -85,53 +72,20 @@ def usage(conn: sqlite3.Connection) -> Usage:
     return Usage(one("page_size"), one("page_count"), one("freelist_count"), one("auto_vacuum"))
 
 
-def prune_chunk(
-    conn: sqlite3.Connection,
-    *,
-    after_seq: int,
-    upto_seq: int,
-    before: float | None,
-    keep_servers: Collection[str] = (),
-    max_rows: int = 1000,
-    max_bytes: int = 256 * 1024,
-    want_bytes: int | None = None,
-) -> Chunk:
-    """Delete, in one transaction, the oldest batch rows above ``after_seq`` that may go.
+def prune_chunk(conn: sqlite3.Connection, bounds: ChunkBounds) -> Chunk:
+    """Delete, in one transaction, the oldest batch rows that ``bounds`` lets go.
 
-    A row may go when its last seq is at most ``upto_seq``, it was received before ``before``
-    (any age when None), and its server is not in ``keep_servers`` (a kept row is passed over).
-    The scan stops at the first row that may not go for its seq or age, after ``max_rows`` rows
-    or ``max_bytes`` of bodies, or once ``want_bytes`` of bodies are deleted.
+    Which rows may go is :func:`~switchboard.store.retention.scan_head`'s rule, over at most
+    ``max_rows`` rows, with the bodies' lengths as their sizes.
 
     Raises:
         sqlite3.Error: SQLite refused (the transaction was rolled back).
     """
-    kept = frozenset(keep_servers)
+    kept = bounds["keep_servers"]
     conn.execute("BEGIN IMMEDIATE")
     try:
-        rows = conn.execute(_SELECT_HEAD, (after_seq, max_rows)).fetchall()
-        doomed: list[int] = []
-        messages = nbytes = 0
-        scanned = after_seq
-        stopped = False
-        for first_seq, count, server_id, received_at, size in rows:
-            if first_seq + count - 1 > upto_seq:
-                stopped = True
-                break
-            young = before is not None and received_at >= before
-            if young and server_id not in kept:  # a kept row's age stops nothing
-                stopped = True
-                break
-            if doomed and (
-                nbytes >= max_bytes or (want_bytes is not None and nbytes >= want_bytes)
-            ):
-                break
-            scanned = first_seq
-            if server_id in kept:
-                continue
-            doomed.append(first_seq)
-            messages += count
-            nbytes += size
+        rows = conn.execute(_SELECT_HEAD, (bounds["after_seq"], bounds["max_rows"])).fetchall()
+        doomed, chunk = scan_head(rows, bounds)
         if doomed:
             sql = "DELETE FROM batches WHERE first_seq BETWEEN ? AND ?"
             params: list[object] = [doomed[0], doomed[-1]]
@@ -144,14 +98,7 @@ def prune_chunk(
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
-    enough = want_bytes is not None and nbytes >= want_bytes
-    more = (
-        not stopped
-        and not enough
-        and scanned != after_seq
-        and (len(rows) == max_rows or nbytes >= max_bytes)
-    )
-    return Chunk(len(doomed), messages, nbytes, scanned, more)
+    return chunk
 
 
 def vacuum_chunk(conn: sqlite3.Connection, pages: int) -> int:
@@ -162,21 +109,13 @@ def vacuum_chunk(conn: sqlite3.Connection, pages: int) -> int:
     return int(conn.execute("PRAGMA freelist_count").fetchone()[0])
 
 
-@dataclass(slots=True)
-class _Totals:
-    passes: int = 0
-    messages: int = 0
-    bytes_freed: int = 0
-    last: PassReport | None = None
-
-
-class RetentionTask:
+class RetentionTask(RetentionPasses[Usage]):
     """Runs retention passes over ``store`` every ``policy.interval`` seconds.
 
     What it knows: the batch rows of the message store (:mod:`switchboard.store.sqlite.schema`), how
-    to delete a prefix of them in one short transaction, how much of the file is in use, how to give
-    free pages back (incremental vacuum), and a small scheduler that runs a pass every ``interval``
-    seconds.
+    to delete a prefix of them in one short transaction, how much of the file is in use and how to
+    give free pages back (incremental vacuum); the schedule and the pass are the backends' shared
+    :class:`~switchboard.store.retention.RetentionPasses`.
 
     The rules of a pass (docs/operations.md, "Retention"):
 
@@ -208,6 +147,8 @@ class RetentionTask:
         clock: Unix seconds (the age cut-off); injectable for tests.
     """
 
+    _log = log
+
     def __init__(
         self,
         store: MessageStore,
@@ -216,186 +157,46 @@ class RetentionTask:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__(policy, floor, clock=clock)
         self._store = store
-        self._policy = policy
-        self._floor = floor
-        self._clock = clock
-        self._scanned = 0  # rows at or below this first_seq are gone or kept
-        self._longest = 0.0  # the longest chunk of the pass running, in ms
-        self._totals = _Totals()
 
-    @property
-    def policy(self) -> RetentionPolicy:
-        """The policy it applies."""
-        return self._policy
+    def _latest_seq(self) -> int:
+        return self._store.latest_seq
 
-    async def run(self) -> None:
-        """Run a pass, wait ``interval`` seconds, and again, until cancelled or the store
-        closes. A pass that fails is logged and the next one tries again."""
-        if not self._policy.enabled:
-            return
-        log.info(
-            "retention_started",
-            retain_seconds=self._policy.retain,
-            max_size_bytes=self._policy.max_size,
-            interval_seconds=self._policy.interval,
+    async def _usage(self) -> Usage:
+        return await self._store.maintain(usage)
+
+    async def _delete_chunk(self, bounds: ChunkBounds) -> tuple[Chunk, float]:
+        return await self._timed(
+            partial(prune_chunk, bounds=bounds), writes=self._policy.chunk_bytes
         )
+
+    async def _pause(self, took: float, *, last: bool) -> None:
+        # After the last chunk too: the writer's next job (a vacuum chunk, a measure) would
+        # otherwise hold it again at once.
+        await anyio.sleep(took)
+
+    async def _tidy(self, before: Usage) -> None:
+        if before.auto_vacuum != 2:
+            return
+        pages = self._policy.vacuum_pages
+        vacuum = partial(vacuum_chunk, pages=pages)
         while True:
-            try:
-                await self.run_pass()
-            except StoreClosedError:
+            left, took = await self._timed(vacuum, writes=pages * before.page_size)
+            self._longest = max(self._longest, took * 1000)
+            # Leave the writer to ingest for as long as the chunk held it.
+            await anyio.sleep(took)
+            if not left:
                 return
-            except StoreError as exc:
-                log.warning("retention_pass_failed", error=str(exc))
-            await anyio.sleep(self._policy.interval)
 
-    async def run_pass(self) -> PassReport:
-        """Delete what the policy allows now, chunk by chunk, and report it.
-
-        Raises:
-            StoreError: the store refused a chunk (what was committed before stays deleted).
-        """
-        policy, store = self._policy, self._store
-        started = time.perf_counter()
-        at = self._clock()
-        self._longest = 0.0
-        floor = await self._floor()
-        upto, held_by = floor.seq, floor.held_by
-        window_top = store.latest_seq - policy.keep_newest
-        if window_top < upto:
-            upto, held_by = window_top, "the duplicate window (the newest messages)"
-        before = await store.maintain(usage)
-        rows = messages = 0
-        try:
-            if policy.retain is not None:
-                r, m = await self._prune(upto, at - policy.retain, None)
-                rows, messages = rows + r, messages + m
-            if policy.max_size is not None:
-                r, m = await self._cap(upto, policy.max_size)
-                rows, messages = rows + r, messages + m
-            if rows and before.auto_vacuum == 2:
-                vacuum = partial(vacuum_chunk, pages=policy.vacuum_pages)
-                while await self._timed(vacuum, writes=policy.vacuum_pages * before.page_size):
-                    pass
-        except StoreError as exc:
-            self._record(started, at, rows, messages, before, before, upto, held_by, str(exc))
-            raise
-        after = await store.maintain(usage)
-        return self._record(started, at, rows, messages, before, after, upto, held_by, None)
-
-    async def _prune(self, upto: int, before: float | None, want: int | None) -> tuple[int, int]:
-        policy = self._policy
-        rows = messages = 0
-        while True:
-            chunk = await self._timed(
-                partial(
-                    prune_chunk,
-                    after_seq=self._scanned,
-                    upto_seq=upto,
-                    before=before,
-                    keep_servers=policy.keep_servers,
-                    max_rows=policy.chunk_rows,
-                    max_bytes=policy.chunk_bytes,
-                    want_bytes=want,
-                ),
-                writes=policy.chunk_bytes,
-            )
-            self._scanned = chunk.scanned_to
-            rows += chunk.rows
-            messages += chunk.messages
-            if want is not None:
-                want -= chunk.body_bytes
-                if want <= 0:
-                    return rows, messages
-            if not chunk.more:
-                return rows, messages
-
-    async def _timed(self, work: Callable[[sqlite3.Connection], _R], *, writes: int) -> _R:
-        """Run ``work`` on the writer thread, and keep the longest time one took there."""
+    async def _timed(
+        self, work: Callable[[sqlite3.Connection], _R], *, writes: int
+    ) -> tuple[_R, float]:
+        """Run ``work`` on the writer thread; answer its result and the seconds it took there."""
 
         def timed(conn: sqlite3.Connection) -> tuple[_R, float]:
             began = time.perf_counter()
             result = work(conn)
-            return result, (time.perf_counter() - began) * 1000
+            return result, time.perf_counter() - began
 
-        result, took = await self._store.maintain(timed, writes=writes)
-        self._longest = max(self._longest, took)
-        # Leave the writer to ingest for as long as the chunk held it: a pass takes at most
-        # half of the writer's time, however much it has to delete.
-        await anyio.sleep(took / 1000)
-        return result
-
-    async def _cap(self, upto: int, max_size: int) -> tuple[int, int]:
-        rows = messages = 0
-        while True:
-            now = await self._store.maintain(usage)
-            excess = now.used_bytes - max_size
-            if excess <= 0:
-                return rows, messages
-            r, m = await self._prune(upto, None, excess)
-            if r == 0:  # nothing more may go: the cap waits for acknowledgements
-                return rows, messages
-            rows, messages = rows + r, messages + m
-
-    def _record(
-        self,
-        started: float,
-        at: float,
-        rows: int,
-        messages: int,
-        before: Usage,
-        after: Usage,
-        floor: int,
-        held_by: str,
-        error: str | None,
-    ) -> PassReport:
-        took_ms = round((time.perf_counter() - started) * 1000, 1)
-        freed = max(before.used_bytes - after.used_bytes, 0)
-        report = PassReport(
-            at=at,
-            took_ms=took_ms,
-            rows=rows,
-            messages=messages,
-            bytes_freed=freed,
-            file_bytes=after.file_bytes,
-            used_bytes=after.used_bytes,
-            floor=floor,
-            held_by=held_by,
-            longest_chunk_ms=round(self._longest, 1),
-            error=error,
-        )
-        totals = self._totals
-        totals.passes += 1
-        totals.messages += messages
-        totals.bytes_freed += freed
-        totals.last = report
-        fields = {
-            "rows": rows,
-            "messages": messages,
-            "bytes_freed": freed,
-            "file_bytes": after.file_bytes,
-            "took_ms": took_ms,
-            "longest_chunk_ms": round(self._longest, 1),
-            "floor": floor,
-            "held_by": held_by,
-        }
-        if messages:
-            log.info("retention_pass", **fields)
-        else:
-            log.debug("retention_pass", **fields)
-        return report
-
-    def last_pass(self) -> RetentionSummary:
-        """A JSON-ready summary for the status surface: the settings, how many passes ran,
-        what they deleted in total, and the last pass (None before the first)."""
-        policy, totals = self._policy, self._totals
-        return {
-            "enabled": policy.enabled,
-            "retain_seconds": policy.retain,
-            "max_size_bytes": policy.max_size,
-            "interval_seconds": policy.interval,
-            "passes": totals.passes,
-            "deleted_messages": totals.messages,
-            "bytes_freed": totals.bytes_freed,
-            "last": None if totals.last is None else asdict(totals.last),
-        }
+        return await self._store.maintain(timed, writes=writes)
