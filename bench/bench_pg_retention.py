@@ -19,36 +19,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import sys
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import psycopg
 
 from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.cluster.pg.retention import PgRetentionTask
 from switchboard.runtime.logs import configure
 from switchboard.store.retention import Floor, PassReport, RetentionPolicy
 
-ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+# The shared server's admin URL and a database of the bench's own: the tests' helper.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.pg import ADMIN_URL, fresh_database
+
 BATCH = 20
 DAY = 86_400.0
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    name = f"sbbench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _wire(n: int) -> dict[str, Any]:
@@ -181,7 +167,7 @@ async def main() -> None:
         f"{args.per_row} per batch row; new batches of {BATCH}"
     )
     for mode in ("paced", "saturated"):
-        with fresh_database(args.admin_url) as url:
+        with fresh_database("sbbench", args.admin_url) as url:
             got = await one_mode(url, args.messages, args.per_row, mode, args.alone)
         r: PassReport = got["report"]
         print(

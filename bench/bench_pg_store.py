@@ -20,18 +20,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import statistics
 import sys
 import tempfile
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 
@@ -41,20 +36,11 @@ from switchboard.cluster.pg.message_store import PgMessageStore
 from switchboard.runtime.logs import configure
 from switchboard.store.sqlite import MessageStore
 
-ADMIN_URL = os.environ.get("SWITCHBOARD_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+# The shared server's admin URL and a database of the bench's own: the tests' helper.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.pg import ADMIN_URL, fresh_database
+
 GOAL = 0.5
-
-
-@contextmanager
-def fresh_database(admin_url: str) -> Iterator[str]:
-    name = f"sbbench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(urlsplit(admin_url)._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def pg_stored(url: str) -> int:
@@ -156,7 +142,7 @@ async def bench(args: argparse.Namespace) -> int:
                         )
                         stored = sqlite_stored(path)
                     else:
-                        with fresh_database(args.admin_url) as url:
+                        with fresh_database("sbbench", args.admin_url) as url:
                             store = f'[store]\nbackend = "postgres"\nurl = {json.dumps(url)}\n'
                             got, cpu = await run_switchboard(sub, store, argv, out)
                             stored = pg_stored(url)
@@ -177,7 +163,7 @@ async def bench(args: argparse.Namespace) -> int:
         sqlite_store = await MessageStore.open(root / "inproc.sqlite")
         sqlite_rate = await submit_all(sqlite_store, batches, 16)
         await sqlite_store.aclose()
-        with fresh_database(args.admin_url) as url:
+        with fresh_database("sbbench", args.admin_url) as url:
             pg_store = await PgMessageStore.open(url)
             times = pg_store.time_commits()
             pg_rate = await submit_all(pg_store, batches, 16)
