@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from _pytest.terminal import TerminalReporter
 
+from tests.cluster.harness import MakeCluster, cluster_maker
 from tests.cluster.support import FIGURES
 from tests.pg import fresh_database
 
@@ -32,6 +34,12 @@ def nats_url() -> str:
 def subject_prefix() -> str:
     """A subject prefix no other test uses."""
     return f"sbt{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def make_cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> MakeCluster:
+    """Real clusters (tests/cluster/harness.py) in this test's folder, database and prefix."""
+    return cluster_maker(tmp_path, pg_url, nats_url, subject_prefix)
 
 
 def pytest_terminal_summary(terminalreporter: TerminalReporter) -> None:

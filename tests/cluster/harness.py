@@ -16,10 +16,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import anyio
 import httpx2
@@ -291,6 +292,41 @@ class Cluster:
 
     def log_text(self, name: str) -> str:
         return self.instances[name].log_path.read_text(errors="replace")
+
+
+class MakeCluster(Protocol):
+    """Makes a :class:`Cluster` of ``connectors`` and instances ``names`` (``options`` are its
+    other fields), on the shared NATS unless ``nats_url`` names another; closed on leaving."""
+
+    def __call__(
+        self,
+        connectors: Sequence[str],
+        names: Sequence[str],
+        *,
+        nats_url: str | None = None,
+        **options: Any,
+    ) -> AbstractContextManager[Cluster]: ...
+
+
+def cluster_maker(folder: Path, database: str, shared_nats: str, prefix: str) -> MakeCluster:
+    """Clusters in a test's folder, database and subject prefix (the ``make_cluster`` fixture)."""
+
+    @contextmanager
+    def make(
+        connectors: Sequence[str],
+        names: Sequence[str],
+        *,
+        nats_url: str | None = None,
+        **options: Any,
+    ) -> Iterator[Cluster]:
+        nats = shared_nats if nats_url is None else nats_url
+        cluster = Cluster(folder, database, nats, prefix, connectors, names, **options)
+        try:
+            yield cluster
+        finally:
+            cluster.close()
+
+    return make
 
 
 def audit(cluster: Cluster, stored: list[tuple[str, str]]) -> tuple[int, int, dict[str, int]]:

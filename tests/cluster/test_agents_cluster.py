@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, suppress
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +25,7 @@ from tests.cluster.agents import private_nats, read
 from tests.cluster.harness import (
     OPERATOR,
     Cluster,
+    MakeCluster,
     audit,
     eventually,
     eventually_async,
@@ -50,22 +50,11 @@ INITIALIZE = {
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
-    c = Cluster(
-        tmp_path,
-        pg_url,
-        nats_url,
-        subject_prefix,
-        ("p1", "p2"),
-        ("sb-1", "sb-2"),
-        ttl=2.0,
-        rate=5.0,
-        agents={"@watcher": TOKEN},
-    )
-    try:
+def cluster(make_cluster: MakeCluster) -> Iterator[Cluster]:
+    with make_cluster(
+        ("p1", "p2"), ("sb-1", "sb-2"), ttl=2.0, rate=5.0, agents={"@watcher": TOKEN}
+    ) as c:
         yield c
-    finally:
-        c.close()
 
 
 def agent(url: str) -> AbstractAsyncContextManager[Client]:
@@ -193,24 +182,20 @@ async def _operators_see_the_cluster(cluster: Cluster, name: str, dead: str) -> 
 
 
 async def test_with_nats_down_ingest_goes_on_agents_poll_and_no_publish_is_falsely_delivered(
-    tmp_path: Path, pg_url: str, subject_prefix: str
+    make_cluster: MakeCluster,
 ) -> None:
-    with private_nats() as (nats_url, kill_nats, start_nats):
-        cluster = Cluster(
-            tmp_path,
-            pg_url,
-            nats_url,
-            subject_prefix,
+    with (
+        private_nats() as (nats_url, kill_nats, start_nats),
+        make_cluster(
             ("p1", "p2"),
             ("sb-1", "sb-2"),
+            nats_url=nats_url,
             ttl=2.0,
             rate=10.0,
             agents={"@watcher": TOKEN},
-        )
-        try:
-            await _nats_outage(cluster, kill_nats, start_nats)
-        finally:
-            cluster.close()
+        ) as cluster,
+    ):
+        await _nats_outage(cluster, kill_nats, start_nats)
 
 
 async def _nats_outage(

@@ -71,6 +71,25 @@ async def echo_owner(
             group.cancel_scope.cancel()
 
 
+@asynccontextmanager
+async def stuck_owner(url: str, prefix: str) -> AsyncIterator[tuple[ClusterBus, list[bytes]]]:
+    """An owner ``stuck-owner`` of ``echo`` that takes every request and never answers: the bus
+    of another instance (``agent-side``), and the requests that reached the owner."""
+    arrivals: list[bytes] = []
+
+    async def never_answers(msg: Msg) -> None:
+        arrivals.append(msg.data)
+
+    async with (
+        bus(url, prefix, "stuck-owner") as owner_bus,
+        bus(url, prefix, "agent-side") as agent_bus,
+    ):
+        await owner_bus.subscribe(owner_bus.subject("rpc", "echo", "*"), never_answers)
+        if owner_bus._nc is not None:
+            await owner_bus._nc.flush()
+        yield agent_bus, arrivals
+
+
 async def test_a_head_announced_by_one_instance_reaches_the_others_and_not_itself(
     nats_url: str, subject_prefix: str
 ) -> None:
@@ -216,18 +235,7 @@ async def test_a_publish_while_nats_is_unreachable_is_server_gone_at_once(
 async def test_a_publish_whose_owner_does_not_answer_is_unknown_and_not_retried(
     nats_url: str, subject_prefix: str
 ) -> None:
-    arrivals: list[bytes] = []
-    async with (
-        bus(nats_url, subject_prefix, "stuck-owner") as owner_bus,
-        bus(nats_url, subject_prefix, "agent-side") as agent_bus,
-    ):
-
-        async def never_answers(msg: Msg) -> None:
-            arrivals.append(msg.data)
-
-        await owner_bus.subscribe(owner_bus.subject("rpc", "echo", "*"), never_answers)
-        if owner_bus._nc is not None:
-            await owner_bus._nc.flush()
+    async with stuck_owner(nats_url, subject_prefix) as (agent_bus, arrivals):
         config = connector("echo", [sys.executable, ECHO], publish_timeout=0.2)
         remote = RemoteOwner(config, agent_bus)
         remote.update("stuck-owner", {"state": "ready", "connected": True, "grant": ["*"]})
@@ -242,18 +250,7 @@ async def test_a_publish_whose_owner_does_not_answer_is_unknown_and_not_retried(
 async def test_a_typing_notice_whose_owner_does_not_answer_gives_up_within_a_second(
     nats_url: str, subject_prefix: str
 ) -> None:
-    arrivals: list[bytes] = []
-    async with (
-        bus(nats_url, subject_prefix, "stuck-owner") as owner_bus,
-        bus(nats_url, subject_prefix, "agent-side") as agent_bus,
-    ):
-
-        async def never_answers(msg: Msg) -> None:
-            arrivals.append(msg.data)
-
-        await owner_bus.subscribe(owner_bus.subject("rpc", "echo", "*"), never_answers)
-        if owner_bus._nc is not None:
-            await owner_bus._nc.flush()
+    async with stuck_owner(nats_url, subject_prefix) as (agent_bus, arrivals):
         # The default request_timeout (30 s) is what a request waits; a notice does not.
         remote = RemoteOwner(connector("echo", [sys.executable, ECHO]), agent_bus)
         remote.update("stuck-owner", {"state": "ready", "connected": True, "grant": ["*"]})

@@ -13,13 +13,12 @@ import os
 import signal
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 
 import anyio
 import pytest
 
 from tests.cluster.agents import agent, read
-from tests.cluster.harness import Cluster, audit, eventually, eventually_async, now
+from tests.cluster.harness import Cluster, MakeCluster, audit, eventually, eventually_async, now
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -33,12 +32,9 @@ KILL_ROUNDS = 10
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
-    c = Cluster(tmp_path, pg_url, nats_url, subject_prefix, CONNECTORS, NAMES, ttl=TTL, rate=RATE)
-    try:
+def cluster(make_cluster: MakeCluster) -> Iterator[Cluster]:
+    with make_cluster(CONNECTORS, NAMES, ttl=TTL, rate=RATE) as c:
         yield c
-    finally:
-        c.close()
 
 
 async def _all_flowing(cluster: Cluster, since: float, within: float = 60.0) -> None:
@@ -57,6 +53,22 @@ async def _stop_all(cluster: Cluster) -> None:
             await cluster.terminate(name)
 
 
+async def _kill_until_resumed(
+    cluster: Cluster, victim: str, owners: dict[str, str]
+) -> tuple[list[str], float]:
+    """Kill -9 ``victim`` and wait until each connector it held (by ``owners``) acknowledges
+    again elsewhere; those connectors and when it was killed."""
+    moved = [sid for sid, owner in owners.items() if owner == victim]
+    killed = now()
+    cluster.kill9(victim)
+
+    def resumed() -> bool:
+        return all(cluster.acked_after(sid, killed) for sid in moved)
+
+    await eventually(resumed, 2 * TTL + 15, "the victim's connectors acknowledged again")
+    return moved, killed
+
+
 async def test_killing_an_owner_under_load_loses_nothing_stores_nothing_twice_and_fails_over(
     cluster: Cluster,
 ) -> None:
@@ -68,14 +80,7 @@ async def test_killing_an_owner_under_load_loses_nothing_stores_nothing_twice_an
         owners = cluster.owners()
         holders = sorted(set(owners.values()))
         victim = holders[round_ % len(holders)]
-        moved = [sid for sid, owner in owners.items() if owner == victim]
-        killed = now()
-        cluster.kill9(victim)
-
-        def resumed(moved: list[str] = moved, killed: float = killed) -> bool:
-            return all(cluster.acked_after(sid, killed) for sid in moved)
-
-        await eventually(resumed, 2 * TTL + 15, "the victim's connectors acknowledged again")
+        moved, killed = await _kill_until_resumed(cluster, victim, owners)
         for sid in moved:
             before = [t for _, t in cluster.acked(sid) if t <= killed]
             after = [t for _, t in cluster.acked(sid) if t > killed]
@@ -218,13 +223,9 @@ AGENT_TOKEN = "watcher-token-0123456789abcdefghijklmnop"
 
 
 async def test_an_agent_on_a_surviving_instance_gets_each_acknowledged_message_once_across_kills(
-    tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str
+    make_cluster: MakeCluster,
 ) -> None:
-    cluster = Cluster(
-        tmp_path,
-        pg_url,
-        nats_url,
-        subject_prefix,
+    with make_cluster(
         CONNECTORS,
         NAMES,
         ttl=TTL,
@@ -233,11 +234,8 @@ async def test_an_agent_on_a_surviving_instance_gets_each_acknowledged_message_o
         # Connectors go back to a restarted victim soon, so each round has one to kill.
         hold=1.0,
         settle=1.0,
-    )
-    try:
+    ) as cluster:
         await _kills_under_an_agent(cluster)
-    finally:
-        cluster.close()
 
 
 async def _kills_under_an_agent(cluster: Cluster) -> None:
@@ -270,14 +268,7 @@ async def _kills_under_an_agent(cluster: Cluster) -> None:
             owners = await eventually(spread, 30, f"connectors run elsewhere than {home}")
             holders = sorted({o for o in owners.values() if o != home})
             victim = holders[round_ % len(holders)]
-            moved = [sid for sid, owner in owners.items() if owner == victim]
-            killed = now()
-            cluster.kill9(victim)
-
-            def resumed(moved: list[str] = moved, killed: float = killed) -> bool:
-                return all(cluster.acked_after(sid, killed) for sid in moved)
-
-            await eventually(resumed, 2 * TTL + 15, "the victim's connectors acknowledged again")
+            await _kill_until_resumed(cluster, victim, owners)
             cluster.start(victim)
             await eventually(partial(Cluster.live, cluster, victim), 30, "the victim back")
         await _all_flowing(cluster, now())

@@ -10,7 +10,6 @@ Two ``switchboard run`` instances on one PostgreSQL and a NATS server of the tes
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,7 +17,7 @@ import pytest
 from mcp import Client
 
 from tests.cluster.agents import agent, private_nats, read
-from tests.cluster.harness import Cluster, eventually, now
+from tests.cluster.harness import Cluster, MakeCluster, eventually, now
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -32,26 +31,22 @@ POLLING = 2.0
 
 
 async def test_a_leave_on_one_instance_stops_the_channel_on_another_with_and_without_nats(
-    tmp_path: Path, pg_url: str, subject_prefix: str
+    make_cluster: MakeCluster,
 ) -> None:
-    with private_nats() as (nats_url, kill_nats, _start_nats):
-        cluster = Cluster(
-            tmp_path,
-            pg_url,
-            nats_url,
-            subject_prefix,
+    with (
+        private_nats() as (nats_url, kill_nats, _start_nats),
+        make_cluster(
             ("p1",),
             ("sb-1", "sb-2"),
+            nats_url=nats_url,
             ttl=2.0,
             rate=10.0,
             agents={"@ann": ANN, "@bob": BOB},
             homes={"@ann": "p1:room", "@bob": "p1:room"},
             default_delivery="@ann",
-        )
-        try:
-            await _leaves(cluster, kill_nats)
-        finally:
-            cluster.close()
+        ) as cluster,
+    ):
+        await _leaves(cluster, kill_nats)
 
 
 async def _leaves(cluster: Cluster, kill_nats: Any) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,7 +17,7 @@ import pytest
 from mcp import Client
 
 from tests.cluster.agents import agent, read
-from tests.cluster.harness import Cluster, eventually, now
+from tests.cluster.harness import Cluster, MakeCluster, eventually, now
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -29,21 +28,9 @@ JOB = "@job:lifetimes"
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
-    c = Cluster(
-        tmp_path,
-        pg_url,
-        nats_url,
-        subject_prefix,
-        (),
-        ("sb-1", "sb-2", "sb-3"),
-        ttl=TTL,
-        agents={"@boss": BOSS},
-    )
-    try:
+def cluster(make_cluster: MakeCluster) -> Iterator[Cluster]:
+    with make_cluster((), ("sb-1", "sb-2", "sb-3"), ttl=TTL, agents={"@boss": BOSS}) as c:
         yield c
-    finally:
-        c.close()
 
 
 def _job_holder(cluster: Cluster) -> str | None:

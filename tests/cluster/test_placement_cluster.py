@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 import psycopg
 import pytest
 
 from switchboard.cluster.placement import preferred_owner
-from tests.cluster.harness import Cluster, eventually, now
+from tests.cluster.harness import Cluster, MakeCluster, eventually, now
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -34,23 +33,10 @@ EARLY = 0.2
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
-    c = Cluster(
-        tmp_path,
-        pg_url,
-        nats_url,
-        subject_prefix,
-        CONNECTORS,
-        ("sb-1", "sb-2", "sb-3"),
-        ttl=TTL,
-        rate=2.0,
-        hold=HOLD,
-        settle=SETTLE,
-    )
-    try:
+def cluster(make_cluster: MakeCluster) -> Iterator[Cluster]:
+    names = ("sb-1", "sb-2", "sb-3")
+    with make_cluster(CONNECTORS, names, ttl=TTL, rate=2.0, hold=HOLD, settle=SETTLE) as c:
         yield c
-    finally:
-        c.close()
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
-from pathlib import Path
 
 import anyio
 import httpx2
@@ -19,7 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.cluster.harness import Cluster, eventually, eventually_async, now
+from tests.cluster.harness import Cluster, MakeCluster, eventually, eventually_async, now
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -30,26 +29,16 @@ TTL = 2.0
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
-    c = Cluster(
-        tmp_path,
-        pg_url,
-        nats_url,
-        subject_prefix,
+def cluster(make_cluster: MakeCluster) -> Iterator[Cluster]:
+    with make_cluster(
         (),
         ("sb-1", "sb-2"),
         ttl=TTL,
         agents={"@watcher": WATCHER, "@observer": OBSERVER},
-    )
-    # Two agents: one of them gets the untargeted traffic.
-    for instance in c.instances.values():
-        text = instance.config.read_text()
-        token = f'token = "{OBSERVER}"\n'
-        instance.config.write_text(text.replace(token, token + 'roles = ["default_delivery"]\n'))
-    try:
+        # Two agents: one of them gets the untargeted traffic.
+        default_delivery="@observer",
+    ) as c:
         yield c
-    finally:
-        c.close()
 
 
 @asynccontextmanager

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
 from tests.cluster.agents import agent, read
-from tests.cluster.harness import Cluster, eventually, eventually_async
+from tests.cluster.harness import Cluster, MakeCluster, eventually, eventually_async
 from tests.cluster.support import figure
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -32,23 +31,16 @@ CONTEXT_TIMEOUT = 5.0
 
 
 @pytest.fixture
-def cluster(tmp_path: Path, pg_url: str, nats_url: str, subject_prefix: str) -> Iterator[Cluster]:
-    c = Cluster(
-        tmp_path,
-        pg_url,
-        nats_url,
-        subject_prefix,
+def cluster(make_cluster: MakeCluster) -> Iterator[Cluster]:
+    with make_cluster(
         ("p1",),
         ("sb-1", "sb-2"),
         ttl=2.0,
         rate=2.0,
         agents={"@watcher": TOKEN},
         request_timeout=REQUEST_TIMEOUT,
-    )
-    try:
+    ) as c:
         yield c
-    finally:
-        c.close()
 
 
 def _context(page: dict[str, Any]) -> dict[str, str]:
