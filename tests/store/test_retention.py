@@ -16,34 +16,16 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from switchboard.config import StoreConfig, parse_duration
-from switchboard.store.retention import Floor, RetentionPolicy
+from switchboard.store.retention import RetentionPolicy
 from switchboard.store.sqlite import MessageStore
 from switchboard.store.sqlite.retention import RetentionTask
+from tests.store.contract.test_retention import Cursors
 from tests.store.storekit import batch_rows, build_wire
 
 pytestmark = pytest.mark.anyio
 
 NOW = 1_800_000_000.0
 DAY = 86_400.0
-
-
-class Cursors:
-    """The floor of a test: the least acknowledged cursor of the agents named, read from the
-    store as the host does."""
-
-    def __init__(self, store: MessageStore, *agents: str) -> None:
-        self.store = store
-        self.agents = agents
-        self.asked = anyio.Event()
-
-    async def __call__(self) -> Floor:
-        self.asked.set()
-        floor = Floor(self.store.latest_seq, "nothing")
-        for agent in self.agents:
-            cursor = await self.store.get_cursor(agent)
-            if cursor < floor.seq:
-                floor = Floor(cursor, f"agent @{agent}")
-        return floor
 
 
 async def fill(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import anyio
 import pytest
 
 from switchboard.app.retention import Retention, retention_task
@@ -24,13 +25,16 @@ DAY = 86_400.0
 
 
 class Cursors:
-    """The floor of a test: the least acknowledged cursor of the agents named."""
+    """The floor of a test: the least acknowledged cursor of the agents named, read from the
+    store as the host does; ``asked`` is set once a pass asked for it."""
 
     def __init__(self, store: MessageStoreProtocol, *agents: str) -> None:
         self.store = store
         self.agents = agents
+        self.asked = anyio.Event()
 
     async def __call__(self) -> Floor:
+        self.asked.set()
         floor = Floor(self.store.latest_seq, "nothing")
         for agent in self.agents:
             cursor = await self.store.get_cursor(agent)
