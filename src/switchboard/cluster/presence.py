@@ -45,7 +45,8 @@ from typing import Any, Final
 import anyio
 import psycopg
 import structlog
-from psycopg.rows import tuple_row
+
+from switchboard.cluster.pg.schema import connect_bounded
 
 __all__ = ["ClusterPresence"]
 
@@ -245,14 +246,11 @@ class ClusterPresence:
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            conn = await psycopg.AsyncConnection.connect(
+            conn = await connect_bounded(
                 self._url,
-                autocommit=True,
-                connect_timeout=max(1, round(self.ttl)),
-                prepare_threshold=None,
+                connect_seconds=self.ttl,
+                statement_ms=max(1000, int(self.ttl * 1000)),
                 application_name="switchboard-presence",
-                options=f"-c statement_timeout={max(1000, int(self.ttl * 1000))}",
-                row_factory=tuple_row,
             )
             self._conn = conn
         return conn

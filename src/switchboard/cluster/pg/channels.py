@@ -25,7 +25,8 @@ from typing import Any, Final
 
 import orjson
 import psycopg
-from psycopg.rows import tuple_row
+
+from switchboard.cluster.pg.schema import connect_bounded
 
 __all__ = ["CHANNELS", "ChannelMirror", "ChannelMirrorError", "Mirrored"]
 
@@ -106,13 +107,10 @@ class ChannelMirror:
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            conn = await psycopg.AsyncConnection.connect(
+            conn = await connect_bounded(
                 self._url,
-                autocommit=True,
-                connect_timeout=max(1, round(self._timeout)),
-                prepare_threshold=None,
-                options=f"-c statement_timeout={int(self._timeout * 1000)}",
-                row_factory=tuple_row,
+                connect_seconds=self._timeout,
+                statement_ms=int(self._timeout * 1000),
             )
             self._conn = conn
         return conn

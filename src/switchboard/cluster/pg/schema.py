@@ -16,10 +16,18 @@ from __future__ import annotations
 from typing import Any, Final, Literal
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from switchboard.store.records import StoreError
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "STALE_EPOCH", "connect", "migrate"]
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "STALE_EPOCH",
+    "connect",
+    "connect_bounded",
+    "migrate",
+]
 
 #: The SQLSTATE ``sb_commit`` raises when a batch's lease epoch is not the lease's.
 STALE_EPOCH: Final = "SB409"
@@ -246,6 +254,27 @@ def connect(
     # A session stuck inside a transaction (a paused client) must not hold locks for long.
     conn.execute("SET idle_in_transaction_session_timeout = '10s'")
     return conn
+
+
+async def connect_bounded(
+    url: str, *, connect_seconds: float, statement_ms: int, application_name: str | None = None
+) -> psycopg.AsyncConnection[Any]:
+    """An autocommit connection to ``url`` whose connecting takes at most ``connect_seconds``
+    (rounded, one at least) and each statement ``statement_ms``, with no named prepared
+    statements and rows as tuples: for a part that must give up on a slow database in time.
+
+    Raises:
+        psycopg.Error: the database does not answer.
+    """
+    return await psycopg.AsyncConnection.connect(
+        url,
+        autocommit=True,
+        connect_timeout=max(1, round(connect_seconds)),
+        prepare_threshold=None,
+        application_name=application_name,  # None: psycopg leaves it out
+        options=f"-c statement_timeout={statement_ms}",
+        row_factory=tuple_row,
+    )
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:
