@@ -92,37 +92,43 @@ async def command(owner: Switchboard, text: str) -> None:
     assert outcome.status is PublishStatus.DELIVERED, outcome
 
 
+@asynccontextmanager
+async def replicated(
+    pg_url: str, nats_url: str, prefix: str
+) -> AsyncIterator[tuple[Switchboard, Switchboard]]:
+    """Instance ``a`` (the connector's owner) and ``b``, once b holds a's four channels."""
+    async with instance(pg_url, nats_url, prefix, "a") as a:
+        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
+        async with instance(pg_url, nats_url, prefix, "b") as b:
+            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
+            yield a, b
+
+
 async def test_a_connectors_channels_registered_on_its_owner_appear_on_another_instance(
     pg_url: str, nats_url: str, subject_prefix: str
 ) -> None:
-    async with instance(pg_url, nats_url, subject_prefix, "a") as a:
-        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
-        async with instance(pg_url, nats_url, subject_prefix, "b") as b:
-            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
-            assert set(held(b)) == {"control", "c0", "c1", "c2"}
-            # What the table holds is the owner's registry, descriptor for descriptor.
-            assert await mirrored(pg_url) == held(a)
+    async with replicated(pg_url, nats_url, subject_prefix) as (a, b):
+        assert set(held(b)) == {"control", "c0", "c1", "c2"}
+        # What the table holds is the owner's registry, descriptor for descriptor.
+        assert await mirrored(pg_url) == held(a)
 
 
 async def test_a_new_a_removed_and_a_relabelled_channel_reach_the_other_instance(
     pg_url: str, nats_url: str, subject_prefix: str
 ) -> None:
-    async with instance(pg_url, nats_url, subject_prefix, "a") as a:
-        await eventually(lambda: len(held(a)) == 4, 30, "the connector registered on a")
-        async with instance(pg_url, nats_url, subject_prefix, "b") as b:
-            await eventually(lambda: held(b) == held(a), 30, "a's channels replicated on b")
-            await command(a, "add c9")
-            assert "c9" in held(a)
-            await eventually(lambda: "c9" in held(b), 10, "the new channel on b")
-            await command(a, "remove c0")
-            assert "c0" not in held(a)
-            await eventually(lambda: "c0" not in held(b), 10, "the removed channel gone on b")
-            await command(a, "relabel c1")
-            assert held(a)["c1"]["label"] == "#c1-new"
-            await eventually(lambda: held(b)["c1"] == held(a)["c1"], 10, "the new label on b")
-            assert [e.channel_id for e in b.registry.by_label("#c1-new")] == ["c1"]
-            assert held(b) == held(a)
-            assert await mirrored(pg_url) == held(a)
+    async with replicated(pg_url, nats_url, subject_prefix) as (a, b):
+        await command(a, "add c9")
+        assert "c9" in held(a)
+        await eventually(lambda: "c9" in held(b), 10, "the new channel on b")
+        await command(a, "remove c0")
+        assert "c0" not in held(a)
+        await eventually(lambda: "c0" not in held(b), 10, "the removed channel gone on b")
+        await command(a, "relabel c1")
+        assert held(a)["c1"]["label"] == "#c1-new"
+        await eventually(lambda: held(b)["c1"] == held(a)["c1"], 10, "the new label on b")
+        assert [e.channel_id for e in b.registry.by_label("#c1-new")] == ["c1"]
+        assert held(b) == held(a)
+        assert await mirrored(pg_url) == held(a)
 
 
 async def test_with_nats_unreachable_the_reader_gets_the_channels_by_the_version_poll(

@@ -4,8 +4,8 @@ heartbeat and its writes stopped) for longer than the whole-cluster tests can wa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import anyio
 import psycopg
@@ -55,13 +55,22 @@ def attachment_rows(url: str) -> set[tuple[str, str, int]]:
     return {(r[0], r[1], int(r[2])) for r in rows}
 
 
+@contextmanager
+def directory_with_ag(url: str) -> Iterator[Directory]:
+    """The directory of the database at ``url``, with the agent ``@ag`` in it."""
+    db = PgDirectoryDb.open(url)
+    try:
+        directory = Directory(db)
+        directory.register("@ag", holder="@ag")
+        yield directory
+    finally:
+        db.close()
+
+
 async def test_a_paused_instance_stops_counting_its_rows_are_forgotten_and_written_back_on_return(
     pg_url: str,
 ) -> None:
-    db = PgDirectoryDb.open(pg_url)
-    directory = Directory(db)
-    try:
-        directory.register("@ag", holder="@ag")
+    with directory_with_ag(pg_url) as directory:
 
         def shown() -> bool:
             return directory.lookup("@ag").online
@@ -83,17 +92,12 @@ async def test_a_paused_instance_stops_counting_its_rows_are_forgotten_and_writt
                 await eventually(shown, 5, "online again")
                 assert attachment_rows(pg_url) == {("@ag", "b", 2)}
         figure(f"presence: a paused instance's agent shown offline after {offline_after:.2f} s")
-    finally:
-        db.close()
 
 
 async def test_two_instances_changing_one_agent_at_once_never_leave_a_stale_flag(
     pg_url: str,
 ) -> None:
-    db = PgDirectoryDb.open(pg_url)
-    directory = Directory(db)
-    try:
-        directory.register("@ag", holder="@ag")
+    with directory_with_ag(pg_url) as directory:
         async with instance(pg_url, "a") as (a, _), instance(pg_url, "b") as (b, _):
             for round_ in range(20):
                 # One attaches where the other detaches, at the same moment.
@@ -109,5 +113,3 @@ async def test_two_instances_changing_one_agent_at_once_never_leave_a_stale_flag
             a.counted("@ag", 0)
             b.counted("@ag", 0)
             await eventually(lambda: not directory.lookup("@ag").online, 5, "offline")
-    finally:
-        db.close()
