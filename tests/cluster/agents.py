@@ -1,18 +1,22 @@
 """What the cluster tests' agents share: an MCP Python SDK client over streamable HTTP, an
-inbox read, and a NATS server of a test's own (to kill and start again)."""
+inbox read (once, or on and on in the background), and a NATS server of a test's own (to kill
+and start again)."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
+import anyio
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.cluster.harness import free_port
+
+_T = TypeVar("_T")
 
 
 @asynccontextmanager
@@ -31,6 +35,28 @@ async def read(client: Client, wait: float = 2) -> list[dict[str, Any]]:
     assert not result.is_error, result.content
     messages: list[dict[str, Any]] = (result.structured_content or {})["messages"]
     return messages
+
+
+@asynccontextmanager
+async def reading(
+    client: Client, keep: Callable[[dict[str, Any]], _T], wait: float
+) -> AsyncIterator[list[_T]]:
+    """Read ``client``'s inbox on and on (``wait`` seconds a read) while the block runs: a
+    list of ``keep`` of each message, growing as they come. On leaving, the read under way
+    ends before the block does."""
+    got: list[_T] = []
+    stop = anyio.Event()
+
+    async def loop() -> None:
+        while not stop.is_set():
+            got.extend(keep(m) for m in await read(client, wait))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(loop)
+        try:
+            yield got
+        finally:
+            stop.set()
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from functools import partial
 import anyio
 import pytest
 
-from tests.cluster.agents import agent, read
+from tests.cluster.agents import agent, reading
 from tests.cluster.harness import Cluster, MakeCluster, audit, eventually, eventually_async, now
 from tests.cluster.support import figure
 
@@ -244,19 +244,11 @@ async def _kills_under_an_agent(cluster: Cluster) -> None:
     await _all_flowing(cluster, now())
     home = NAMES[0]
     await eventually(partial(Cluster.live, cluster, home), 30, f"{home} live")
-    #: Every message the agent read: (message id, flagged redelivered).
-    got: list[tuple[str, bool]] = []
     async with (
         agent(cluster.instances[home].url, AGENT_TOKEN) as client,
-        anyio.create_task_group() as group,
+        # Every message the agent read: (message id, flagged redelivered).
+        reading(client, lambda m: (str(m["message_id"]), bool(m["redelivered"])), wait=1) as got,
     ):
-        stop = anyio.Event()
-
-        async def reading() -> None:
-            while not stop.is_set():
-                got.extend((m["message_id"], m["redelivered"]) for m in await read(client, 1))
-
-        group.start_soon(reading)
         await eventually(lambda: len(got) >= 10, 30, "the agent reads")
         for round_ in range(AGENT_ROUNDS):
 
@@ -276,7 +268,6 @@ async def _kills_under_an_agent(cluster: Cluster) -> None:
         await eventually(
             lambda: acked <= {mid for mid, _ in got}, 30, "the agent read every acknowledged one"
         )
-        stop.set()
     await _stop_all(cluster)
     counts: dict[str, int] = {}
     unflagged_repeats = 0

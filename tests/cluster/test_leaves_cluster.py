@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 
-from tests.cluster.agents import agent, private_nats, read
+from tests.cluster.agents import agent, private_nats, reading
 from tests.cluster.harness import Cluster, MakeCluster, eventually, now
 from tests.cluster.support import figure
 
@@ -55,21 +54,13 @@ async def _leaves(cluster: Cluster, kill_nats: Any) -> None:
     await eventually(lambda: cluster.owners().get("p1"), 60, "p1 owned")
     owner = cluster.owners()["p1"]
     other = next(n for n in cluster.names if n != owner)
-    #: What reached @bob on the other instance: (when, message id).
-    got: list[tuple[float, str]] = []
     figures: list[str] = []
     async with (
         agent(cluster.instances[owner].url, BOB) as here,
         agent(cluster.instances[other].url, BOB) as there,
-        anyio.create_task_group() as group,
+        # What reached @bob on the other instance: (when, message id).
+        reading(there, lambda m: (now(), str(m["message_id"])), wait=0.5) as got,
     ):
-        stop = anyio.Event()
-
-        async def reading() -> None:
-            while not stop.is_set():
-                got.extend((now(), m["message_id"]) for m in await read(there, wait=0.5))
-
-        group.start_soon(reading)
         await eventually(lambda: len(got) >= 3, 30, "@bob reads p1 on the other instance")
         for how, bound in (("NATS", WITH_NATS), ("polling", POLLING)):
             if how == "polling":
@@ -81,7 +72,6 @@ async def _leaves(cluster: Cluster, kill_nats: Any) -> None:
             )
             assert stopped <= bound, (how, stopped)
             assert resumed <= bound + 1.0, (how, resumed)
-        stop.set()
     figure("leaves across instances: " + "; ".join(figures))
 
 

@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
-import anyio
 import pytest
 from mcp import Client
 
-from tests.cluster.agents import agent, read
+from tests.cluster.agents import agent, read, reading
 from tests.cluster.harness import Cluster, MakeCluster, eventually, now
 from tests.cluster.support import figure
 
@@ -59,20 +58,12 @@ async def test_each_task_ends_once_where_it_lives_across_restarts_and_kills_of_i
     await eventually(lambda: all(map(cluster.live, cluster.names)), 60, "all live")
     holder = await eventually(lambda: _job_holder(cluster), 30, "the lifetimes job leased")
     x, y = (n for n in cluster.names if n != holder)
-    mail: list[str] = []
     facts: list[str] = []
     async with (
         agent(cluster.instances[x].url, BOSS) as on_x,
         agent(cluster.instances[y].url, BOSS) as on_y,
-        anyio.create_task_group() as group,
+        reading(on_x, lambda m: str(m["text"]), wait=0.5) as mail,
     ):
-        stop = anyio.Event()
-
-        async def reading() -> None:
-            while not stop.is_set():
-                mail.extend(m["text"] for m in await read(on_x, 0.5))
-
-        group.start_soon(reading)
         spawned = now()
         await _spawn(on_x, "@t-deadline", deadline_seconds=2)
         alive = await _spawn(on_x, "@t-alive")
@@ -99,7 +90,6 @@ async def test_each_task_ends_once_where_it_lives_across_restarts_and_kills_of_i
         # Long enough for a second sweep or a second tick to tell anyone twice.
         settle = now()
         await eventually(lambda: now() > settle + 2 * TTL, 10, "a few more ticks")
-        stop.set()
     figure("lifetimes in a cluster of 3: " + "; ".join(facts))
     assert _results(mail, "@t-deadline") == ["deadline"]
     assert _results(mail, "@t-orphan") == ["restart"]
