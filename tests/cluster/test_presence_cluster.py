@@ -150,13 +150,21 @@ async def _offline(observer: Client) -> bool:
     return not await online(observer)
 
 
-async def test_an_instance_killed_without_cleanup_stops_counting_within_the_lease(
-    cluster: Cluster,
-) -> None:
+@asynccontextmanager
+async def watched(cluster: Cluster) -> AsyncIterator[Client]:
+    """Both instances up, a session of ``@watcher`` held on sb-2, and ``@observer``'s session
+    on sb-1 (what is yielded) once it sees ``@watcher`` online."""
     await _up(cluster)
     a, b = (cluster.instances[n].url for n in cluster.names)
     async with session(a, OBSERVER) as observer, held(b, WATCHER):
         await eventually_async(lambda: online(observer), 10, "@watcher online")
+        yield observer
+
+
+async def test_an_instance_killed_without_cleanup_stops_counting_within_the_lease(
+    cluster: Cluster,
+) -> None:
+    async with watched(cluster) as observer:
         cluster.kill9("sb-2")
         killed = now()
         await eventually_async(lambda: _offline(observer), 10, "@watcher offline")
@@ -167,6 +175,7 @@ async def test_an_instance_killed_without_cleanup_stops_counting_within_the_leas
     assert rows(cluster).get(("@watcher", "sb-2")) == 1, "the dead instance's row is kept"
 
     # Restarted under the same id: the old row is gone, and a new session counts once.
+    a, b = (cluster.instances[n].url for n in cluster.names)
     cluster.start("sb-2")
     await eventually(lambda: ("@watcher", "sb-2") not in rows(cluster), 60, "old row gone")
     async with session(a, OBSERVER) as observer:
@@ -181,10 +190,7 @@ async def test_an_instance_killed_without_cleanup_stops_counting_within_the_leas
 async def test_a_graceful_stop_removes_the_instances_rows_and_its_agents_go_offline_at_once(
     cluster: Cluster,
 ) -> None:
-    await _up(cluster)
-    a, b = (cluster.instances[n].url for n in cluster.names)
-    async with session(a, OBSERVER) as observer, held(b, WATCHER):
-        await eventually_async(lambda: online(observer), 10, "@watcher online")
+    async with watched(cluster) as observer:
         await cluster.terminate("sb-2")
         # At once: no lease_ttl to wait for.
         assert not [key for key in rows(cluster) if key[1] == "sb-2"]
