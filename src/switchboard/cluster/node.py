@@ -1,19 +1,7 @@
 """One cluster instance: leases, the NATS bus, requests to owners and the shared head, wired
 to what a host runs.
 
-Every instance loads the same connectors. :class:`ClusterNode` keeps this instance's share of
-them (and of the singleton jobs, leased as ``@job:<name>``) with a
-:class:`~switchboard.cluster.keeper.LeaseKeeper`. Acquiring a connector, in this order: the
-epoch is bumped (by the acquisition itself), the store is fenced at that epoch, the dedupe
-window is rebuilt from the connector's newest batches, its requests are served over NATS,
-and only then does the connector start. Losing it: the connector stops (drained first on a
-handover), requests are no longer served, the store is unfenced. :meth:`owners` is the map
-the host's parts ask a connector's owner in: the local session where this instance holds the
-lease, else a :class:`~switchboard.cluster.rpc.RemoteOwner`. Each commit made here is
-announced; announcements from elsewhere and a 1 s poll move the local head. The owner of a
-connector writes its registrations into the channel mirror in PostgreSQL at each change (and
-once at acquisition, which replaces the former owner's rows); every other instance reads them
-from there into its replica.
+The details are in the docstring of :class:`ClusterNode`.
 """
 
 from __future__ import annotations
@@ -123,7 +111,22 @@ class ClusterOwners(Mapping[str, ConnectorOwner]):
 
 
 class ClusterNode:
-    """One instance of the cluster (see the module docstring)."""
+    """One instance of the cluster.
+
+    Every instance loads the same connectors. :class:`ClusterNode` keeps this instance's share of
+    them (and of the singleton jobs, leased as ``@job:<name>``) with a
+    :class:`~switchboard.cluster.keeper.LeaseKeeper`. Acquiring a connector, in this order: the
+    epoch is bumped (by the acquisition itself), the store is fenced at that epoch, the dedupe
+    window is rebuilt from the connector's newest batches, its requests are served over NATS,
+    and only then does the connector start. Losing it: the connector stops (drained first on a
+    handover), requests are no longer served, the store is unfenced. :meth:`owners` is the map
+    the host's parts ask a connector's owner in: the local session where this instance holds the
+    lease, else a :class:`~switchboard.cluster.rpc.RemoteOwner`. Each commit made here is
+    announced; announcements from elsewhere and a 1 s poll move the local head. The owner of a
+    connector writes its registrations into the channel mirror in PostgreSQL at each change (and
+    once at acquisition, which replaces the former owner's rows); every other instance reads them
+    from there into its replica.
+    """
 
     def __init__(
         self,

@@ -6,33 +6,7 @@ count)``. An agent is online in the directory while some *live* instance (its ``
 heartbeaten within ``lease_ttl``, by the database's clock) holds a row with a count above
 zero for it.
 
-- **Writes stay off the event loop's path.** :meth:`ClusterPresence.counted` only notes the
-  count; a task of its own writes what changed meanwhile in one transaction, on a connection
-  of its own (never the lease connection: a slow write must not delay a renewal).
-- **The flag is a function of the database.** The same transaction that writes the counts sets
-  ``online`` of the agents it touched to what the rows and the heartbeats say now, and only
-  where the stored flag differs. Every presence transaction first locks ``attachments``
-  against the others, so the last one to commit saw every count committed before it: two
-  instances changing one agent's counts at once cannot leave a stale flag.
-- **A dead instance** is corrected by whichever instance sweeps first: each one, every
-  ``ttl/3``, sets the flag of every agent with rows to the same function of the database. No
-  lease is needed because there is nothing to elect: two instances sweeping at once compute
-  the same answer from the same rows and the same clock, and write only where it differs, so
-  they cannot flap it; and the correction does not wait for a singleton's own failover when
-  the instance that died was the one running it. The rows of an instance silent for
-  ``10 × ttl`` are deleted (after its agents' flags were corrected); an instance that was only
-  paused that long writes its rows again at its next sweep, which also writes back anything a
-  failed write left out.
-- **What the others have** is read at each sweep (:meth:`ClusterPresence.attached`, and
-  :meth:`ClusterPresence.seen`: the directory's last-seen, which every instance writes on
-  attach, detach and at most every 5 s of activity): the lifetimes job, which runs on one
-  instance, does not end an agent as idle while it is attached to, or active on, another.
-- **Restart under the same instance id** deletes that id's rows before anything is counted, so
-  a session of the previous run is never counted twice. **A graceful stop**
-  (:meth:`ClusterPresence.retire`) deletes this instance's rows and corrects the flags at once.
-
-The directory's ``last_seen`` is written with each flag change; the touches of activity stay
-the attachments part's (at most one write per agent every 5 s).
+The details are in the docstring of :class:`ClusterPresence`.
 """
 
 from __future__ import annotations
@@ -116,7 +90,35 @@ _BUMP: Final = (
 
 
 class ClusterPresence:
-    """This instance's share of the agents' presence (see the module docstring).
+    """This instance's share of the agents' presence.
+
+    - **Writes stay off the event loop's path.** :meth:`ClusterPresence.counted` only notes the
+      count; a task of its own writes what changed meanwhile in one transaction, on a connection
+      of its own (never the lease connection: a slow write must not delay a renewal).
+    - **The flag is a function of the database.** The same transaction that writes the counts sets
+      ``online`` of the agents it touched to what the rows and the heartbeats say now, and only
+      where the stored flag differs. Every presence transaction first locks ``attachments``
+      against the others, so the last one to commit saw every count committed before it: two
+      instances changing one agent's counts at once cannot leave a stale flag.
+    - **A dead instance** is corrected by whichever instance sweeps first: each one, every
+      ``ttl/3``, sets the flag of every agent with rows to the same function of the database. No
+      lease is needed because there is nothing to elect: two instances sweeping at once compute
+      the same answer from the same rows and the same clock, and write only where it differs, so
+      they cannot flap it; and the correction does not wait for a singleton's own failover when
+      the instance that died was the one running it. The rows of an instance silent for
+      ``10 × ttl`` are deleted (after its agents' flags were corrected); an instance that was only
+      paused that long writes its rows again at its next sweep, which also writes back anything a
+      failed write left out.
+    - **What the others have** is read at each sweep (:meth:`ClusterPresence.attached`, and
+      :meth:`ClusterPresence.seen`: the directory's last-seen, which every instance writes on
+      attach, detach and at most every 5 s of activity): the lifetimes job, which runs on one
+      instance, does not end an agent as idle while it is attached to, or active on, another.
+    - **Restart under the same instance id** deletes that id's rows before anything is counted, so
+      a session of the previous run is never counted twice. **A graceful stop**
+      (:meth:`ClusterPresence.retire`) deletes this instance's rows and corrects the flags at once.
+
+    The directory's ``last_seen`` is written with each flag change; the touches of activity stay
+    the attachments part's (at most one write per agent every 5 s).
 
     Args:
         url: the shared database.

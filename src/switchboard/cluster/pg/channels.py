@@ -1,20 +1,7 @@
 """The mirror of each connector's channels in PostgreSQL: ``channels(server_id, channel_id,
 descriptor)``, written by the connector's owner, read by every other instance.
 
-A write is one statement (so one round trip and one transaction whatever the number of
-channels): the lease fence, the rows, the bump of the ``channels:<server id>`` version row
-the others poll, and the owner's word on how the connector stands (its entry in the owner's
-``instances.info``, which the heartbeat otherwise writes), so a reader gets the channels and
-the state they go with from one snapshot. The fence reads the lease row ``FOR SHARE`` and
-writes nothing unless this instance still owns the connector at the epoch it acquired it with,
-so a former owner that was paused or cut off cannot overwrite what the new owner wrote (an
-acquisition bumps the epoch and waits for the share lock, or the statement sees its new
-epoch).
-
-The writer remembers what it last committed for each connector at each epoch, and sends only
-what differs; after a failure, or at a new epoch, it sends the whole set and deletes every
-other row of that connector. A read is one statement too, so the rows and the version it
-returns are of one snapshot.
+The details are in the docstring of :class:`ChannelMirror`.
 """
 
 from __future__ import annotations
@@ -90,7 +77,23 @@ class ChannelMirrorError(Exception):
 
 
 class ChannelMirror:
-    """One instance's writes to and reads of the mirror, on an async connection of its own."""
+    """One instance's writes to and reads of the mirror, on an async connection of its own.
+
+    A write is one statement (so one round trip and one transaction whatever the number of
+    channels): the lease fence, the rows, the bump of the ``channels:<server id>`` version row
+    the others poll, and the owner's word on how the connector stands (its entry in the owner's
+    ``instances.info``, which the heartbeat otherwise writes), so a reader gets the channels and
+    the state they go with from one snapshot. The fence reads the lease row ``FOR SHARE`` and
+    writes nothing unless this instance still owns the connector at the epoch it acquired it with,
+    so a former owner that was paused or cut off cannot overwrite what the new owner wrote (an
+    acquisition bumps the epoch and waits for the share lock, or the statement sees its new
+    epoch).
+
+    The writer remembers what it last committed for each connector at each epoch, and sends only
+    what differs; after a failure, or at a new epoch, it sends the whole set and deletes every
+    other row of that connector. A read is one statement too, so the rows and the version it
+    returns are of one snapshot.
+    """
 
     def __init__(self, url: str, me: str, *, timeout: float = 10.0) -> None:
         self._url = url
