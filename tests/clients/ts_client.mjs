@@ -20,38 +20,8 @@
 
 import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { parseArgs, transportFor } from "./common.mjs";
 
-function parseArgs(argv) {
-  const options = { plan: null, url: null, token: null, command: [] };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i];
-    if (arg === "--") {
-      options.command = argv.slice(i + 1);
-      break;
-    } else if (arg === "--plan" || arg === "--url" || arg === "--token") {
-      options[arg.slice(2)] = argv[i + 1];
-      i += 1;
-    } else {
-      throw new Error(`unknown argument ${arg}`);
-    }
-  }
-  if (options.plan === null) throw new Error("--plan PLAN.json is required");
-  if ((options.url === null) === (options.command.length === 0)) {
-    throw new Error("give exactly one of --url URL or -- COMMAND ARGS...");
-  }
-  return options;
-}
-
-function transportFor(options) {
-  if (options.url !== null) {
-    const headers = options.token ? { Authorization: `Bearer ${options.token}` } : {};
-    return new StreamableHTTPClientTransport(new URL(options.url), { requestInit: { headers } });
-  }
-  const [command, ...args] = options.command;
-  return new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-}
 
 function resolve(value, done) {
   if (value !== null && typeof value === "object" && "$from" in value) {
@@ -65,7 +35,7 @@ function resolve(value, done) {
 }
 
 async function main() {
-  const options = parseArgs(process.argv.slice(2));
+  const options = parseArgs(process.argv.slice(2), "plan", "PLAN.json");
   const plan = JSON.parse(readFileSync(options.plan, "utf8"));
   const client = new Client({ name: "switchboard-ts-compat", version: "1.0.0" });
   await client.connect(transportFor(options));

@@ -12,39 +12,9 @@
 //   node ts_sampling.mjs --prompt PROMPT -- COMMAND [ARGS...]     (stdio: the client spawns it)
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { parseArgs, transportFor } from "./common.mjs";
 import { CreateMessageRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-function parseArgs(argv) {
-  const options = { prompt: null, url: null, token: null, command: [] };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i];
-    if (arg === "--") {
-      options.command = argv.slice(i + 1);
-      break;
-    } else if (arg === "--prompt" || arg === "--url" || arg === "--token") {
-      options[arg.slice(2)] = argv[i + 1];
-      i += 1;
-    } else {
-      throw new Error(`unknown argument ${arg}`);
-    }
-  }
-  if (options.prompt === null) throw new Error("--prompt PROMPT is required");
-  if ((options.url === null) === (options.command.length === 0)) {
-    throw new Error("give exactly one of --url URL or -- COMMAND ARGS...");
-  }
-  return options;
-}
-
-function transportFor(options) {
-  if (options.url !== null) {
-    const headers = options.token ? { Authorization: `Bearer ${options.token}` } : {};
-    return new StreamableHTTPClientTransport(new URL(options.url), { requestInit: { headers } });
-  }
-  const [command, ...args] = options.command;
-  return new StdioClientTransport({ command, args, env: process.env, stderr: "inherit" });
-}
 
 async function readUntil(client, seen, done, deadline) {
   while (!done(seen)) {
@@ -56,7 +26,7 @@ async function readUntil(client, seen, done, deadline) {
 }
 
 async function main() {
-  const options = parseArgs(process.argv.slice(2));
+  const options = parseArgs(process.argv.slice(2), "prompt", "PROMPT");
   const client = new Client(
     { name: "switchboard-ts-sampling", version: "1.0.0" },
     { capabilities: { sampling: {} } },
