@@ -22,6 +22,7 @@ from switchboard.directory.directory import MAX_LIMIT, Directory
 from switchboard.directory.entry import Entry
 from switchboard.directory.errors import DirectoryError, InvalidSnapshot
 from switchboard.directory.snapshot import export_snapshot, import_snapshot
+from switchboard.runtime.texttable import text_table
 
 __all__ = ["add_agents_parser", "run_agents"]
 
@@ -74,25 +75,6 @@ def _row(entry: Entry) -> list[str]:
     ]
 
 
-def _table(rows: list[list[str]]) -> str:
-    """``rows`` under :data:`_HEADERS`, as ``switchboard status`` prints its tables: columns
-    padded to their widest cell (at most 60 characters, longer ones cut with ``…``), a rule
-    of dashes under the headings."""
-    cells = [list(_HEADERS), *[[v.replace("\n", " ") for v in row] for row in rows]]
-    widths = [min(60, max(len(row[i]) for row in cells)) for i in range(len(_HEADERS))]
-    lines = []
-    for n, row in enumerate(cells):
-        lines.append(
-            "  ".join(
-                (v if len(v) <= w else v[: w - 1] + "…").ljust(w)
-                for v, w in zip(row, widths, strict=True)
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def _write_atomically(path: str, text: str) -> None:
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
@@ -132,7 +114,7 @@ def _run(args: argparse.Namespace, directory: Directory, out: TextIO) -> int:
         else:
             shown = len(page.entries)
             if shown:
-                print(_table([_row(entry) for entry in page.entries]), file=out)
+                print(text_table(_HEADERS, [_row(entry) for entry in page.entries]), file=out)
             first = page.offset + 1 if shown else page.offset
             counted = "entry" if page.total == 1 else "entries"
             print(f"{first}-{page.offset + shown} of {page.total} {counted}", file=out)

@@ -44,6 +44,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from switchboard.config import Config, is_loopback
+from switchboard.runtime.texttable import text_table
 from switchboard.status.model import HostStatus
 from switchboard.status.paint import paint
 from switchboard.web import (
@@ -607,30 +608,12 @@ def fetch_status(config: Config, *, timeout: float = 5.0) -> dict[str, Any]:
         ) from exc
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [
-        ["" if v is None else str(v).replace("\n", " ") for v in row] for row in rows
-    ]
-    widths = [min(60, max(len(row[i]) for row in cells)) for i in range(len(headers))]
-    lines = []
-    for n, row in enumerate(cells):
-        lines.append(
-            "  ".join(
-                (v if len(v) <= w else v[: w - 1] + "…").ljust(w)
-                for v, w in zip(row, widths, strict=True)
-            ).rstrip()
-        )
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def render_tables(snap: Mapping[str, Any]) -> str:
     """``/status`` as the plain-text tables ``switchboard status`` prints."""
     ready = "ready" if snap["ready"] else "NOT READY: " + "; ".join(snap["not_ready"])
     parts = [f"Switchboard: {ready} (up {snap['uptime']:.0f} s)", "", "Connectors"]
     parts.append(
-        _table(
+        text_table(
             [
                 "connector",
                 "state",
@@ -662,12 +645,12 @@ def render_tables(snap: Mapping[str, Any]) -> str:
     )
     parts += ["", "Agents"]
     parts.append(
-        _table(["agent", "sessions"], [[a["handle"], a["sessions"]] for a in snap["agents"]])
+        text_table(["agent", "sessions"], [[a["handle"], a["sessions"]] for a in snap["agents"]])
     )
     store = snap["store"]
     parts += ["", "Store", store["path"]]
     parts.append(
-        _table(
+        text_table(
             ["bytes", "wal bytes", "write backlog", "latest seq"],
             [
                 [
@@ -682,7 +665,7 @@ def render_tables(snap: Mapping[str, Any]) -> str:
     traffic = snap["traffic"]
     parts += ["", "Traffic"]
     parts.append(
-        _table(
+        text_table(
             ["messages in", "publishes out", "refusals"],
             [[traffic["messages_in"], traffic["publishes_out"], traffic["refusals"]]],
         )
@@ -691,7 +674,7 @@ def render_tables(snap: Mapping[str, Any]) -> str:
     if cluster is not None:
         parts += ["", f"Cluster (this instance: {cluster['instance']})"]
         parts.append(
-            _table(
+            text_table(
                 ["instance", "live", "head", "head lag", "nats", "owns (epoch)"],
                 [
                     [
