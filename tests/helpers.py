@@ -8,6 +8,8 @@ the behaviour suites that make sense on one instance run on both (docs/cluster.m
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -171,3 +173,18 @@ async def serving(config: Config) -> AsyncIterator[str]:
             yield urls[0]
         finally:
             group.cancel_scope.cancel()
+
+
+def run_check(
+    path: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``switchboard check --config path`` as a user runs it, in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-m", "switchboard", "check", "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=cwd,
+        env=env,
+    )

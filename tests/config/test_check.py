@@ -9,28 +9,14 @@ deliberately doesn't: the words of each single mistake (tests/config/test_mistak
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from switchboard.config import load_config
 from switchboard.config.check import machine_problems, program_argv, summary
+from tests.helpers import run_check
 
 __all__: list[str] = []
-
-
-def _check(
-    path: Path, *, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "switchboard", "check", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=cwd,
-        env=env,
-    )
 
 
 def test_a_good_config_passes_with_a_short_summary_and_starts_nothing(tmp_path: Path) -> None:
@@ -40,7 +26,7 @@ def test_a_good_config_passes_with_a_short_summary_and_starts_nothing(tmp_path: 
         f'[[connectors]]\nid = "demo"\ncommand = ["{sys.executable}", "-m", "switchboard"]\n'
         '[[connectors]]\nid = "chat"\nurl = "ws://127.0.0.1:9/mcpl"\n'
     )
-    done = _check(path, cwd=Path("/"))
+    done = run_check(path, cwd=Path("/"))
     assert done.returncode == 0, done.stderr
     assert f"config file {path} is fine:" in done.stdout
     assert "connectors (2): demo (" in done.stdout
@@ -57,14 +43,14 @@ def test_an_http_endpoint_is_shown_as_its_url_and_its_token_file_is_checked(
 ) -> None:
     path = tmp_path / "switchboard.toml"
     path.write_text('[agent]\ntransport = "http"\nport = 8799\ntoken_file = "agent.token"\n')
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 2
     assert str(tmp_path / "agent.token") in done.stderr
     assert "does not exist" in done.stderr
     token = tmp_path / "agent.token"
     token.write_text("t" * 32)
     token.chmod(0o600)
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 0, done.stderr
     assert "agent endpoint: http://127.0.0.1:8799/mcp" in done.stdout
 
@@ -77,7 +63,7 @@ def test_every_machine_problem_is_listed_at_once(tmp_path: Path) -> None:
         '[[connectors]]\nid = "a"\ncommand = ["no-such-program-abc"]\n'
         '[[connectors]]\nid = "b"\ncommand = ["true"]\ncwd = "nowhere"\n'
     )
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 2
     assert "has 3 problems:" in done.stderr
     assert "connector 'a': the program 'no-such-program-abc' is not on PATH" in done.stderr
@@ -179,7 +165,7 @@ def test_a_python_connector_whose_interpreter_cannot_import_its_module_is_a_prob
         '[[connectors]]\nid = "fine"\n'
         f'command = ["{sys.executable}", "-m", "switchboard.connectors.demo"]\n'
     )
-    done = _check(path, env={**os.environ, "PATH": str(bin_dir)})
+    done = run_check(path, env={**os.environ, "PATH": str(bin_dir)})
     assert done.returncode == 2, done.stdout
     assert "has 3 problems" in done.stderr
     assert (

@@ -4,8 +4,6 @@ what ``switchboard check`` says of it (the database is probed, ``[cluster]`` nee
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,19 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from switchboard.config import ClusterConfig, ConfigError, load_config
+from tests.helpers import run_check
 from tests.pg import ADMIN_URL
 
 POSTGRES = f'[store]\nbackend = "postgres"\nurl = "{ADMIN_URL}"\n'
-
-
-def _check(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "switchboard", "check", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_the_default_store_is_the_sqlite_file_and_there_is_no_cluster(tmp_path: Path) -> None:
@@ -136,7 +125,7 @@ def test_a_bad_database_url_never_shows_its_password(tmp_path: Path) -> None:
 def test_check_refuses_a_cluster_without_postgres(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text('[cluster]\ninstance_id = "sb-1"\n')
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 2
     assert "[cluster] shares the durable things between instances" in done.stderr
     assert "Traceback" not in done.stderr
@@ -147,7 +136,7 @@ def test_check_probes_the_database_and_names_it_without_its_password(tmp_path: P
     path.write_text(
         '[store]\nbackend = "postgres"\nurl = "postgresql://postgres:hush@127.0.0.1:1/none"\n'
     )
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 2
     assert "store.url: the database postgresql://postgres@127.0.0.1:1/none does not answer" in (
         done.stderr
@@ -158,7 +147,7 @@ def test_check_probes_the_database_and_names_it_without_its_password(tmp_path: P
 def test_check_passes_a_database_that_answers(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
     path.write_text(POSTGRES + '[agent]\ntransport = "stdio"\n')
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 0, done.stderr
     assert "store: PostgreSQL postgresql://postgres@127.0.0.1:5432/postgres (answers)" in (
         done.stdout
@@ -171,7 +160,7 @@ def test_check_passes_retention_on_postgres_and_says_what_it_deletes(tmp_path: P
         POSTGRES + 'retain = "30d"\nmax_size = "2GB"\nretention_interval = "90s"\n'
         '[agent]\ntransport = "stdio"\n'
     )
-    done = _check(path)
+    done = run_check(path)
     assert done.returncode == 0, done.stderr
     assert (
         "retention: deletes acknowledged messages older than 30d and oldest beyond "
