@@ -12,15 +12,16 @@ The details are in the docstring of :class:`ClusterPresence`.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import partial
 from typing import Any, Final
 
 import anyio
+import anyio.to_thread
 import psycopg
 import structlog
 
-from switchboard.cluster.pg.schema import connect_bounded
+from switchboard.cluster.pg.schema import connect_bounded_sync
 
 __all__ = ["ClusterPresence"]
 
@@ -142,7 +143,7 @@ class ClusterPresence:
         self.ttl = ttl
         self._clock = clock
         self.sweep_every = sweep_every if sweep_every is not None else ttl / 3
-        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._conn: psycopg.Connection[Any] | None = None
         #: This instance's sessions per agent now, and what changed since the last write.
         self._counts: dict[str, int] = {}
         self._pending: dict[str, int] = {}
@@ -180,7 +181,7 @@ class ClusterPresence:
         while True:
             try:
                 async with self._lock:
-                    await self._transaction(self._sweep)
+                    await self._transaction(partial(self._sweep, counts=dict(self._counts)))
                 break
             except psycopg.Error as exc:
                 self.failures += 1
@@ -199,7 +200,7 @@ class ClusterPresence:
                     if pending:
                         await self._transaction(partial(self._write, pending=pending))
                     if time.monotonic() - self._swept_at >= self.sweep_every:
-                        await self._transaction(self._sweep)
+                        await self._transaction(partial(self._sweep, counts=dict(self._counts)))
             except psycopg.Error as exc:
                 self.failures += 1
                 # Written at the next try; a count noted meanwhile is newer and wins.
@@ -226,7 +227,7 @@ class ClusterPresence:
     async def aclose(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            await conn.close()
+            await anyio.to_thread.run_sync(conn.close)
 
     def attached(self, handle: str) -> bool:
         """Whether ``handle`` has a session here, or had one on a live instance at the last
@@ -245,10 +246,17 @@ class ClusterPresence:
 
     # -- the transactions
 
-    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+    # Why a worker thread with a blocking connection, not an async one: a presence transaction
+    # holds row locks of directory_entries (and the directory's version row) until it commits,
+    # while the directory's own writes run blocking on the event loop and lock that table. An
+    # async transaction would need the loop to reach its commit, and the loop would be waiting
+    # on its locks: the two would wait on each other until a timeout. In a thread the
+    # transaction commits whatever the loop is doing.
+
+    def _connection(self) -> psycopg.Connection[Any]:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
-            conn = await connect_bounded(
+            conn = connect_bounded_sync(
                 self._url,
                 connect_seconds=self.ttl,
                 statement_ms=max(1000, int(self.ttl * 1000)),
@@ -257,65 +265,61 @@ class ClusterPresence:
             self._conn = conn
         return conn
 
-    async def _transaction(
-        self, body: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]
-    ) -> None:
-        conn = await self._connection()
+    async def _transaction(self, body: Callable[[psycopg.Connection[Any]], None]) -> None:
+        await anyio.to_thread.run_sync(self._transact, body)
+
+    def _transact(self, body: Callable[[psycopg.Connection[Any]], None]) -> None:
+        conn = self._connection()
         try:
-            async with conn.transaction():
-                await conn.execute(_LOCK)
-                await body(conn)
+            with conn.transaction():
+                conn.execute(_LOCK)
+                body(conn)
         except psycopg.Error:
             if conn.broken or conn.closed:
                 self._conn = None
             raise
 
-    async def _write(
-        self, conn: psycopg.AsyncConnection[Any], *, pending: Mapping[str, int]
-    ) -> None:
-        await self._put(conn, pending)
-        await self._flag(conn, list(pending))
+    def _write(self, conn: psycopg.Connection[Any], *, pending: Mapping[str, int]) -> None:
+        self._put(conn, pending)
+        self._flag(conn, list(pending))
 
-    async def _put(self, conn: psycopg.AsyncConnection[Any], counts: Mapping[str, int]) -> None:
+    def _put(self, conn: psycopg.Connection[Any], counts: Mapping[str, int]) -> None:
         agents, values = list(counts), list(counts.values())
         gone = [a for a, n in counts.items() if n <= 0]
         if gone:
-            await conn.execute(_ERASE, {"me": self.me, "agents": gone})
+            conn.execute(_ERASE, {"me": self.me, "agents": gone})
         if len(gone) < len(agents):
-            await conn.execute(_WRITE, {"me": self.me, "agents": agents, "counts": values})
+            conn.execute(_WRITE, {"me": self.me, "agents": agents, "counts": values})
 
-    async def _sweep(self, conn: psycopg.AsyncConnection[Any]) -> None:
+    def _sweep(self, conn: psycopg.Connection[Any], *, counts: Mapping[str, int]) -> None:
         """Write this instance's rows again as they are now (the first sweep also deletes
         those of an earlier run under this id), set the flag of every agent with rows or
         whose row went, and forget the rows of instances silent for long."""
         self._swept_at = time.monotonic()
-        counts = dict(self._counts)
-        cur = await conn.execute(_ERASE_OTHERS, {"me": self.me, "agents": list(counts)})
-        agents = {row[0] for row in await cur.fetchall()}
-        await self._put(conn, counts)
-        cur = await conn.execute(_WITH_ROWS)
-        agents.update(row[0] for row in await cur.fetchall())
-        await self._flag(conn, agents)
-        await conn.execute(_FORGET, {"after": self.ttl * FORGET_AFTER_TTLS})
-        cur = await conn.execute(_ATTACHED, {"ttl": self.ttl, "before": list(self._attached)})
-        found = await cur.fetchall()
+        cur = conn.execute(_ERASE_OTHERS, {"me": self.me, "agents": list(counts)})
+        agents = {row[0] for row in cur.fetchall()}
+        self._put(conn, counts)
+        cur = conn.execute(_WITH_ROWS)
+        agents.update(row[0] for row in cur.fetchall())
+        self._flag(conn, agents)
+        conn.execute(_FORGET, {"after": self.ttl * FORGET_AFTER_TTLS})
+        cur = conn.execute(_ATTACHED, {"ttl": self.ttl, "before": list(self._attached)})
+        found = cur.fetchall()
         self._attached = frozenset(row[0] for row in found if row[2])
         self._seen.update((row[0], float(row[1])) for row in found)
 
-    async def _retire(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        cur = await conn.execute(
+    def _retire(self, conn: psycopg.Connection[Any]) -> None:
+        cur = conn.execute(
             "DELETE FROM attachments WHERE instance = %(me)s RETURNING agent", {"me": self.me}
         )
-        await self._flag(conn, [row[0] for row in await cur.fetchall()])
+        self._flag(conn, [row[0] for row in cur.fetchall()])
 
-    async def _flag(self, conn: psycopg.AsyncConnection[Any], agents: Collection[str]) -> None:
+    def _flag(self, conn: psycopg.Connection[Any], agents: Collection[str]) -> None:
         if not agents:
             return
-        cur = await conn.execute(
-            _FLAGS, {"ttl": self.ttl, "agents": list(agents), "now": self._clock()}
-        )
-        changed = await cur.fetchall()
+        cur = conn.execute(_FLAGS, {"ttl": self.ttl, "agents": list(agents), "now": self._clock()})
+        changed = cur.fetchall()
         if changed:
-            await conn.execute(_BUMP)
+            conn.execute(_BUMP)
             for address, online in changed:
                 log.debug("cluster.presence_marked", agent=address, online=bool(online))

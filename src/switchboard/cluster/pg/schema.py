@@ -26,6 +26,7 @@ __all__ = [
     "STALE_EPOCH",
     "connect",
     "connect_bounded",
+    "connect_bounded_sync",
     "migrate",
 ]
 
@@ -267,14 +268,28 @@ async def connect_bounded(
         psycopg.Error: the database does not answer.
     """
     return await psycopg.AsyncConnection.connect(
-        url,
-        autocommit=True,
-        connect_timeout=max(1, round(connect_seconds)),
-        prepare_threshold=None,
-        application_name=application_name,  # None: psycopg leaves it out
-        options=f"-c statement_timeout={statement_ms}",
-        row_factory=tuple_row,
+        url, **_bounded(connect_seconds, statement_ms, application_name)
     )
+
+
+def connect_bounded_sync(
+    url: str, *, connect_seconds: float, statement_ms: int, application_name: str | None = None
+) -> psycopg.Connection[Any]:
+    """:func:`connect_bounded` for a worker thread."""
+    return psycopg.connect(url, **_bounded(connect_seconds, statement_ms, application_name))
+
+
+def _bounded(
+    connect_seconds: float, statement_ms: int, application_name: str | None
+) -> dict[str, Any]:
+    return {
+        "autocommit": True,
+        "connect_timeout": max(1, round(connect_seconds)),
+        "prepare_threshold": None,
+        "application_name": application_name,  # None: psycopg leaves it out
+        "options": f"-c statement_timeout={statement_ms}",
+        "row_factory": tuple_row,
+    }
 
 
 def migrate(conn: psycopg.Connection[Any]) -> int:
